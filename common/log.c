@@ -1,0 +1,109 @@
+/* Logging to stderr with an optional rank prefix, and located diagnostics. */
+#include "ts_common.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+static ts_log_level_t g_level = TS_LOG_WARN;
+static int g_rank = -1;
+
+void ts_log_set_level(ts_log_level_t lvl) { g_level = lvl; }
+void ts_log_set_rank(int rank) { g_rank = rank; }
+
+void ts_log(ts_log_level_t lvl, const char *fmt, ...) {
+  static const char *names[] = {"error", "warning", "info", "debug"};
+  if (lvl > g_level) return;
+  ts_buf_t b = {0};
+  if (g_rank >= 0) ts_buf_printf(&b, "[rank %d] ", g_rank);
+  ts_buf_printf(&b, "tessera: %s: ", names[lvl]);
+  va_list ap;
+  va_start(ap, fmt);
+  ts_buf_vprintf(&b, fmt, ap);
+  va_end(ap);
+  ts_buf_putc(&b, '\n');
+  if (b.data) fputs(b.data, stderr); /* one write per line keeps ranks apart */
+  ts_buf_free(&b);
+}
+
+/* Appends the source line holding `loc` and a caret under its column. Tabs
+ * in the prefix are kept so the caret lines up in a terminal. */
+static void put_source_line(ts_buf_t *b, const ts_source_t *src, ts_loc_t loc) {
+  const char *p = src->text, *end = src->text + src->len;
+  for (int line = 1; line < loc.line && p < end; p++)
+    if (*p == '\n') line++;
+  const char *eol = p;
+  while (eol < end && *eol != '\n' && *eol != '\r') eol++;
+  ts_buf_append(b, p, (size_t)(eol - p));
+  ts_buf_putc(b, '\n');
+  for (int i = 1; i < loc.col && p + i - 1 < eol; i++) ts_buf_putc(b, p[i - 1] == '\t' ? '\t' : ' ');
+  ts_buf_puts(b, "^\n");
+}
+
+void ts_diag_verror(ts_diag_t *d, const ts_source_t *src, ts_loc_t loc, const char *fmt,
+                    va_list ap) {
+  if (!d) return;
+  d->count++;
+  if (d->text) return;
+  ts_buf_t b = {0};
+  if (src && loc.line > 0)
+    ts_buf_printf(&b, "%s:%d:%d: error: ", src->name, loc.line, loc.col);
+  else if (src)
+    ts_buf_printf(&b, "%s: error: ", src->name);
+  else
+    ts_buf_puts(&b, "error: ");
+  ts_buf_vprintf(&b, fmt, ap);
+  ts_buf_putc(&b, '\n');
+  if (src && src->text && loc.line > 0) put_source_line(&b, src, loc);
+  d->text = b.data; /* NULL only if the first allocation failed */
+}
+
+void ts_diag_error(ts_diag_t *d, const ts_source_t *src, ts_loc_t loc, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  ts_diag_verror(d, src, loc, fmt, ap);
+  va_end(ap);
+}
+
+void ts_diag_plain(ts_diag_t *d, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  ts_diag_verror(d, NULL, (ts_loc_t){0, 0}, fmt, ap);
+  va_end(ap);
+}
+
+void ts_diag_free(ts_diag_t *d) {
+  ts_free(d->text);
+  d->text = NULL;
+  d->count = 0;
+}
+
+ts_status_t ts_read_file(const char *path, char **out, size_t *out_len, ts_diag_t *diag) {
+  bool is_stdin = strcmp(path, "-") == 0;
+  FILE *f = is_stdin ? stdin : fopen(path, "rb");
+  if (!f) {
+    ts_diag_plain(diag, "cannot open '%s': %s", path, strerror(errno));
+    return TS_ERR_INVALID_ARGUMENT;
+  }
+  ts_buf_t b = {0};
+  char chunk[65536];
+  size_t n;
+  while ((n = fread(chunk, 1, sizeof chunk, f)) > 0) ts_buf_append(&b, chunk, n);
+  bool failed = ferror(f);
+  if (!is_stdin) fclose(f);
+  if (failed) {
+    ts_buf_free(&b);
+    ts_diag_plain(diag, "cannot read '%s'", path);
+    return TS_ERR_SYSTEM;
+  }
+  if (b.oom) {
+    ts_buf_free(&b);
+    ts_diag_plain(diag, "out of memory reading '%s'", path);
+    return TS_ERR_NOMEM;
+  }
+  if (!b.data) ts_buf_append(&b, "", 0);
+  if (!b.data) return TS_ERR_NOMEM;
+  *out = b.data;
+  *out_len = b.len;
+  return TS_OK;
+}

@@ -1,0 +1,174 @@
+/* Tessera common: the one status enum, allocation hooks, an arena, logging and
+ * located diagnostics. Every other module builds on this header. */
+#ifndef TS_COMMON_H
+#define TS_COMMON_H
+
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define TS_VERSION "0.1.0"
+
+/* ---- status ------------------------------------------------------------ */
+
+/* Negative values are errors, grouped by who is at fault. */
+typedef enum {
+  TS_OK = 0,
+  TS_INPROGRESS = 1,
+  /* the caller's fault */
+  TS_ERR_INVALID_ARGUMENT = -1,
+  TS_ERR_INVALID_USAGE = -2,
+  /* the user's input (HLO text, shardings, flags naming files) */
+  TS_ERR_PARSE = -10,
+  TS_ERR_VERIFY = -11,
+  /* a check that ran and found a difference (e.g. numerical mismatch) */
+  TS_ERR_CHECK_FAILED = -20,
+  /* valid input that this build or machine cannot run (too large, no GPU) */
+  TS_ERR_UNSUPPORTED = -30,
+  /* our bug */
+  TS_ERR_INTERNAL = -40,
+  /* the environment */
+  TS_ERR_SYSTEM = -50,
+  TS_ERR_NOMEM = -51,
+  /* a peer or the transport */
+  TS_ERR_REMOTE = -60,
+  TS_ERR_TIMEOUT = -61,
+} ts_status_t;
+
+const char *ts_status_string(ts_status_t st);
+
+/* CLI exit code for a status: 0 ok, 1 check failed, 2 bad input or usage,
+ * 3 cannot run here, 4 anything else (internal, system, remote). */
+int ts_status_exit_code(ts_status_t st);
+
+#define TS_CHECK(expr)                          \
+  do {                                          \
+    ts_status_t ts_check_st_ = (expr);          \
+    if (ts_check_st_ < 0) return ts_check_st_;  \
+  } while (0)
+
+#define TS_CHECK_GOTO(expr, st, label) \
+  do {                                 \
+    (st) = (expr);                     \
+    if ((st) < 0) goto label;          \
+  } while (0)
+
+#ifdef NDEBUG
+#define TS_ASSERT(cond) ((void)0)
+#else
+void ts_assert_fail(const char *cond, const char *file, int line);
+#define TS_ASSERT(cond) ((cond) ? (void)0 : ts_assert_fail(#cond, __FILE__, __LINE__))
+#endif
+
+/* ---- allocation -------------------------------------------------------- */
+
+/* Every heap allocation in Tessera goes through these hooks, so an embedder
+ * (or a test that injects failures) can replace them. Defaults: libc. */
+typedef struct {
+  void *(*malloc_fn)(size_t size, void *ctx);
+  void *(*realloc_fn)(void *p, size_t size, void *ctx);
+  void (*free_fn)(void *p, void *ctx);
+  void *ctx;
+} ts_allocator_t;
+
+void ts_set_allocator(const ts_allocator_t *a); /* NULL restores libc */
+void *ts_malloc(size_t size);
+void *ts_calloc(size_t n, size_t size);
+void *ts_realloc(void *p, size_t size);
+void ts_free(void *p);
+char *ts_strdup(const char *s);
+
+/* A bump allocator: many small objects that die together. Memory is zeroed.
+ * Allocation failure returns NULL. */
+typedef struct ts_arena ts_arena_t;
+
+ts_arena_t *ts_arena_create(void);
+void ts_arena_destroy(ts_arena_t *a); /* NULL is a no-op */
+void *ts_arena_alloc(ts_arena_t *a, size_t size);
+char *ts_arena_strndup(ts_arena_t *a, const char *s, size_t n);
+char *ts_arena_strdup(ts_arena_t *a, const char *s);
+char *ts_arena_printf(ts_arena_t *a, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+size_t ts_arena_bytes(const ts_arena_t *a); /* bytes reserved from the heap */
+
+/* ---- growable string buffer -------------------------------------------- */
+
+typedef struct {
+  char *data; /* NUL-terminated; owned, free with ts_buf_free */
+  size_t len, cap;
+  bool oom;   /* set when an append failed; the buffer keeps what fit */
+} ts_buf_t;
+
+void ts_buf_append(ts_buf_t *b, const char *s, size_t n);
+void ts_buf_puts(ts_buf_t *b, const char *s);
+void ts_buf_putc(ts_buf_t *b, char c);
+void ts_buf_printf(ts_buf_t *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void ts_buf_vprintf(ts_buf_t *b, const char *fmt, va_list ap);
+void ts_buf_free(ts_buf_t *b);
+
+/* ---- string map ------------------------------------------------------ */
+
+/* Open-addressing hash map from strings to pointers. Keys are not copied:
+ * they must outlive the map (arena strings do). */
+typedef struct {
+  const char **keys;
+  size_t *lens;
+  void **vals;
+  size_t cap, count;
+} ts_strmap_t;
+
+/* Returns false when out of memory. Replaces an existing key's value. */
+bool ts_strmap_put(ts_strmap_t *m, const char *key, size_t len, void *val);
+void *ts_strmap_get(const ts_strmap_t *m, const char *key, size_t len);
+void ts_strmap_free(ts_strmap_t *m);
+
+/* ---- logging ----------------------------------------------------------- */
+
+typedef enum { TS_LOG_ERROR, TS_LOG_WARN, TS_LOG_INFO, TS_LOG_DEBUG } ts_log_level_t;
+
+void ts_log_set_level(ts_log_level_t lvl);
+/* Rank prefix for multi-process runs ("[rank 3] "); -1 (default) prints none. */
+void ts_log_set_rank(int rank);
+void ts_log(ts_log_level_t lvl, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+#define TS_LOG_WARN(...) ts_log(TS_LOG_WARN, __VA_ARGS__)
+#define TS_LOG_INFO(...) ts_log(TS_LOG_INFO, __VA_ARGS__)
+#define TS_LOG_DEBUG(...) ts_log(TS_LOG_DEBUG, __VA_ARGS__)
+
+/* ---- diagnostics ------------------------------------------------------- */
+
+/* A source text that located errors point into. Not owned. */
+typedef struct {
+  const char *name; /* file name as the user gave it ("-" reads "<stdin>") */
+  const char *text;
+  size_t len;
+} ts_source_t;
+
+/* A position in a source: 1-based line and column (column counts bytes). */
+typedef struct {
+  int line, col;
+} ts_loc_t;
+
+/* Collects the first error of an operation as text:
+ *   file:line:col: error: message
+ *   <the source line>
+ *   <spaces>^
+ * Later errors are counted but not kept: the first one is the cause. */
+typedef struct {
+  char *text; /* NULL when no error; owned, free with ts_diag_free */
+  int count;
+} ts_diag_t;
+
+void ts_diag_error(ts_diag_t *d, const ts_source_t *src, ts_loc_t loc, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+void ts_diag_verror(ts_diag_t *d, const ts_source_t *src, ts_loc_t loc, const char *fmt,
+                    va_list ap);
+/* An error with no source position ("error: message"). */
+void ts_diag_plain(ts_diag_t *d, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void ts_diag_free(ts_diag_t *d);
+
+/* Read a whole file ("-" is stdin) into a NUL-terminated heap buffer that the
+ * caller frees with ts_free. Errors go to diag. */
+ts_status_t ts_read_file(const char *path, char **out, size_t *out_len, ts_diag_t *diag);
+
+#endif

@@ -1,0 +1,314 @@
+/* The HLO IR: type and opcode tables, shapes, and building/editing modules
+ * with operand/user links kept consistent. */
+#include "ts_hlo.h"
+
+#include <string.h>
+
+/* ---- tables ---- */
+
+static const struct { const char *name; int bits; } elem_info[] = {
+#define X(e, s, bits) {s, bits},
+#include "elemtypes.def"
+#undef X
+};
+
+static const struct { const char *name; int arity; } op_info[] = {
+#define X(e, s, arity) {s, arity},
+#include "opcodes.def"
+#undef X
+};
+
+const char *ts_elem_name(ts_elem_t t) { return t < TS_ELEM_COUNT ? elem_info[t].name : "?"; }
+int ts_elem_bits(ts_elem_t t) { return t < TS_ELEM_COUNT ? elem_info[t].bits : 0; }
+bool ts_elem_is_array(ts_elem_t t) { return t != TS_TUPLE && t != TS_TOKEN && t != TS_OPAQUE; }
+bool ts_elem_is_complex(ts_elem_t t) { return t == TS_C64 || t == TS_C128; }
+bool ts_elem_is_signed_int(ts_elem_t t) { return t >= TS_S1 && t <= TS_S64; }
+bool ts_elem_is_unsigned_int(ts_elem_t t) { return t >= TS_U1 && t <= TS_U64; }
+bool ts_elem_is_float(ts_elem_t t) {
+  return (t >= TS_F16 && t <= TS_F64) || (t >= TS_F8E5M2 && t <= TS_F6E3M2FN);
+}
+
+bool ts_elem_from_name(const char *s, size_t n, ts_elem_t *out) {
+  for (int t = 0; t < TS_ELEM_COUNT; t++) {
+    if (t == TS_TUPLE) continue; /* `tuple` is not a type token */
+    if (strlen(elem_info[t].name) == n && memcmp(elem_info[t].name, s, n) == 0) {
+      *out = (ts_elem_t)t;
+      return true;
+    }
+  }
+  return false;
+}
+
+const char *ts_opcode_name(ts_opcode_t op) { return op < TS_OP_COUNT ? op_info[op].name : "?"; }
+int ts_opcode_arity(ts_opcode_t op) { return op < TS_OP_COUNT ? op_info[op].arity : -1; }
+
+bool ts_opcode_from_name(const char *s, size_t n, ts_opcode_t *out) {
+  static ts_strmap_t map; /* built once; keys are static strings */
+  static bool built;
+  if (!built) {
+    for (int op = 0; op < TS_OP_COUNT; op++)
+      if (!ts_strmap_put(&map, op_info[op].name, strlen(op_info[op].name), (void *)(intptr_t)(op + 1)))
+        break;
+    built = true;
+  }
+  intptr_t v = (intptr_t)ts_strmap_get(&map, s, n);
+  if (!v) {
+    for (int op = 0; op < TS_OP_COUNT; op++) /* the map failed to build (OOM) */
+      if (strlen(op_info[op].name) == n && memcmp(op_info[op].name, s, n) == 0) v = op + 1;
+    if (!v) return false;
+  }
+  *out = (ts_opcode_t)(v - 1);
+  return true;
+}
+
+/* ---- shapes ---- */
+
+int64_t ts_shape_elements(const ts_shape_t *s) {
+  int64_t n = 1;
+  for (int d = 0; d < s->rank; d++) n *= s->dims[d];
+  return n;
+}
+
+bool ts_shape_is_array(const ts_shape_t *s) { return ts_elem_is_array(s->elem); }
+
+int ts_shape_leaf_count(const ts_shape_t *s) {
+  if (s->elem != TS_TUPLE) return 1;
+  int n = 0;
+  for (int i = 0; i < s->ntuple; i++) n += ts_shape_leaf_count(s->tuple[i]);
+  return n;
+}
+
+static bool layout_equal(const ts_layout_t *a, const ts_layout_t *b) {
+  if (a->rank != b->rank) return false;
+  for (int i = 0; i < a->rank; i++)
+    if (a->minor_to_major[i] != b->minor_to_major[i]) return false;
+  if (a->ntiles != b->ntiles || a->element_size_bits != b->element_size_bits ||
+      a->memory_space != b->memory_space)
+    return false;
+  for (int t = 0; t < a->ntiles; t++) {
+    if (a->tiles[t].n != b->tiles[t].n) return false;
+    for (int i = 0; i < a->tiles[t].n; i++)
+      if (a->tiles[t].v[i] != b->tiles[t].v[i]) return false;
+  }
+  return true;
+}
+
+bool ts_shape_equal(const ts_shape_t *a, const ts_shape_t *b, bool layouts) {
+  if (a->elem != b->elem) return false;
+  if (a->elem == TS_TUPLE) {
+    if (a->ntuple != b->ntuple) return false;
+    for (int i = 0; i < a->ntuple; i++)
+      if (!ts_shape_equal(a->tuple[i], b->tuple[i], layouts)) return false;
+    return true;
+  }
+  if (a->rank != b->rank) return false;
+  for (int d = 0; d < a->rank; d++) {
+    if (a->dims[d] != b->dims[d]) return false;
+    bool da = a->dynamic && a->dynamic[d], db = b->dynamic && b->dynamic[d];
+    if (da != db) return false;
+  }
+  if (layouts && a->layout && b->layout && !layout_equal(a->layout, b->layout)) return false;
+  return true;
+}
+
+ts_shape_t *ts_hlo_shape_array(ts_hlo_module_t *m, ts_elem_t elem, int rank, const int64_t *dims) {
+  ts_shape_t *s = ts_arena_alloc(m->arena, sizeof *s);
+  if (!s) return NULL;
+  s->elem = elem;
+  s->rank = rank;
+  if (rank > 0) {
+    s->dims = ts_arena_alloc(m->arena, sizeof(int64_t) * (size_t)rank);
+    if (!s->dims) return NULL;
+    memcpy(s->dims, dims, sizeof(int64_t) * (size_t)rank);
+  }
+  return s;
+}
+
+ts_shape_t *ts_hlo_shape_tuple(ts_hlo_module_t *m, int n, ts_shape_t *const *elems) {
+  ts_shape_t *s = ts_arena_alloc(m->arena, sizeof *s);
+  if (!s) return NULL;
+  s->elem = TS_TUPLE;
+  s->ntuple = n;
+  if (n > 0) {
+    s->tuple = ts_arena_alloc(m->arena, sizeof(ts_shape_t *) * (size_t)n);
+    if (!s->tuple) return NULL;
+    memcpy(s->tuple, elems, sizeof(ts_shape_t *) * (size_t)n);
+  }
+  return s;
+}
+
+/* ---- growable arrays inside the arena ---- */
+
+/* Makes room for one more element in an arena-backed array. The old storage
+ * stays in the arena until the module dies: doubling bounds the waste to 2x. */
+static bool grow_array(ts_arena_t *a, void **arr, int *n, int *cap, size_t elem) {
+  if (*n < *cap) return true;
+  int ncap = *cap ? *cap * 2 : 4;
+  void *p = ts_arena_alloc(a, elem * (size_t)ncap);
+  if (!p) return false;
+  if (*n) memcpy(p, *arr, elem * (size_t)*n);
+  *arr = p;
+  *cap = ncap;
+  return true;
+}
+
+/* ---- modules and computations ---- */
+
+ts_hlo_module_t *ts_hlo_module_create(const char *name) {
+  ts_hlo_module_t *m = ts_calloc(1, sizeof *m);
+  if (!m) return NULL;
+  m->arena = ts_arena_create();
+  m->name = m->arena ? ts_arena_strdup(m->arena, name) : NULL;
+  if (!m->name) {
+    ts_hlo_module_destroy(m);
+    return NULL;
+  }
+  m->replica_count = 1;
+  m->num_partitions = 1;
+  return m;
+}
+
+void ts_hlo_module_destroy(ts_hlo_module_t *m) {
+  if (!m) return;
+  ts_strmap_free(&m->names);
+  ts_strmap_free(&m->comp_names);
+  ts_arena_destroy(m->arena);
+  ts_free(m);
+}
+
+ts_status_t ts_hlo_comp_add(ts_hlo_module_t *m, const char *name, ts_hlo_comp_t **out) {
+  if (ts_strmap_get(&m->comp_names, name, strlen(name))) return TS_ERR_INVALID_ARGUMENT;
+  ts_hlo_comp_t *c = ts_arena_alloc(m->arena, sizeof *c);
+  if (!c || !(c->name = ts_arena_strdup(m->arena, name))) return TS_ERR_NOMEM;
+  c->module = m;
+  if (!grow_array(m->arena, (void **)&m->comps, &m->ncomps, &m->comps_cap, sizeof c) ||
+      !ts_strmap_put(&m->comp_names, c->name, strlen(c->name), c))
+    return TS_ERR_NOMEM;
+  m->comps[m->ncomps++] = c;
+  *out = c;
+  return TS_OK;
+}
+
+ts_hlo_comp_t *ts_hlo_module_find_comp(const ts_hlo_module_t *m, const char *name) {
+  return ts_strmap_get(&m->comp_names, name, strlen(name));
+}
+
+/* Picks a module-unique name: `base` if free, else `stem.N` with the first
+ * free N above any numeric suffix `base` already has (XLA's name uniquer). */
+static const char *unique_name(ts_hlo_module_t *m, const char *base) {
+  size_t len = strlen(base);
+  if (!ts_strmap_get(&m->names, base, len)) return ts_arena_strndup(m->arena, base, len);
+  size_t stem = len;
+  while (stem > 0 && base[stem - 1] >= '0' && base[stem - 1] <= '9') stem--;
+  int64_t n = 0;
+  if (stem > 0 && stem < len && base[stem - 1] == '.') {
+    for (size_t i = stem; i < len && n < INT64_MAX / 10 - 10; i++) n = n * 10 + (base[i] - '0');
+    stem--;
+  } else {
+    stem = len;
+  }
+  for (;;) {
+    char *cand = ts_arena_printf(m->arena, "%.*s.%lld", (int)stem, base, (long long)++n);
+    if (!cand || !ts_strmap_get(&m->names, cand, strlen(cand))) return cand;
+  }
+}
+
+static ts_status_t add_user(ts_hlo_module_t *m, ts_hlo_instr_t *def, ts_hlo_instr_t *user) {
+  for (int u = 0; u < def->nusers; u++)
+    if (def->users[u] == user) return TS_OK;
+  if (!grow_array(m->arena, (void **)&def->users, &def->nusers, &def->users_cap, sizeof user))
+    return TS_ERR_NOMEM;
+  def->users[def->nusers++] = user;
+  return TS_OK;
+}
+
+ts_status_t ts_hlo_instr_add(ts_hlo_comp_t *c, ts_opcode_t op, const ts_shape_t *shape,
+                             ts_hlo_instr_t *const *ops, int nops, const char *name,
+                             ts_hlo_instr_t **out) {
+  ts_hlo_module_t *m = c->module;
+  ts_hlo_instr_t *i = ts_arena_alloc(m->arena, sizeof *i);
+  if (!i) return TS_ERR_NOMEM;
+  i->name = unique_name(m, name ? name : ts_opcode_name(op));
+  if (!i->name || !ts_strmap_put(&m->names, i->name, strlen(i->name), i)) return TS_ERR_NOMEM;
+  i->op = op;
+  i->async_wrapped = TS_OP_COUNT;
+  i->shape = shape;
+  i->parent = c;
+  i->id = m->next_id++;
+  i->param_number = -1;
+  if (nops > 0) {
+    i->ops = ts_arena_alloc(m->arena, sizeof(ts_hlo_instr_t *) * (size_t)nops);
+    if (!i->ops) return TS_ERR_NOMEM;
+    for (int k = 0; k < nops; k++) {
+      i->ops[k] = ops[k];
+      TS_CHECK(add_user(m, ops[k], i));
+    }
+    i->nops = nops;
+  }
+  if (!grow_array(m->arena, (void **)&c->instrs, &c->ninstrs, &c->instrs_cap, sizeof i))
+    return TS_ERR_NOMEM;
+  c->instrs[c->ninstrs++] = i;
+  *out = i;
+  return TS_OK;
+}
+
+ts_hlo_instr_t *ts_hlo_comp_find_instr(const ts_hlo_comp_t *c, const char *name) {
+  ts_hlo_instr_t *i = ts_strmap_get(&c->module->names, name, strlen(name));
+  return i && i->parent == c ? i : NULL;
+}
+
+ts_status_t ts_hlo_instr_add_operand(ts_hlo_instr_t *i, ts_hlo_instr_t *op) {
+  ts_hlo_module_t *m = i->parent->module;
+  int cap = i->nops; /* ops is exactly sized: grow by reallocating */
+  ts_hlo_instr_t **ops = ts_arena_alloc(m->arena, sizeof(ts_hlo_instr_t *) * (size_t)(cap + 1));
+  if (!ops) return TS_ERR_NOMEM;
+  if (i->nops) memcpy(ops, i->ops, sizeof(ts_hlo_instr_t *) * (size_t)i->nops);
+  ops[i->nops] = op;
+  i->ops = ops;
+  i->nops++;
+  return add_user(m, op, i);
+}
+
+ts_status_t ts_hlo_instr_add_attr(ts_hlo_instr_t *i, const ts_hlo_attr_t *a) {
+  ts_arena_t *arena = i->parent->module->arena;
+  if (!grow_array(arena, (void **)&i->attrs, &i->nattrs, &i->attrs_cap, sizeof *a))
+    return TS_ERR_NOMEM;
+  i->attrs[i->nattrs++] = *a;
+  if (a->kind == TS_ATTR_COMP || a->kind == TS_ATTR_COMP_LIST) {
+    int n = i->ncalled + a->v.comps.n;
+    ts_hlo_comp_t **called = ts_arena_alloc(arena, sizeof(ts_hlo_comp_t *) * (size_t)(n ? n : 1));
+    if (!called) return TS_ERR_NOMEM;
+    if (i->ncalled) memcpy(called, i->called, sizeof(ts_hlo_comp_t *) * (size_t)i->ncalled);
+    for (int k = 0; k < a->v.comps.n; k++) called[i->ncalled + k] = a->v.comps.comps[k];
+    i->called = called;
+    i->ncalled = n;
+  }
+  return TS_OK;
+}
+
+const ts_hlo_attr_t *ts_hlo_instr_attr(const ts_hlo_instr_t *i, const char *name) {
+  for (int k = 0; k < i->nattrs; k++)
+    if (strcmp(i->attrs[k].name, name) == 0) return &i->attrs[k];
+  return NULL;
+}
+
+ts_status_t ts_hlo_module_add_attr(ts_hlo_module_t *m, const ts_hlo_attr_t *a) {
+  if (!grow_array(m->arena, (void **)&m->attrs, &m->nattrs, &m->attrs_cap, sizeof *a))
+    return TS_ERR_NOMEM;
+  m->attrs[m->nattrs++] = *a;
+  if (a->kind == TS_ATTR_INT && strcmp(a->name, "replica_count") == 0) m->replica_count = a->v.i;
+  if (a->kind == TS_ATTR_INT && strcmp(a->name, "num_partitions") == 0) m->num_partitions = a->v.i;
+  return TS_OK;
+}
+
+const ts_hlo_attr_t *ts_hlo_module_attr(const ts_hlo_module_t *m, const char *name) {
+  for (int k = 0; k < m->nattrs; k++)
+    if (strcmp(m->attrs[k].name, name) == 0) return &m->attrs[k];
+  return NULL;
+}
+
+void ts_hlo_comp_set_root(ts_hlo_comp_t *c, ts_hlo_instr_t *root) {
+  if (c->root) c->root->is_root = false;
+  c->root = root;
+  if (root) root->is_root = true;
+}

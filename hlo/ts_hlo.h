@@ -1,0 +1,394 @@
+/* Tessera HLO: the IR (module, computation, instruction, shape, layout,
+ * literal, sharding syntax), the text parser and printer, and the verifier.
+ *
+ * The IR structs are public: every pass walks them. A module owns an arena;
+ * every object reachable from it (shapes, attributes, strings, literals)
+ * lives there and dies with ts_hlo_module_destroy. Mutate through the
+ * functions below so that operand/user links stay consistent. */
+#ifndef TS_HLO_H
+#define TS_HLO_H
+
+#include "ts_common.h"
+
+/* ---- element types and opcodes ------------------------------------------ */
+
+typedef enum {
+#define X(e, s, bits) TS_##e,
+#include "elemtypes.def"
+#undef X
+  TS_ELEM_COUNT
+} ts_elem_t;
+
+typedef enum {
+#define X(e, s, arity) TS_OP_##e,
+#include "opcodes.def"
+#undef X
+  TS_OP_COUNT
+} ts_opcode_t;
+
+const char *ts_elem_name(ts_elem_t t);
+int ts_elem_bits(ts_elem_t t); /* storage bits of one element; 0 for token/tuple/opaque */
+bool ts_elem_is_array(ts_elem_t t); /* not tuple, token or opaque */
+bool ts_elem_is_float(ts_elem_t t); /* f*, bf16, f8*, f6*, f4* (not complex) */
+bool ts_elem_is_complex(ts_elem_t t);
+bool ts_elem_is_signed_int(ts_elem_t t);
+bool ts_elem_is_unsigned_int(ts_elem_t t);
+/* Looks up a type spelling; returns false when `s[0..n)` is not a type. */
+bool ts_elem_from_name(const char *s, size_t n, ts_elem_t *out);
+
+const char *ts_opcode_name(ts_opcode_t op);
+int ts_opcode_arity(ts_opcode_t op); /* -1: variadic */
+bool ts_opcode_from_name(const char *s, size_t n, ts_opcode_t *out);
+
+/* ---- shapes and layouts ------------------------------------------------- */
+
+/* A dimension of unbounded dynamic size (`?`). */
+#define TS_DIM_UNBOUNDED INT64_C(-1)
+
+typedef struct {
+  int n;
+  int64_t *v;
+} ts_i64_list_t;
+
+/* Layout: `{minor_to_major : extensions}`. The extensions a CPU executor
+ * ignores are kept as their own text so they print back as read. */
+typedef struct {
+  int rank;
+  int64_t *minor_to_major; /* `rank` entries, minor-most first */
+  int ntiles;              /* T(8,128)(2,1): one list per tile, -1 for '*' */
+  ts_i64_list_t *tiles;
+  int64_t element_size_bits; /* E(n); 0 when absent */
+  int64_t memory_space;      /* S(n); 0 when absent */
+  /* Other extensions (D(...), L(n), #(..), *(..), SC(..), P(..), M(n)) in
+   * text order, verbatim, separated by nothing: printed right after T/E/S
+   * in canonical order is not attempted. NULL when absent. */
+  const char *other;
+} ts_layout_t;
+
+typedef struct ts_shape {
+  ts_elem_t elem; /* TS_TUPLE for tuples, TS_TOKEN for token[] */
+  int rank;
+  int64_t *dims;        /* static size, or the bound of a dynamic dim */
+  uint8_t *dynamic;     /* NULL when all static; else 1 for `<=N` and `?` */
+  ts_layout_t *layout;  /* NULL when the text gave none */
+  int ntuple;           /* tuples only */
+  struct ts_shape **tuple;
+} ts_shape_t;
+
+/* Number of elements of an array shape (1 for a scalar). */
+int64_t ts_shape_elements(const ts_shape_t *s);
+/* Leaves of a (nested) tuple shape; an array is its own single leaf. An empty
+ * tuple has 0 leaves. */
+int ts_shape_leaf_count(const ts_shape_t *s);
+/* Equality of type and dimensions (and dynamic markers); layouts compared
+ * only when `layouts` is true and both shapes carry one. */
+bool ts_shape_equal(const ts_shape_t *a, const ts_shape_t *b, bool layouts);
+bool ts_shape_is_array(const ts_shape_t *s);
+/* Prints `f32[2,3]{1,0}` (layout only if `layouts`) / `(s32[], f32[4])`. */
+void ts_shape_print(ts_buf_t *b, const ts_shape_t *s, bool layouts);
+
+/* ---- literals ----------------------------------------------------------- */
+
+/* A constant's value, row-major in logical index order whatever the layout.
+ * Floating values keep the double the text gave (narrowing to the element
+ * type is the interpreter's job); complex values are (re, im) pairs.
+ * Integers and pred are int64; u64 values above INT64_MAX are stored as
+ * their two's-complement bit pattern. */
+typedef struct ts_literal {
+  const ts_shape_t *shape;
+  bool elided;         /* `{...}`: the data was left out by the dumper */
+  int64_t count;       /* elements (not doubles) */
+  double *f;           /* float/complex types: count (x2 for complex) */
+  int64_t *i;          /* integer and pred types */
+  int ntuple;          /* tuple literals */
+  struct ts_literal **tuple;
+} ts_literal_t;
+
+/* ---- sharding (syntax) -------------------------------------------------- */
+
+/* The sharding exactly as written, validated for syntax and the rules of
+ * hlo_text_format.md section 8.2. Semantics (tiles, equality, propagation)
+ * live in sharding/. */
+typedef enum {
+  TS_SHARD_REPLICATED,
+  TS_SHARD_MANUAL,
+  TS_SHARD_MAXIMAL,
+  TS_SHARD_TILED,
+  TS_SHARD_UNKNOWN,
+  TS_SHARD_UNREDUCED,
+  TS_SHARD_TUPLE,
+  TS_SHARD_NAMED, /* V3 `{mesh[...], ...}` form: kept verbatim in `text` */
+} ts_shard_kind_t;
+
+typedef enum { TS_SUBGROUP_MANUAL, TS_SUBGROUP_REPLICATED, TS_SUBGROUP_MAXIMAL, TS_SUBGROUP_UNREDUCED } ts_subgroup_t;
+
+typedef struct ts_sharding {
+  ts_shard_kind_t kind;
+  int64_t device;            /* MAXIMAL */
+  ts_i64_list_t tile_dims;   /* TILED: the tile-assignment shape */
+  bool iota;                 /* TILED: V2 iota form instead of an explicit list */
+  ts_i64_list_t devices;     /* TILED: all device ids, row-major (filled for both forms) */
+  ts_i64_list_t iota_reshape;/* V2: `<=[r0,...]` */
+  ts_i64_list_t iota_perm;   /* V2: `T(p0,...)`; n == 0 when absent */
+  bool last_tile_dim_replicate;
+  int nsubgroups;            /* last_tile_dims={...} */
+  ts_subgroup_t *subgroups;
+  int shard_group;           /* 0 none, 1 shard_as, 2 shard_like */
+  int64_t shard_group_id;
+  const char *metadata;      /* `metadata=...` value verbatim, or NULL */
+  const char *text;          /* NAMED: the whole text verbatim */
+  int ntuple;                /* TUPLE */
+  struct ts_sharding **tuple;
+} ts_sharding_t;
+
+void ts_sharding_print(ts_buf_t *b, const ts_sharding_t *s);
+
+/* ---- attribute values --------------------------------------------------- */
+
+typedef struct {
+  int n;                   /* dimensions */
+  int64_t *start, *limit, *stride;
+} ts_slice_t;
+
+typedef struct {
+  int n;
+  int64_t *lo, *hi, *interior;
+} ts_padding_t;
+
+typedef struct {
+  int64_t size, stride, pad_lo, pad_hi, lhs_dilate, rhs_dilate;
+  bool reversal;
+} ts_window_dim_t;
+
+typedef struct {
+  int n;
+  ts_window_dim_t *dims;
+} ts_window_t;
+
+/* `dim_labels=b01f_01io->b01f`. Spatial lists are in label order. */
+typedef struct {
+  const char *text; /* the label string, printed back verbatim */
+  int rank;         /* length of each of the three parts */
+  int64_t in_batch, in_feature;
+  int64_t k_in_feature, k_out_feature;
+  int64_t out_batch, out_feature;
+  int nspatial;
+  int64_t *in_spatial, *k_spatial, *out_spatial;
+} ts_conv_dnums_t;
+
+/* `replica_groups=`: the explicit `{{0,1},{2,3}}` form or the iota form
+ * `[G,S]<=[dims]T(perm)`. `groups` is filled in both cases. */
+typedef struct {
+  bool iota;
+  int64_t iota_groups, iota_group_size;
+  ts_i64_list_t iota_reshape, iota_perm;
+  int ngroups;
+  ts_i64_list_t *groups;
+} ts_replica_groups_t;
+
+/* `input_output_alias={ {0}: (0, {}, may-alias), ... }` */
+typedef struct {
+  ts_i64_list_t output_index;
+  int64_t param_number;
+  ts_i64_list_t param_index;
+  int kind; /* 0 unspecified, 1 may-alias, 2 must-alias */
+} ts_alias_t;
+
+/* `buffer_donor={ (0, {}), ... }` */
+typedef struct {
+  int64_t param_number;
+  ts_i64_list_t param_index;
+} ts_donor_t;
+
+typedef enum {
+  TS_ATTR_INT,        /* 5 */
+  TS_ATTR_BOOL,       /* true */
+  TS_ATTR_FLOAT,      /* 1e-05 */
+  TS_ATTR_STRING,     /* "..." (value unescaped) */
+  TS_ATTR_IDENT,      /* a bare word: LT, TOTALORDER, rng_uniform, kLoop */
+  TS_ATTR_INT_LIST,   /* {1,0} */
+  TS_ATTR_INT_LISTS,  /* {{0,1},{1,0}}: source_target_pairs, slice_sizes */
+  TS_ATTR_BOOL_LIST,  /* {true,false} */
+  TS_ATTR_SLICE,
+  TS_ATTR_PADDING,
+  TS_ATTR_WINDOW,
+  TS_ATTR_CONV_DNUMS,
+  TS_ATTR_REPLICA_GROUPS,
+  TS_ATTR_COMP,       /* to_apply=%f, condition=, body=, calls=, ... */
+  TS_ATTR_COMP_LIST,  /* branch_computations={%a, %b}, called_computations= */
+  TS_ATTR_SHAPE,      /* outfeed_shape=... */
+  TS_ATTR_SHAPE_LIST, /* operand_layout_constraints={...} */
+  TS_ATTR_LITERAL,    /* literal= on custom-call */
+  TS_ATTR_LAYOUT_SIG, /* entry_computation_layout={(...)->...} */
+  TS_ATTR_ALIASES,    /* input_output_alias= */
+  TS_ATTR_DONORS,     /* buffer_donor= */
+  TS_ATTR_BLOB,       /* a brace blob kept verbatim, braces included:
+                         metadata, backend_config={...}, frontend_attributes */
+  TS_ATTR_RAW,        /* an attribute the parser does not know: value verbatim */
+} ts_attr_kind_t;
+
+struct ts_hlo_comp;
+
+typedef struct {
+  const char *name; /* without the '=' */
+  ts_attr_kind_t kind;
+  ts_loc_t loc;     /* of the attribute name; {0,0} when built by a pass */
+  union {
+    int64_t i;
+    bool b;
+    double f;
+    const char *s;  /* STRING, IDENT, BLOB, RAW */
+    ts_i64_list_t list;  /* INT_LIST; BOOL_LIST stores 0/1 */
+    struct { int n; ts_i64_list_t *lists; } lists; /* INT_LISTS */
+    ts_slice_t *slice;
+    ts_padding_t *padding;
+    ts_window_t *window;
+    ts_conv_dnums_t *conv;
+    ts_replica_groups_t *rg;
+    struct { int n; struct ts_hlo_comp **comps; } comps; /* COMP (n == 1), COMP_LIST */
+    const ts_shape_t *shape;
+    struct { int n; const ts_shape_t **shapes; } shapes;
+    ts_literal_t *literal;
+    struct { int nparams; const ts_shape_t **params; const ts_shape_t *result; } sig;
+    struct { int n; ts_alias_t *v; } aliases;
+    struct { int n; ts_donor_t *v; } donors;
+  } v;
+} ts_hlo_attr_t;
+
+/* ---- instructions, computations, modules -------------------------------- */
+
+typedef struct ts_hlo_instr ts_hlo_instr_t;
+typedef struct ts_hlo_comp ts_hlo_comp_t;
+typedef struct ts_hlo_module ts_hlo_module_t;
+
+struct ts_hlo_instr {
+  const char *name;   /* unique in the module */
+  ts_opcode_t op;
+  /* For async sugar (`reduce-scatter-start`, `custom-call-done`, ...):
+   * op is TS_OP_ASYNC_START/UPDATE/DONE and `async_wrapped` is the wrapped
+   * opcode, printed back as `<wrapped>-start`. Otherwise TS_OP_COUNT. */
+  ts_opcode_t async_wrapped;
+  const ts_shape_t *shape;
+  ts_hlo_comp_t *parent;
+  int id;             /* dense per module, in creation order */
+  ts_loc_t loc;       /* of the name in the source; {0,0} if built by a pass */
+  bool is_root;
+
+  int nops;
+  ts_hlo_instr_t **ops;
+  int nusers, users_cap;   /* unique users, in order of first use */
+  ts_hlo_instr_t **users;
+  int nctrl_preds;         /* control-predecessors={...} */
+  ts_hlo_instr_t **ctrl_preds;
+
+  int64_t param_number;    /* TS_OP_PARAMETER */
+  ts_literal_t *literal;   /* TS_OP_CONSTANT */
+  ts_sharding_t *sharding; /* NULL when unannotated */
+
+  /* Every other attribute, in text order. Called computations are COMP /
+   * COMP_LIST attributes; `called` flattens them in the same order. */
+  int nattrs, attrs_cap;
+  ts_hlo_attr_t *attrs;
+  int ncalled;
+  ts_hlo_comp_t **called;
+};
+
+struct ts_hlo_comp {
+  const char *name;
+  ts_hlo_module_t *module;
+  ts_loc_t loc;
+  bool is_entry;
+  const char *execution_thread;  /* `, execution_thread="..."`, or NULL */
+  int ninstrs, instrs_cap;       /* in text order (not necessarily topological) */
+  ts_hlo_instr_t **instrs;
+  int nparams;                   /* params[i] is parameter(i) */
+  ts_hlo_instr_t **params;
+  ts_hlo_instr_t *root;
+};
+
+struct ts_hlo_module {
+  const char *name;
+  ts_arena_t *arena;
+  int ncomps, comps_cap;         /* in text order; callees usually first */
+  ts_hlo_comp_t **comps;
+  ts_hlo_comp_t *entry;
+  int64_t replica_count;         /* header value, default 1 */
+  int64_t num_partitions;        /* header value, default 1 */
+  int nattrs, attrs_cap;         /* header attributes in text order (incl.
+                                    replica_count/num_partitions when given) */
+  ts_hlo_attr_t *attrs;
+  ts_source_t source;            /* the text it was parsed from (arena copy),
+                                    for located diagnostics; zero if built */
+  int next_id;
+  ts_strmap_t names;             /* instruction names, module-wide */
+  ts_strmap_t comp_names;
+};
+
+/* ---- building and editing ----------------------------------------------- */
+
+ts_hlo_module_t *ts_hlo_module_create(const char *name); /* NULL on OOM */
+void ts_hlo_module_destroy(ts_hlo_module_t *m);          /* NULL is a no-op */
+
+/* Adds a computation; the name must be unique (else TS_ERR_INVALID_ARGUMENT). */
+ts_status_t ts_hlo_comp_add(ts_hlo_module_t *m, const char *name, ts_hlo_comp_t **out);
+ts_hlo_comp_t *ts_hlo_module_find_comp(const ts_hlo_module_t *m, const char *name);
+
+/* Appends an instruction with the given operands (users are updated). The
+ * name is made unique in the module (`name`, else `name.N`); NULL names it
+ * after the opcode. The shape is not copied: allocate it in the module arena
+ * (ts_hlo_shape_array/tuple) or reuse one from the module. */
+ts_status_t ts_hlo_instr_add(ts_hlo_comp_t *c, ts_opcode_t op, const ts_shape_t *shape,
+                             ts_hlo_instr_t *const *ops, int nops, const char *name,
+                             ts_hlo_instr_t **out);
+ts_hlo_instr_t *ts_hlo_comp_find_instr(const ts_hlo_comp_t *c, const char *name);
+ts_status_t ts_hlo_instr_add_operand(ts_hlo_instr_t *i, ts_hlo_instr_t *op);
+/* Appends an attribute (a shallow copy of `a`; its payload must live in the
+ * module arena). Called computations also go to `called`. */
+ts_status_t ts_hlo_instr_add_attr(ts_hlo_instr_t *i, const ts_hlo_attr_t *a);
+const ts_hlo_attr_t *ts_hlo_instr_attr(const ts_hlo_instr_t *i, const char *name);
+ts_status_t ts_hlo_module_add_attr(ts_hlo_module_t *m, const ts_hlo_attr_t *a);
+const ts_hlo_attr_t *ts_hlo_module_attr(const ts_hlo_module_t *m, const char *name);
+void ts_hlo_comp_set_root(ts_hlo_comp_t *c, ts_hlo_instr_t *root);
+
+/* Shapes allocated in the module arena. */
+ts_shape_t *ts_hlo_shape_array(ts_hlo_module_t *m, ts_elem_t elem, int rank, const int64_t *dims);
+ts_shape_t *ts_hlo_shape_tuple(ts_hlo_module_t *m, int n, ts_shape_t *const *elems);
+
+/* ---- text --------------------------------------------------------------- */
+
+typedef struct {
+  int max_nesting; /* braces/parens/tuple depth limit; 0 means 256 */
+} ts_hlo_parse_opts_t;
+
+/* Parses HLO text (a module with a header, a headerless list of computations,
+ * or one bare computation body). The text is copied into the module arena.
+ * On error returns TS_ERR_PARSE (or TS_ERR_NOMEM) with the first error in
+ * `diag` as `file:line:col: error: ...`, source line and caret; *out is NULL.
+ * opts may be NULL. Structural checks that need the whole module (cycles,
+ * shapes) are the verifier's. */
+ts_status_t ts_hlo_parse(const ts_source_t *src, const ts_hlo_parse_opts_t *opts,
+                         ts_hlo_module_t **out, ts_diag_t *diag);
+
+/* Writes canonical HLO text. Parse -> print -> parse -> print is a fixed
+ * point. Returns TS_ERR_NOMEM if the buffer could not grow. */
+ts_status_t ts_hlo_print(const ts_hlo_module_t *m, ts_buf_t *out);
+void ts_hlo_instr_print(ts_buf_t *b, const ts_hlo_instr_t *i);
+
+/* ---- verifier ----------------------------------------------------------- */
+
+typedef struct {
+  /* Overrides for the header's replica_count / num_partitions (0: keep):
+   * a collective without replica_groups takes its group size from these. */
+  int64_t replica_count, num_partitions;
+} ts_hlo_verify_opts_t;
+
+/* Checks structure (ownership links, operands in the same computation,
+ * unique names, one root, called computations with the right signatures,
+ * dense parameter numbers, no cycles) and re-derives every instruction's
+ * shape from its operands and attributes. The first violation goes to diag
+ * naming the instruction, its location when parsed from text, and the rule;
+ * returns TS_ERR_VERIFY. opts may be NULL. */
+ts_status_t ts_hlo_verify(const ts_hlo_module_t *m, const ts_hlo_verify_opts_t *opts,
+                          ts_diag_t *diag);
+
+#endif

@@ -1,0 +1,46 @@
+/* Helpers shared by the subcommands. */
+#include "ts_launcher.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+bool ts_cli_parse_count(const char *cmd, const char *flag, const char *s, int64_t *out) {
+  char *end;
+  errno = 0;
+  long long v = strtoll(s, &end, 10);
+  if (errno || end == s || *end || v <= 0) {
+    fprintf(stderr, "tessera %s: error: %s wants a positive integer, got '%s'\n", cmd, flag, s);
+    return false;
+  }
+  *out = v;
+  return true;
+}
+
+ts_status_t ts_cli_write_output(const char *path, const char *data, size_t len, ts_diag_t *diag) {
+  if (!path || strcmp(path, "-") == 0) {
+    if (fwrite(data, 1, len, stdout) != len || fflush(stdout) != 0) {
+      ts_diag_plain(diag, "cannot write to stdout: %s", strerror(errno));
+      return TS_ERR_SYSTEM;
+    }
+    return TS_OK;
+  }
+  ts_buf_t tmp = {0};
+  ts_buf_printf(&tmp, "%s.tmp.%ld", path, (long)getpid());
+  if (tmp.oom) return TS_ERR_NOMEM;
+  FILE *f = fopen(tmp.data, "wb");
+  ts_status_t st = TS_OK;
+  if (!f || fwrite(data, 1, len, f) != len || fclose(f) != 0) {
+    ts_diag_plain(diag, "cannot write '%s': %s", path, strerror(errno));
+    st = TS_ERR_SYSTEM;
+    if (f) remove(tmp.data);
+  } else if (rename(tmp.data, path) != 0) {
+    ts_diag_plain(diag, "cannot write '%s': %s", path, strerror(errno));
+    remove(tmp.data);
+    st = TS_ERR_SYSTEM;
+  }
+  ts_buf_free(&tmp);
+  return st;
+}

@@ -1,0 +1,67 @@
+/* tessera: one binary, subcommands. */
+#include "ts_launcher.h"
+
+#include <getopt.h>
+#include <stdio.h>
+#include <string.h>
+
+static const struct {
+  const char *name;
+  ts_cmd_fn fn;
+  const char *summary;
+} commands[] = {
+    {"opt", ts_cmd_opt, "parse, verify and print an HLO module after a pipeline stage"},
+};
+
+static void usage(FILE *f) {
+  fprintf(f,
+          "usage: tessera [--help] [--version] <command> [<args>]\n"
+          "\n"
+          "Tessera runs one XLA HLO program, written for one big logical device with\n"
+          "sharding annotations, across many devices and hosts.\n"
+          "\n"
+          "commands:\n");
+  for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+    fprintf(f, "  %-10s %s\n", commands[i].name, commands[i].summary);
+  fprintf(f,
+          "\n"
+          "Run 'tessera <command> --help' for a command's flags.\n"
+          "Exit codes: 0 success, 1 a check ran and failed, 2 bad input or usage,\n"
+          "3 a check that cannot run here.\n");
+}
+
+int main(int argc, char **argv) {
+  static const struct option opts[] = {
+      {"help", no_argument, NULL, 'h'},
+      {"version", no_argument, NULL, 'V'},
+      {NULL, 0, NULL, 0},
+  };
+  /* '+' stops at the first non-option: the rest belongs to the subcommand. */
+  int c;
+  opterr = 0;
+  while ((c = getopt_long(argc, argv, "+hV", opts, NULL)) != -1) {
+    switch (c) {
+    case 'h': usage(stdout); return 0;
+    case 'V': printf("tessera %s\n", TS_VERSION); return 0;
+    default:
+      fprintf(stderr, "tessera: error: unknown option '%s'\n", argv[optind - 1]);
+      usage(stderr);
+      return 2;
+    }
+  }
+  if (optind >= argc) {
+    fprintf(stderr, "tessera: error: no command given\n");
+    usage(stderr);
+    return 2;
+  }
+  int first = optind;
+  const char *name = argv[first];
+  for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++) {
+    if (strcmp(commands[i].name, name) == 0) {
+      optind = 0; /* glibc: a full reset for the subcommand's getopt_long */
+      return commands[i].fn(argc - first, argv + first);
+    }
+  }
+  fprintf(stderr, "tessera: error: unknown command '%s' (see 'tessera --help')\n", name);
+  return 2;
+}
