@@ -61,7 +61,7 @@ void ts_arena_destroy(ts_arena_t *a) {
 }
 
 void *ts_arena_alloc(ts_arena_t *a, size_t size) {
-  const size_t align = sizeof(max_align_t);
+  const size_t align = _Alignof(max_align_t);
   size = (size + align - 1) & ~(align - 1);
   if (size == 0) size = align;
   chunk_t *c = a->head;
