@@ -2,6 +2,7 @@
  * with operand/user links kept consistent. */
 #include "ts_hlo.h"
 
+#include <pthread.h>
 #include <string.h>
 
 /* ---- tables ---- */
@@ -42,21 +43,27 @@ bool ts_elem_from_name(const char *s, size_t n, ts_elem_t *out) {
 const char *ts_opcode_name(ts_opcode_t op) { return op < TS_OP_COUNT ? op_info[op].name : "?"; }
 int ts_opcode_arity(ts_opcode_t op) { return op < TS_OP_COUNT ? op_info[op].arity : -1; }
 
+/* Spelling -> opcode + 1, built once (thread-safe) on first use. */
+static ts_strmap_t op_map;
+static bool op_map_ok;
+static pthread_once_t op_map_once = PTHREAD_ONCE_INIT;
+
+static void build_op_map(void) {
+  op_map_ok = true;
+  for (int op = 0; op < TS_OP_COUNT && op_map_ok; op++)
+    op_map_ok = ts_strmap_put(&op_map, op_info[op].name, strlen(op_info[op].name), (void *)(intptr_t)(op + 1));
+}
+
 bool ts_opcode_from_name(const char *s, size_t n, ts_opcode_t *out) {
-  static ts_strmap_t map; /* built once; keys are static strings */
-  static bool built;
-  if (!built) {
-    for (int op = 0; op < TS_OP_COUNT; op++)
-      if (!ts_strmap_put(&map, op_info[op].name, strlen(op_info[op].name), (void *)(intptr_t)(op + 1)))
-        break;
-    built = true;
-  }
-  intptr_t v = (intptr_t)ts_strmap_get(&map, s, n);
-  if (!v) {
-    for (int op = 0; op < TS_OP_COUNT; op++) /* the map failed to build (OOM) */
+  pthread_once(&op_map_once, build_op_map);
+  intptr_t v = 0;
+  if (op_map_ok) {
+    v = (intptr_t)ts_strmap_get(&op_map, s, n);
+  } else { /* the map could not be built (out of memory): scan */
+    for (int op = 0; op < TS_OP_COUNT && !v; op++)
       if (strlen(op_info[op].name) == n && memcmp(op_info[op].name, s, n) == 0) v = op + 1;
-    if (!v) return false;
   }
+  if (!v) return false;
   *out = (ts_opcode_t)(v - 1);
   return true;
 }
