@@ -1,0 +1,202 @@
+/* bench_parse: throughput of the HLO text front end (parse, verify, print),
+ * one table row pair (best, median) per input file. A benchmark, not a test:
+ * it asserts nothing about speed.
+ *   bench_parse [--reps N] FILE...
+ * Each phase runs once to warm up, then N times (default 5). */
+#include "ts_hlo.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define MAX_REPS 1000
+
+static double now_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static int cmp_double(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
+
+/* Sorts `t` in place; best is the minimum, median the middle (mean of the two
+ * middle values for an even count). */
+static void best_median(double *t, int n, double *best, double *median) {
+  qsort(t, (size_t)n, sizeof *t, cmp_double);
+  *best = t[0];
+  *median = n % 2 ? t[n / 2] : 0.5 * (t[n / 2 - 1] + t[n / 2]);
+}
+
+static int64_t count_instrs(const ts_hlo_module_t *m) {
+  int64_t n = 0;
+  for (int c = 0; c < m->ncomps; c++) n += m->comps[c]->ninstrs;
+  return n;
+}
+
+/* One timed run of each phase. Returns false (after printing why) when the
+ * file does not parse; *verified says whether it verified. */
+static bool run_once(const ts_source_t *src, double *t_parse, double *t_verify, double *t_print,
+                     size_t *printed_bytes, int64_t *instrs, size_t *arena_bytes, bool *verified,
+                     bool report) {
+  ts_diag_t diag = {0};
+  ts_hlo_module_t *m = NULL;
+  ts_buf_t out = {0};
+  bool ok = false;
+
+  double t0 = now_s();
+  ts_status_t st = ts_hlo_parse(src, NULL, &m, &diag);
+  *t_parse = now_s() - t0;
+  if (st != TS_OK) {
+    if (report) {
+      if (diag.text)
+        fputs(diag.text, stderr);
+      else
+        fprintf(stderr, "bench_parse: %s: %s\n", src->name, ts_status_string(st));
+    }
+    goto done;
+  }
+  *instrs = count_instrs(m);
+  *arena_bytes = ts_arena_bytes(m->arena);
+
+  ts_diag_free(&diag);
+  t0 = now_s();
+  st = ts_hlo_verify(m, NULL, &diag);
+  *t_verify = now_s() - t0;
+  *verified = st == TS_OK;
+  if (!*verified && report) {
+    fprintf(stderr, "bench_parse: %s does not verify (verify columns left out):\n", src->name);
+    fputs(diag.text ? diag.text : ts_status_string(st), stderr);
+  }
+
+  t0 = now_s();
+  st = ts_hlo_print(m, &out);
+  *t_print = now_s() - t0;
+  if (st != TS_OK || out.oom) {
+    if (report) fprintf(stderr, "bench_parse: %s: print failed: %s\n", src->name, ts_status_string(st));
+    goto done;
+  }
+  *printed_bytes = out.len;
+  ok = true;
+
+done:
+  ts_buf_free(&out);
+  ts_hlo_module_destroy(m);
+  ts_diag_free(&diag);
+  return ok;
+}
+
+static void print_header(void) {
+  printf("# %-34s %10s %8s %6s  %9s %10s %14s  %9s %15s  %9s %10s %9s\n", "file", "bytes", "instrs",
+         "stat", "parse_ms", "parse_MB/s", "parse_instr/s", "verify_ms", "verify_instr/s",
+         "print_ms", "print_MB/s", "arena_MB");
+}
+
+static void print_row(const char *name, size_t bytes, int64_t instrs, const char *stat, double tp,
+                      double tv, bool verified, double tw, size_t printed, size_t arena, bool first) {
+  char vms[32], vrate[32];
+  if (verified) {
+    snprintf(vms, sizeof vms, "%.2f", tv * 1e3);
+    snprintf(vrate, sizeof vrate, "%.0f", (double)instrs / tv);
+  } else {
+    snprintf(vms, sizeof vms, "-");
+    snprintf(vrate, sizeof vrate, "-");
+  }
+  char bytes_s[24] = "", instrs_s[24] = "", arena_s[24] = "";
+  if (first) {
+    snprintf(bytes_s, sizeof bytes_s, "%zu", bytes);
+    snprintf(instrs_s, sizeof instrs_s, "%lld", (long long)instrs);
+    snprintf(arena_s, sizeof arena_s, "%.1f", (double)arena / 1e6);
+  }
+  printf("  %-34s %10s %8s %6s  %9.2f %10.1f %14.0f  %9s %15s  %9.2f %10.1f %9s\n", first ? name : "",
+         bytes_s, instrs_s, stat, tp * 1e3, (double)bytes / tp / 1e6, (double)instrs / tp, vms,
+         vrate, tw * 1e3, (double)printed / tw / 1e6, arena_s);
+}
+
+/* Benchmarks one file; returns 0, or 1 when it could not be parsed, verified
+ * or printed. */
+static int bench_file(const char *path, int reps) {
+  char *text = NULL;
+  size_t len = 0;
+  ts_diag_t diag = {0};
+  if (ts_read_file(path, &text, &len, &diag) != TS_OK) {
+    fprintf(stderr, "bench_parse: %s", diag.text ? diag.text : "cannot read file\n");
+    ts_diag_free(&diag);
+    return 1;
+  }
+  const char *base = strrchr(path, '/');
+  base = base ? base + 1 : path;
+  ts_source_t src = {path, text, len};
+
+  double tp[MAX_REPS], tv[MAX_REPS], tw[MAX_REPS];
+  size_t printed = 0, arena = 0;
+  int64_t instrs = 0;
+  bool verified = false;
+  int rc = 0;
+  /* Warm-up run: page faults, caches, lazily built tables. */
+  if (!run_once(&src, &tp[0], &tv[0], &tw[0], &printed, &instrs, &arena, &verified, true)) {
+    rc = 1;
+    goto done;
+  }
+  for (int r = 0; r < reps; r++) {
+    if (!run_once(&src, &tp[r], &tv[r], &tw[r], &printed, &instrs, &arena, &verified, false)) {
+      rc = 1;
+      goto done;
+    }
+  }
+  double bp, mp, bv, mv, bw, mw;
+  best_median(tp, reps, &bp, &mp);
+  best_median(tv, reps, &bv, &mv);
+  best_median(tw, reps, &bw, &mw);
+  print_row(base, len, instrs, "best", bp, bv, verified, bw, printed, arena, true);
+  print_row(base, len, instrs, "median", mp, mv, verified, mw, printed, arena, false);
+  fflush(stdout);
+  if (!verified) rc = 1;
+
+done:
+  ts_free(text);
+  return rc;
+}
+
+static void usage(FILE *f) {
+  fprintf(f,
+          "usage: bench_parse [--reps N] FILE...\n"
+          "Times parse, verify and print of each HLO file: one warm-up, then N\n"
+          "repetitions (default 5, at most %d); reports the best and the median.\n"
+          "MB/s counts the input text for parse and the printed text for print.\n",
+          MAX_REPS);
+}
+
+int main(int argc, char **argv) {
+  int reps = 5, i = 1;
+  for (; i < argc && argv[i][0] == '-' && argv[i][1]; i++) {
+    if (strcmp(argv[i], "--reps") == 0 && i + 1 < argc) {
+      char *end;
+      long v = strtol(argv[++i], &end, 10);
+      if (*end || v < 1 || v > MAX_REPS) {
+        fprintf(stderr, "bench_parse: --reps wants 1..%d, got '%s'\n", MAX_REPS, argv[i]);
+        return 2;
+      }
+      reps = (int)v;
+    } else if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
+      usage(stdout);
+      return 0;
+    } else {
+      fprintf(stderr, "bench_parse: unknown option '%s'\n", argv[i]);
+      usage(stderr);
+      return 2;
+    }
+  }
+  if (i == argc) {
+    usage(stderr);
+    return 2;
+  }
+  printf("# bench_parse: %d repetition%s after 1 warm-up\n", reps, reps == 1 ? "" : "s");
+  print_header();
+  int rc = 0;
+  for (; i < argc; i++) rc |= bench_file(argv[i], reps);
+  return rc;
+}
