@@ -43,7 +43,7 @@ seed() { # seed PREFIX FILE...
 }
 shopt -s nullglob globstar
 if [ -d ../shared/corpus ]; then
-  seed shared ../shared/corpus/**/*.hlo
+  seed shared ../shared/corpus/**/*.hlo ../shared/corpus/real_hlo/*.txt
 else
   echo "fuzz: ../shared/corpus not found; seeding from this repository only"
 fi
