@@ -1,5 +1,831 @@
-/* placeholder until the verifier lands */
-#include "ts_hlo.h"
+/* The HLO verifier: structure (ownership, operand/user links, roots,
+ * parameters, called computations, cycles), collective group sizes and
+ * sharding ranks here; per-opcode shape rules in shape_inference.c. The first
+ * violation is reported and ends the walk. Every walk is iterative: modules
+ * have 100k instructions and chains as long. */
+#include "verifier_internal.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- diagnostics -------------------------------------------------------- */
+
+ts_status_t ts_vfy_error(ts_vctx_t *v, const ts_hlo_instr_t *i, ts_loc_t loc, const char *fmt, ...) {
+  ts_buf_t b = {0};
+  ts_buf_printf(&b, "'%s': ", i->name ? i->name : "?");
+  va_list ap;
+  va_start(ap, fmt);
+  ts_buf_vprintf(&b, fmt, ap);
+  va_end(ap);
+  if (b.oom || !b.data) {
+    ts_buf_free(&b);
+    return TS_ERR_NOMEM;
+  }
+  ts_diag_error(v->diag, &v->src, loc.line > 0 ? loc : i->loc, "%s", b.data);
+  ts_buf_free(&b);
+  return TS_ERR_VERIFY;
+}
+
+static ts_status_t comp_error(ts_vctx_t *v, const ts_hlo_comp_t *c, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static ts_status_t comp_error(ts_vctx_t *v, const ts_hlo_comp_t *c, const char *fmt, ...) {
+  ts_buf_t b = {0};
+  ts_buf_printf(&b, "computation '%s': ", c->name ? c->name : "?");
+  va_list ap;
+  va_start(ap, fmt);
+  ts_buf_vprintf(&b, fmt, ap);
+  va_end(ap);
+  if (b.oom || !b.data) {
+    ts_buf_free(&b);
+    return TS_ERR_NOMEM;
+  }
+  ts_diag_error(v->diag, &v->src, c->loc, "%s", b.data);
+  ts_buf_free(&b);
+  return TS_ERR_VERIFY;
+}
+
+static ts_status_t module_error(ts_vctx_t *v, ts_loc_t loc, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static ts_status_t module_error(ts_vctx_t *v, ts_loc_t loc, const char *fmt, ...) {
+  ts_buf_t b = {0};
+  ts_buf_printf(&b, "module '%s': ", v->m->name ? v->m->name : "?");
+  va_list ap;
+  va_start(ap, fmt);
+  ts_buf_vprintf(&b, fmt, ap);
+  va_end(ap);
+  if (b.oom || !b.data) {
+    ts_buf_free(&b);
+    return TS_ERR_NOMEM;
+  }
+  ts_diag_error(v->diag, &v->src, loc, "%s", b.data);
+  ts_buf_free(&b);
+  return TS_ERR_VERIFY;
+}
+
+const char *ts_vfy_shape_str(ts_vctx_t *v, const ts_shape_t *s) {
+  if (!s) return "<no shape>";
+  ts_buf_t b = {0};
+  ts_shape_print(&b, s, false);
+  const char *r = b.data && !b.oom ? ts_arena_strdup(v->scratch, b.data) : NULL;
+  ts_buf_free(&b);
+  return r ? r : "<shape>";
+}
+
+static const char *sharding_str(ts_vctx_t *v, const ts_sharding_t *s) {
+  ts_buf_t b = {0};
+  ts_sharding_print(&b, s);
+  const char *r = b.data && !b.oom ? ts_arena_strdup(v->scratch, b.data) : NULL;
+  ts_buf_free(&b);
+  return r ? r : "<sharding>";
+}
+
+/* ---- pointer and pair sets ---------------------------------------------- */
+
+/* Open addressing from pointers to dense indices. */
+typedef struct {
+  const void **keys;
+  int *vals;
+  size_t mask;
+} ptrmap_t;
+
+static size_t mix(uint64_t x) {
+  x ^= x >> 33;
+  x *= UINT64_C(0xff51afd7ed558ccd);
+  x ^= x >> 33;
+  return (size_t)x;
+}
+
+static bool ptrmap_init(ptrmap_t *m, size_t n) {
+  size_t cap = 16;
+  while (cap < 2 * n + 16) cap *= 2;
+  m->keys = ts_calloc(cap, sizeof *m->keys);
+  m->vals = ts_calloc(cap, sizeof *m->vals);
+  m->mask = cap - 1;
+  return m->keys && m->vals;
+}
+
+static void ptrmap_free(ptrmap_t *m) {
+  ts_free(m->keys);
+  ts_free(m->vals);
+}
+
+/* Inserts key -> val; returns the existing value instead when present. */
+static int ptrmap_put(ptrmap_t *m, const void *key, int val) {
+  for (size_t h = mix((uintptr_t)key) & m->mask;; h = (h + 1) & m->mask) {
+    if (!m->keys[h]) {
+      m->keys[h] = key;
+      m->vals[h] = val;
+      return -1;
+    }
+    if (m->keys[h] == key) return m->vals[h];
+  }
+}
+
+static int ptrmap_get(const ptrmap_t *m, const void *key) {
+  for (size_t h = mix((uintptr_t)key) & m->mask; m->keys[h]; h = (h + 1) & m->mask)
+    if (m->keys[h] == key) return m->vals[h];
+  return -1;
+}
+
+/* A set of (def, user) index pairs. */
+typedef struct {
+  uint64_t *keys;
+  size_t mask;
+} pairset_t;
+
+static bool pairset_init(pairset_t *s, size_t n) {
+  size_t cap = 16;
+  while (cap < 2 * n + 16) cap *= 2;
+  s->keys = ts_calloc(cap, sizeof *s->keys);
+  s->mask = cap - 1;
+  return s->keys != NULL;
+}
+
+static uint64_t pair(int a, int b) { return ((uint64_t)(uint32_t)(a + 1) << 32) | (uint32_t)(b + 1); }
+
+/* Returns true when newly inserted. */
+static bool pairset_add(pairset_t *s, uint64_t k) {
+  for (size_t h = mix(k) & s->mask;; h = (h + 1) & s->mask) {
+    if (!s->keys[h]) return (s->keys[h] = k), true;
+    if (s->keys[h] == k) return false;
+  }
+}
+
+static bool pairset_has(const pairset_t *s, uint64_t k) {
+  for (size_t h = mix(k) & s->mask; s->keys[h]; h = (h + 1) & s->mask)
+    if (s->keys[h] == k) return true;
+  return false;
+}
+
+/* ---- structure ---------------------------------------------------------- */
+
+typedef struct {
+  ts_vctx_t *v;
+  int n;                    /* instructions in the module */
+  const ts_hlo_instr_t **instrs;
+  ptrmap_t index;           /* instruction -> position in instrs */
+  ptrmap_t comps;           /* computation -> position in m->comps */
+} walk_t;
+
+/* Well-formed shape: known type, non-negative dims (or `?` marked dynamic),
+ * tuples with elements. */
+static const char *shape_problem(const ts_shape_t *s, int depth) {
+  if (!s) return "no shape";
+  if (depth > 1000) return "tuple nesting deeper than 1000";
+  if ((unsigned)s->elem >= TS_ELEM_COUNT) return "unknown element type";
+  if (s->elem == TS_TUPLE) {
+    if (s->ntuple < 0 || (s->ntuple > 0 && !s->tuple)) return "malformed tuple";
+    for (int k = 0; k < s->ntuple; k++) {
+      const char *p = shape_problem(s->tuple[k], depth + 1);
+      if (p) return p;
+    }
+    return NULL;
+  }
+  if (s->rank < 0 || (s->rank > 0 && !s->dims)) return "malformed dimensions";
+  for (int d = 0; d < s->rank; d++) {
+    bool dyn = s->dynamic && s->dynamic[d];
+    if (s->dims[d] < 0 && !(dyn && s->dims[d] == TS_DIM_UNBOUNDED)) return "negative dimension";
+  }
+  return NULL;
+}
+
+static ts_status_t check_instrs(walk_t *w) {
+  ts_vctx_t *v = w->v;
+  const ts_hlo_module_t *m = v->m;
+  ts_strmap_t names = {0};
+  ts_status_t st = TS_OK;
+  for (int ci = 0; ci < m->ncomps && st == TS_OK; ci++) {
+    const ts_hlo_comp_t *c = m->comps[ci];
+    if (c->ninstrs < 0 || (c->ninstrs > 0 && !c->instrs)) {
+      st = comp_error(v, c, "malformed instruction list");
+      break;
+    }
+    if (c->ninstrs == 0) {
+      st = comp_error(v, c, "has no instructions");
+      break;
+    }
+    for (int k = 0; k < c->ninstrs; k++) {
+      const ts_hlo_instr_t *i = c->instrs[k];
+      if (!i || !i->name) {
+        st = comp_error(v, c, "instruction %d is %s", k, i ? "unnamed" : "NULL");
+        break;
+      }
+      if (i->parent != c) {
+        st = ts_vfy_error(v, i, (ts_loc_t){0, 0}, "listed in computation '%s' but its parent is %s%s%s", c->name,
+                          i->parent ? "'" : "", i->parent ? i->parent->name : "NULL", i->parent ? "'" : "");
+        break;
+      }
+      int prev = ptrmap_put(&w->index, i, w->n);
+      if (prev >= 0) {
+        st = ts_vfy_error(v, i, (ts_loc_t){0, 0}, "listed twice in computation '%s'", c->name);
+        break;
+      }
+      const ts_hlo_instr_t *other = ts_strmap_get(&names, i->name, strlen(i->name));
+      if (other) {
+        st = ts_vfy_error(v, i, (ts_loc_t){0, 0}, "name is already used by an instruction in computation '%s'",
+                          other->parent->name);
+        break;
+      }
+      if (!ts_strmap_put(&names, i->name, strlen(i->name), (void *)i)) {
+        st = TS_ERR_NOMEM;
+        break;
+      }
+      w->instrs[w->n++] = i;
+      const char *why = shape_problem(i->shape, 0);
+      if (why) {
+        st = ts_vfy_error(v, i, (ts_loc_t){0, 0}, "malformed result shape: %s", why);
+        break;
+      }
+      if ((unsigned)i->op >= TS_OP_COUNT) {
+        st = ts_vfy_error(v, i, (ts_loc_t){0, 0}, "unknown opcode %d", (int)i->op);
+        break;
+      }
+      if (i->nops < 0 || (i->nops > 0 && !i->ops) || i->nusers < 0 || (i->nusers > 0 && !i->users) ||
+          i->nctrl_preds < 0 || (i->nctrl_preds > 0 && !i->ctrl_preds) || i->nattrs < 0 ||
+          (i->nattrs > 0 && !i->attrs) || i->ncalled < 0 || (i->ncalled > 0 && !i->called)) {
+        st = ts_vfy_error(v, i, (ts_loc_t){0, 0}, "malformed operand, user, attribute or callee list");
+        break;
+      }
+    }
+  }
+  ts_strmap_free(&names);
+  return st;
+}
+
+/* Operands and control predecessors: present, in the module, same computation. */
+static ts_status_t check_edges(walk_t *w) {
+  ts_vctx_t *v = w->v;
+  for (int k = 0; k < w->n; k++) {
+    const ts_hlo_instr_t *i = w->instrs[k];
+    for (int e = 0; e < i->nops + i->nctrl_preds; e++) {
+      bool ctrl = e >= i->nops;
+      const ts_hlo_instr_t *o = ctrl ? i->ctrl_preds[e - i->nops] : i->ops[e];
+      int n = ctrl ? e - i->nops : e;
+      const char *what = ctrl ? "control predecessor" : "operand";
+      if (!o) return ts_vfy_error(v, i, (ts_loc_t){0, 0}, "%s %d is NULL", what, n);
+      if (ptrmap_get(&w->index, o) < 0)
+        return ts_vfy_error(v, i, (ts_loc_t){0, 0}, "%s %d '%s' is not an instruction of the module", what, n,
+                            o->name ? o->name : "?");
+      if (o->parent != i->parent)
+        return ts_vfy_error(v, i, (ts_loc_t){0, 0}, "%s %d '%s' is in computation '%s', not '%s'", what, n, o->name,
+                            o->parent->name, i->parent->name);
+    }
+  }
+  return TS_OK;
+}
+
+/* users lists are exactly the set of instructions using each one, no repeats. */
+static ts_status_t check_users(walk_t *w) {
+  ts_vctx_t *v = w->v;
+  size_t nedges = 0, nusers = 0;
+  for (int k = 0; k < w->n; k++) nedges += (size_t)w->instrs[k]->nops, nusers += (size_t)w->instrs[k]->nusers;
+  pairset_t uses = {0}, listed = {0};
+  int *distinct = ts_calloc((size_t)w->n + 1, sizeof *distinct);
+  ts_status_t st = TS_OK;
+  if (!distinct || !pairset_init(&uses, nedges) || !pairset_init(&listed, nusers)) {
+    st = TS_ERR_NOMEM;
+    goto done;
+  }
+  for (int k = 0; k < w->n; k++) {
+    const ts_hlo_instr_t *i = w->instrs[k];
+    for (int e = 0; e < i->nops; e++) {
+      int d = ptrmap_get(&w->index, i->ops[e]);
+      if (pairset_add(&uses, pair(d, k))) distinct[d]++;
+    }
+  }
+  for (int d = 0; d < w->n && st == TS_OK; d++) {
+    const ts_hlo_instr_t *def = w->instrs[d];
+    for (int u = 0; u < def->nusers; u++) {
+      const ts_hlo_instr_t *user = def->users[u];
+      int ui = user ? ptrmap_get(&w->index, user) : -1;
+      if (ui < 0) {
+        st = ts_vfy_error(v, def, (ts_loc_t){0, 0}, "user %d is %s", u,
+                          user ? "not an instruction of the module" : "NULL");
+        break;
+      }
+      if (!pairset_has(&uses, pair(d, ui))) {
+        st = ts_vfy_error(v, def, (ts_loc_t){0, 0}, "users list names '%s', which does not use it", user->name);
+        break;
+      }
+      if (!pairset_add(&listed, pair(d, ui))) {
+        st = ts_vfy_error(v, def, (ts_loc_t){0, 0}, "users list names '%s' twice", user->name);
+        break;
+      }
+    }
+    if (st == TS_OK && def->nusers != distinct[d]) {
+      /* fewer listed than use it: name one that is missing */
+      for (int k = 0; k < w->n; k++) {
+        const ts_hlo_instr_t *i = w->instrs[k];
+        for (int e = 0; e < i->nops; e++)
+          if (i->ops[e] == def && !pairset_has(&listed, pair(d, k))) {
+            st = ts_vfy_error(v, def, (ts_loc_t){0, 0}, "used by '%s' but missing from its users list", i->name);
+            goto done;
+          }
+      }
+    }
+  }
+done:
+  ts_free(distinct);
+  ts_free(uses.keys);
+  ts_free(listed.keys);
+  return st;
+}
+
+static ts_status_t check_root(walk_t *w, const ts_hlo_comp_t *c) {
+  ts_vctx_t *v = w->v;
+  if (!c->root) return comp_error(v, c, "has no root instruction");
+  if (c->root->parent != c || ptrmap_get(&w->index, c->root) < 0)
+    return comp_error(v, c, "root '%s' is not one of its instructions", c->root->name ? c->root->name : "?");
+  if (!c->root->is_root) return ts_vfy_error(v, c->root, (ts_loc_t){0, 0}, "is the root of computation '%s' but not marked as root", c->name);
+  for (int k = 0; k < c->ninstrs; k++)
+    if (c->instrs[k]->is_root && c->instrs[k] != c->root)
+      return ts_vfy_error(v, c->instrs[k], (ts_loc_t){0, 0}, "marked as root, but the root of computation '%s' is '%s'",
+                          c->name, c->root->name);
+  return TS_OK;
+}
+
+/* parameter(0..n-1), each once, and the params table in step. */
+static ts_status_t check_params(walk_t *w, const ts_hlo_comp_t *c) {
+  ts_vctx_t *v = w->v;
+  int n = 0;
+  for (int k = 0; k < c->ninstrs; k++) n += c->instrs[k]->op == TS_OP_PARAMETER;
+  const ts_hlo_instr_t **by = ts_calloc((size_t)n + 1, sizeof *by);
+  if (!by) return TS_ERR_NOMEM;
+  ts_status_t st = TS_OK;
+  for (int k = 0; k < c->ninstrs && st == TS_OK; k++) {
+    const ts_hlo_instr_t *i = c->instrs[k];
+    if (i->op != TS_OP_PARAMETER) continue;
+    int64_t p = i->param_number;
+    if (p < 0 || p >= n)
+      st = ts_vfy_error(v, i, (ts_loc_t){0, 0},
+                        "parameter number %lld leaves a gap: computation '%s' has %d parameter%s, numbered 0..%d",
+                        (long long)p, c->name, n, n == 1 ? "" : "s", n - 1);
+    else if (by[p])
+      st = ts_vfy_error(v, i, (ts_loc_t){0, 0}, "parameter number %lld is also used by '%s'", (long long)p,
+                        by[p]->name);
+    else
+      by[p] = i;
+  }
+  if (st == TS_OK) {
+    if (c->nparams != n || (n > 0 && !c->params))
+      st = comp_error(v, c, "parameter table lists %d parameters but it has %d parameter instructions", c->nparams, n);
+    for (int p = 0; st == TS_OK && p < n; p++)
+      if (c->params[p] != by[p])
+        st = comp_error(v, c, "parameter table entry %d is not parameter(%d) '%s'", p, p, by[p]->name);
+  }
+  ts_free(by);
+  return st;
+}
+
+/* Every callee non-NULL, in the module, and not the entry. */
+static ts_status_t check_callees(walk_t *w) {
+  ts_vctx_t *v = w->v;
+  for (int k = 0; k < w->n; k++) {
+    const ts_hlo_instr_t *i = w->instrs[k];
+    for (int a = 0; a < i->nattrs; a++) {
+      const ts_hlo_attr_t *at = &i->attrs[a];
+      if (at->kind != TS_ATTR_COMP && at->kind != TS_ATTR_COMP_LIST) continue;
+      if (at->v.comps.n < 0 || (at->v.comps.n > 0 && !at->v.comps.comps))
+        return ts_vfy_error(v, i, at->loc, "attribute %s has a malformed computation list", at->name);
+      for (int j = 0; j < at->v.comps.n; j++) {
+        const ts_hlo_comp_t *c = at->v.comps.comps[j];
+        if (!c || ptrmap_get(&w->comps, c) < 0)
+          return ts_vfy_error(v, i, at->loc, "attribute %s names %s", at->name,
+                              c ? "a computation that is not in the module" : "no computation (NULL)");
+      }
+    }
+    for (int j = 0; j < i->ncalled; j++) {
+      const ts_hlo_comp_t *c = i->called[j];
+      if (!c || ptrmap_get(&w->comps, c) < 0)
+        return ts_vfy_error(v, i, (ts_loc_t){0, 0}, "called computation %d is %s", j,
+                            c ? "not in the module" : "NULL");
+      if (c == v->m->entry)
+        return ts_vfy_error(v, i, (ts_loc_t){0, 0}, "calls the entry computation '%s'", c->name);
+    }
+  }
+  return TS_OK;
+}
+
+/* Prints a cycle `a -> b -> ... -> a` from names[0..n). */
+static void put_cycle(ts_buf_t *b, const char *const *names, int n) {
+  for (int k = 0; k < n; k++) {
+    if (n > 24 && k == 12) {
+      ts_buf_printf(b, "... (%d more) -> ", n - 22);
+      k = n - 10;
+    }
+    ts_buf_printf(b, "%s -> ", names[k]);
+  }
+  ts_buf_puts(b, names[0]);
+}
+
+/* Computations must not call themselves, directly or not. */
+static ts_status_t check_call_graph(walk_t *w) {
+  ts_vctx_t *v = w->v;
+  const ts_hlo_module_t *m = v->m;
+  int nc = m->ncomps;
+  uint8_t *color = ts_calloc((size_t)nc + 1, 1);
+  int *stack = ts_calloc((size_t)nc + 1, sizeof *stack), *next = ts_calloc((size_t)nc + 1, sizeof *next);
+  const char **names = ts_calloc((size_t)nc + 1, sizeof *names);
+  ts_status_t st = TS_OK;
+  if (!color || !stack || !next || !names) {
+    st = TS_ERR_NOMEM;
+    goto done;
+  }
+  /* callee lists per computation, flattened over its instructions */
+  for (int s = 0; s < nc && st == TS_OK; s++) {
+    if (color[s]) continue;
+    int sp = 0;
+    stack[sp] = s, next[sp] = 0, color[s] = 1;
+    sp++;
+    while (sp > 0 && st == TS_OK) {
+      int c = stack[sp - 1];
+      const ts_hlo_comp_t *comp = m->comps[c];
+      /* next[] counts (instruction, callee) steps */
+      int step = next[sp - 1]++, callee = -1;
+      for (int k = 0, seen = 0; k < comp->ninstrs; k++) {
+        const ts_hlo_instr_t *i = comp->instrs[k];
+        if (step < seen + i->ncalled) {
+          callee = ptrmap_get(&w->comps, i->called[step - seen]);
+          break;
+        }
+        seen += i->ncalled;
+      }
+      if (callee < 0) {
+        color[c] = 2;
+        sp--;
+        continue;
+      }
+      if (color[callee] == 1) {
+        int from = sp - 1;
+        while (stack[from] != callee) from--;
+        for (int k = from; k < sp; k++) names[k - from] = m->comps[stack[k]]->name;
+        ts_buf_t b = {0};
+        put_cycle(&b, names, sp - from);
+        st = b.oom || !b.data ? TS_ERR_NOMEM : comp_error(v, m->comps[callee], "calls itself: %s", b.data);
+        ts_buf_free(&b);
+      } else if (color[callee] == 0) {
+        color[callee] = 1;
+        stack[sp] = callee, next[sp] = 0;
+        sp++;
+      }
+    }
+  }
+done:
+  ts_free(color);
+  ts_free(stack);
+  ts_free(next);
+  ts_free(names);
+  return st;
+}
+
+/* No cycle through operands and control predecessors (iterative DFS). */
+static ts_status_t check_cycles(walk_t *w) {
+  ts_vctx_t *v = w->v;
+  uint8_t *color = ts_calloc((size_t)w->n + 1, 1);
+  int *stack = ts_calloc((size_t)w->n + 1, sizeof *stack), *edge = ts_calloc((size_t)w->n + 1, sizeof *edge);
+  ts_status_t st = TS_OK;
+  if (!color || !stack || !edge) {
+    st = TS_ERR_NOMEM;
+    goto done;
+  }
+  for (int s = 0; s < w->n && st == TS_OK; s++) {
+    if (color[s]) continue;
+    int sp = 0;
+    stack[sp] = s, edge[sp] = 0, color[s] = 1;
+    sp++;
+    while (sp > 0 && st == TS_OK) {
+      const ts_hlo_instr_t *i = w->instrs[stack[sp - 1]];
+      int e = edge[sp - 1];
+      if (e >= i->nops + i->nctrl_preds) {
+        color[stack[--sp]] = 2;
+        continue;
+      }
+      edge[sp - 1]++;
+      const ts_hlo_instr_t *o = e < i->nops ? i->ops[e] : i->ctrl_preds[e - i->nops];
+      int t = ptrmap_get(&w->index, o);
+      if (color[t] == 1) {
+        int from = sp - 1;
+        while (stack[from] != t) from--;
+        const char **names = ts_calloc((size_t)(sp - from) + 1, sizeof *names);
+        if (!names) {
+          st = TS_ERR_NOMEM;
+          break;
+        }
+        bool ctrl = false;
+        for (int k = from; k < sp; k++) {
+          names[k - from] = w->instrs[stack[k]]->name;
+          ctrl |= edge[k] - 1 >= w->instrs[stack[k]]->nops; /* the edge taken out of it */
+        }
+        ts_buf_t b = {0};
+        put_cycle(&b, names, sp - from);
+        st = b.oom || !b.data ? TS_ERR_NOMEM
+                              : ts_vfy_error(v, w->instrs[t], (ts_loc_t){0, 0}, "cycle through %s: %s",
+                                             ctrl ? "operands and control-predecessors" : "operands", b.data);
+        ts_buf_free(&b);
+        ts_free(names);
+      } else if (color[t] == 0) {
+        color[t] = 1;
+        stack[sp] = t, edge[sp] = 0;
+        sp++;
+      }
+    }
+  }
+done:
+  ts_free(color);
+  ts_free(stack);
+  ts_free(edge);
+  return st;
+}
+
+static ts_status_t check_structure(walk_t *w) {
+  ts_vctx_t *v = w->v;
+  const ts_hlo_module_t *m = v->m;
+  if (m->ncomps < 0 || (m->ncomps > 0 && !m->comps)) return module_error(v, (ts_loc_t){0, 0}, "malformed computation list");
+  ts_strmap_t names = {0};
+  for (int c = 0; c < m->ncomps; c++) {
+    const ts_hlo_comp_t *comp = m->comps[c];
+    if (!comp || !comp->name) {
+      ts_strmap_free(&names);
+      return module_error(v, (ts_loc_t){0, 0}, "computation %d is %s", c, comp ? "unnamed" : "NULL");
+    }
+    bool dup = ptrmap_put(&w->comps, comp, c) >= 0 || ts_strmap_get(&names, comp->name, strlen(comp->name));
+    if (dup) {
+      ts_strmap_free(&names);
+      return comp_error(v, comp, "is listed twice or its name is used twice");
+    }
+    if (!ts_strmap_put(&names, comp->name, strlen(comp->name), (void *)comp)) {
+      ts_strmap_free(&names);
+      return TS_ERR_NOMEM;
+    }
+    if (comp->module != m) {
+      ts_strmap_free(&names);
+      return comp_error(v, comp, "belongs to another module");
+    }
+  }
+  ts_strmap_free(&names);
+  if (!m->entry) return module_error(v, (ts_loc_t){0, 0}, "has no entry computation");
+  if (ptrmap_get(&w->comps, m->entry) < 0)
+    return module_error(v, (ts_loc_t){0, 0}, "entry computation '%s' is not in the module",
+                        m->entry->name ? m->entry->name : "?");
+  for (int c = 0; c < m->ncomps; c++)
+    if (m->comps[c]->is_entry && m->comps[c] != m->entry)
+      return comp_error(v, m->comps[c], "is marked ENTRY but the module's entry is '%s'", m->entry->name);
+
+  TS_CHECK(check_instrs(w));
+  TS_CHECK(check_edges(w));
+  TS_CHECK(check_users(w));
+  for (int c = 0; c < m->ncomps; c++) {
+    TS_CHECK(check_root(w, m->comps[c]));
+    TS_CHECK(check_params(w, m->comps[c]));
+  }
+  TS_CHECK(check_callees(w));
+  TS_CHECK(check_call_graph(w));
+  return check_cycles(w);
+}
+
+/* ---- entry signature ---------------------------------------------------- */
+
+static bool same_ignoring_layout(const ts_shape_t *a, const ts_shape_t *b) { return ts_shape_equal(a, b, false); }
+
+static ts_status_t check_entry_layout(ts_vctx_t *v) {
+  const ts_hlo_module_t *m = v->m;
+  const ts_hlo_attr_t *a = ts_hlo_module_attr(m, "entry_computation_layout");
+  if (!a) return TS_OK;
+  const ts_hlo_comp_t *e = m->entry;
+  if (a->kind != TS_ATTR_LAYOUT_SIG)
+    return module_error(v, a->loc, "entry_computation_layout must be a computation layout");
+  if (a->v.sig.nparams < 0 || (a->v.sig.nparams > 0 && !a->v.sig.params) || !a->v.sig.result)
+    return module_error(v, a->loc, "entry_computation_layout is malformed");
+  if (a->v.sig.nparams != e->nparams)
+    return module_error(v, a->loc, "entry_computation_layout has %d parameter%s but the entry computation '%s' has %d",
+                        a->v.sig.nparams, a->v.sig.nparams == 1 ? "" : "s", e->name, e->nparams);
+  for (int k = 0; k < e->nparams; k++) {
+    const ts_shape_t *want = a->v.sig.params[k], *got = e->params[k]->shape;
+    if (!want || !same_ignoring_layout(want, got))
+      return ts_vfy_error(v, e->params[k], (ts_loc_t){0, 0},
+                          "shape %s does not match entry_computation_layout parameter %d %s",
+                          ts_vfy_shape_str(v, got), k, ts_vfy_shape_str(v, want));
+  }
+  if (!same_ignoring_layout(a->v.sig.result, e->root->shape))
+    return ts_vfy_error(v, e->root, (ts_loc_t){0, 0}, "entry root shape %s does not match entry_computation_layout result %s",
+                        ts_vfy_shape_str(v, e->root->shape), ts_vfy_shape_str(v, a->v.sig.result));
+  return TS_OK;
+}
+
+/* ---- collective groups -------------------------------------------------- */
+
+static int cmp_i64(const void *a, const void *b) {
+  int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+  return (x > y) - (x < y);
+}
+
+static ts_status_t check_groups(ts_vctx_t *v, const ts_hlo_instr_t *i, const ts_hlo_attr_t *a) {
+  const ts_replica_groups_t *rg = a->v.rg;
+  size_t total = 0;
+  for (int g = 0; g < rg->ngroups; g++) {
+    const ts_i64_list_t *l = &rg->groups[g];
+    if (l->n <= 0 || !l->v) return ts_vfy_error(v, i, a->loc, "replica group %d is empty", g);
+    if (l->n != rg->groups[0].n)
+      return ts_vfy_error(v, i, a->loc, "replica groups differ in size: group 0 has %d ids, group %d has %d",
+                          rg->groups[0].n, g, l->n);
+    total += (size_t)l->n;
+  }
+  int64_t *ids = ts_malloc(sizeof *ids * (total + 1));
+  if (!ids) return TS_ERR_NOMEM;
+  size_t n = 0;
+  for (int g = 0; g < rg->ngroups; g++)
+    for (int k = 0; k < rg->groups[g].n; k++) ids[n++] = rg->groups[g].v[k];
+  qsort(ids, n, sizeof *ids, cmp_i64);
+  ts_status_t st = TS_OK;
+  if (n && ids[0] < 0)
+    st = ts_vfy_error(v, i, a->loc, "replica_groups contain a negative id %lld", (long long)ids[0]);
+  for (size_t k = 1; st == TS_OK && k < n; k++)
+    if (ids[k] == ids[k - 1])
+      st = ts_vfy_error(v, i, a->loc, "replica_groups name id %lld more than once", (long long)ids[k]);
+  ts_free(ids);
+  return st;
+}
+
+ts_status_t ts_vfy_group_size(ts_vctx_t *v, const ts_hlo_instr_t *i, ts_vgroup_t *g) {
+  ts_opcode_t op = i->op;
+  if ((op == TS_OP_ASYNC_START || op == TS_OP_ASYNC_UPDATE || op == TS_OP_ASYNC_DONE) && i->async_wrapped < TS_OP_COUNT)
+    op = i->async_wrapped;
+  const ts_hlo_attr_t *rg = ts_hlo_instr_attr(i, "replica_groups");
+  const ts_hlo_attr_t *ch = ts_hlo_instr_attr(i, "channel_id");
+  const ts_hlo_attr_t *ug = ts_hlo_instr_attr(i, "use_global_device_ids");
+  if (rg && (rg->kind != TS_ATTR_REPLICA_GROUPS || !rg->v.rg || rg->v.rg->ngroups < 0 ||
+             (rg->v.rg->ngroups > 0 && !rg->v.rg->groups)))
+    return ts_vfy_error(v, i, rg->loc, "attribute replica_groups must be replica groups");
+  if (ch && ch->kind != TS_ATTR_INT) return ts_vfy_error(v, i, ch->loc, "attribute channel_id must be an integer");
+  if (ug && ug->kind != TS_ATTR_BOOL)
+    return ts_vfy_error(v, i, ug->loc, "attribute use_global_device_ids must be a bool");
+  bool global = ug && ug->v.b;
+  if (global && !ch) return ts_vfy_error(v, i, ug->loc, "use_global_device_ids=true needs a channel_id");
+  /* the mode table: cross-replica, cross-partition, cross-replica-and-partition, flattened ids */
+  bool by_partition = ch && !global &&
+                      (op == TS_OP_ALL_TO_ALL || op == TS_OP_COLLECTIVE_PERMUTE ||
+                       op == TS_OP_COLLECTIVE_PERMUTE_START || op == TS_OP_COLLECTIVE_BROADCAST ||
+                       op == TS_OP_RAGGED_ALL_TO_ALL);
+  bool both = ch && !global && !by_partition;
+  int64_t rc = v->replica_count, np = v->num_partitions, all = rc * np;
+  *g = (ts_vgroup_t){0};
+  if (rg && rg->v.rg->ngroups > 0) {
+    TS_CHECK(check_groups(v, i, rg));
+    int64_t s = rg->v.rg->groups[0].n;
+    g->size = g->alt = s;
+    g->why = "from replica_groups";
+    if (both) g->size = s * np; /* each group spans every partition of its replicas */
+    return TS_OK;
+  }
+  g->from_header = true;
+  if (!ch) {
+    g->size = g->alt = rc;
+    g->why = ts_arena_printf(v->scratch, "no replica_groups and replica_count=%lld", (long long)rc);
+    g->hint = "pass --replica-count N or set replica_count";
+  } else if (by_partition) {
+    g->size = g->alt = np;
+    g->why = ts_arena_printf(v->scratch, "no replica_groups, a channel_id and num_partitions=%lld", (long long)np);
+    g->hint = "pass --num-partitions N or set num_partitions";
+  } else {
+    g->size = all;
+    g->alt = global ? all : rc;
+    g->why = ts_arena_printf(v->scratch, "no replica_groups, a channel_id and replica_count*num_partitions=%lld",
+                             (long long)all);
+    g->hint = "pass --replica-count N / --num-partitions N or set replica_count / num_partitions";
+  }
+  if (!g->why) return TS_ERR_NOMEM;
+  return TS_OK;
+}
+
+/* ---- shardings ---------------------------------------------------------- */
+
+static ts_status_t check_devices(ts_vctx_t *v, const ts_hlo_instr_t *i, const ts_sharding_t *s) {
+  int64_t total = v->replica_count * v->num_partitions;
+  if (total <= 1) return TS_OK;
+  const int64_t *ids = s->kind == TS_SHARD_MAXIMAL ? &s->device : s->devices.v;
+  int n = s->kind == TS_SHARD_MAXIMAL ? 1 : s->devices.n;
+  if (n > 0 && !ids) return ts_vfy_error(v, i, (ts_loc_t){0, 0}, "sharding has a malformed device list");
+  for (int k = 0; k < n; k++)
+    if (ids[k] < 0 || ids[k] >= total)
+      return ts_vfy_error(v, i, (ts_loc_t){0, 0},
+                          "sharding device %lld is out of range: the module has %lld devices (replica_count=%lld, "
+                          "num_partitions=%lld): %s",
+                          (long long)ids[k], (long long)total, (long long)v->replica_count,
+                          (long long)v->num_partitions, sharding_str(v, s));
+  return TS_OK;
+}
+
+/* One non-tuple sharding on one leaf (array) shape. */
+static ts_status_t check_leaf_sharding(ts_vctx_t *v, const ts_hlo_instr_t *i, const ts_sharding_t *s,
+                                       const ts_shape_t *shape) {
+  if (shape->elem == TS_TOKEN) return TS_OK;
+  if (s->kind == TS_SHARD_TUPLE)
+    return ts_vfy_error(v, i, (ts_loc_t){0, 0}, "nested tuple sharding %s for the array %s", sharding_str(v, s),
+                        ts_vfy_shape_str(v, shape));
+  if (s->kind == TS_SHARD_TILED) {
+    int sub = s->last_tile_dim_replicate ? 1 : s->nsubgroups;
+    int data = s->tile_dims.n - sub;
+    if (data != shape->rank)
+      return ts_vfy_error(v, i, (ts_loc_t){0, 0},
+                          "sharding %s tiles %d data dimension%s but the shape %s has rank %d", sharding_str(v, s),
+                          data, data == 1 ? "" : "s", ts_vfy_shape_str(v, shape), shape->rank);
+  }
+  if (s->kind == TS_SHARD_TILED || s->kind == TS_SHARD_MAXIMAL) TS_CHECK(check_devices(v, i, s));
+  return TS_OK;
+}
+
+/* Visits the leaves of `shape` in order, pairing them with tuple elements. */
+static ts_status_t check_tuple_leaves(ts_vctx_t *v, const ts_hlo_instr_t *i, const ts_sharding_t *s,
+                                      const ts_shape_t *shape, int *next, int depth) {
+  if (depth > 1000) return ts_vfy_error(v, i, (ts_loc_t){0, 0}, "shape nests too deeply");
+  if (shape->elem != TS_TUPLE) {
+    const ts_sharding_t *e = s->tuple[(*next)++];
+    if (!e) return ts_vfy_error(v, i, (ts_loc_t){0, 0}, "tuple sharding element %d is NULL", *next - 1);
+    return check_leaf_sharding(v, i, e, shape);
+  }
+  for (int k = 0; k < shape->ntuple; k++) TS_CHECK(check_tuple_leaves(v, i, s, shape->tuple[k], next, depth + 1));
+  return TS_OK;
+}
+
+static ts_status_t check_all_leaves(ts_vctx_t *v, const ts_hlo_instr_t *i, const ts_sharding_t *s,
+                                    const ts_shape_t *shape, int depth) {
+  if (depth > 1000) return ts_vfy_error(v, i, (ts_loc_t){0, 0}, "shape nests too deeply");
+  if (shape->elem != TS_TUPLE) return check_leaf_sharding(v, i, s, shape);
+  for (int k = 0; k < shape->ntuple; k++) TS_CHECK(check_all_leaves(v, i, s, shape->tuple[k], depth + 1));
+  return TS_OK;
+}
+
+static ts_status_t check_sharding(ts_vctx_t *v, const ts_hlo_instr_t *i) {
+  const ts_sharding_t *s = i->sharding;
+  const ts_shape_t *shape = i->shape;
+  if (!s || shape->elem == TS_TOKEN || s->kind == TS_SHARD_NAMED) return TS_OK;
+  if (s->kind != TS_SHARD_TUPLE) return check_all_leaves(v, i, s, shape, 0); /* copied to every leaf */
+  if (s->ntuple < 0 || (s->ntuple > 0 && !s->tuple))
+    return ts_vfy_error(v, i, (ts_loc_t){0, 0}, "tuple sharding is malformed");
+  int leaves = ts_shape_leaf_count(shape);
+  if (shape->elem != TS_TUPLE || leaves == 0) {
+    /* an array or an empty tuple takes a one-element tuple sharding */
+    bool ok = s->ntuple == 1 || (leaves == 0 && shape->elem == TS_TUPLE && s->ntuple == 0);
+    if (!ok)
+      return ts_vfy_error(v, i, (ts_loc_t){0, 0}, "tuple sharding has %d elements but %s takes 1", s->ntuple,
+                          ts_vfy_shape_str(v, shape));
+    if (s->ntuple == 1 && shape->elem != TS_TUPLE) {
+      if (!s->tuple[0]) return ts_vfy_error(v, i, (ts_loc_t){0, 0}, "tuple sharding element 0 is NULL");
+      return check_leaf_sharding(v, i, s->tuple[0], shape);
+    }
+    return TS_OK;
+  }
+  if (s->ntuple != leaves)
+    return ts_vfy_error(v, i, (ts_loc_t){0, 0}, "tuple sharding has %d element%s but the shape %s has %d leaves",
+                        s->ntuple, s->ntuple == 1 ? "" : "s", ts_vfy_shape_str(v, shape), leaves);
+  int next = 0;
+  return check_tuple_leaves(v, i, s, shape, &next, 0);
+}
+
+/* ---- driver ------------------------------------------------------------- */
+
+static ts_status_t verify(ts_vctx_t *v) {
+  const ts_hlo_module_t *m = v->m;
+  if (v->replica_count < 1 || v->num_partitions < 1 || v->replica_count > INT64_MAX / v->num_partitions)
+    return module_error(v, (ts_loc_t){0, 0}, "replica_count=%lld and num_partitions=%lld must be positive",
+                        (long long)v->replica_count, (long long)v->num_partitions);
+  walk_t w = {.v = v};
+  size_t n = 0;
+  for (int c = 0; c < m->ncomps; c++)
+    if (m->comps && m->comps[c] && m->comps[c]->ninstrs > 0) n += (size_t)m->comps[c]->ninstrs;
+  if (n > INT32_MAX - 1) return module_error(v, (ts_loc_t){0, 0}, "too many instructions (%zu)", n);
+  ts_status_t st = TS_ERR_NOMEM;
+  w.instrs = ts_calloc(n + 1, sizeof *w.instrs);
+  if (!w.instrs || !ptrmap_init(&w.index, n) || !ptrmap_init(&w.comps, m->ncomps > 0 ? (size_t)m->ncomps : 0))
+    goto done;
+  TS_CHECK_GOTO(check_structure(&w), st, done);
+  TS_CHECK_GOTO(check_entry_layout(v), st, done);
+  for (int k = 0; k < w.n; k++) {
+    TS_CHECK_GOTO(ts_vfy_instr_shape(v, w.instrs[k]), st, done);
+    TS_CHECK_GOTO(check_sharding(v, w.instrs[k]), st, done);
+  }
+  st = TS_OK;
+done:
+  ts_free(w.instrs);
+  ptrmap_free(&w.index);
+  ptrmap_free(&w.comps);
+  return st;
+}
+
 ts_status_t ts_hlo_verify(const ts_hlo_module_t *m, const ts_hlo_verify_opts_t *opts, ts_diag_t *diag) {
-  (void)m; (void)opts; (void)diag; return TS_OK;
+  if (!m) {
+    ts_diag_plain(diag, "ts_hlo_verify: no module");
+    return TS_ERR_INVALID_ARGUMENT;
+  }
+  ts_vctx_t v = {.m = m, .diag = diag, .src = m->source};
+  /* A module built by a pass has no text: name the module in messages. */
+  if (!v.src.text || !v.src.name) v.src = (ts_source_t){m->name ? m->name : "<module>", NULL, 0};
+  v.replica_count = opts && opts->replica_count ? opts->replica_count : m->replica_count;
+  v.num_partitions = opts && opts->num_partitions ? opts->num_partitions : m->num_partitions;
+  v.scratch = ts_arena_create();
+  if (!v.scratch) return TS_ERR_NOMEM;
+  ts_status_t st = verify(&v);
+  if (st == TS_ERR_NOMEM && diag && !diag->text) ts_diag_plain(diag, "out of memory verifying module '%s'", m->name);
+  ts_arena_destroy(v.scratch);
+  return st;
 }
