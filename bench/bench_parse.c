@@ -89,9 +89,17 @@ done:
   return ok;
 }
 
+/* Width of the file-name column: the longest base name given. */
+static int name_width = 4;
+
+static const char *base_name(const char *path) {
+  const char *slash = strrchr(path, '/');
+  return slash ? slash + 1 : path;
+}
+
 static void print_header(void) {
-  printf("# %-34s %10s %8s %6s  %9s %10s %14s  %9s %15s  %9s %10s %9s\n", "file", "bytes", "instrs",
-         "stat", "parse_ms", "parse_MB/s", "parse_instr/s", "verify_ms", "verify_instr/s",
+  printf("# %-*s %10s %8s %6s  %9s %10s %14s  %9s %15s  %9s %10s %9s\n", name_width, "file", "bytes",
+         "instrs", "stat", "parse_ms", "parse_MB/s", "parse_instr/s", "verify_ms", "verify_instr/s",
          "print_ms", "print_MB/s", "arena_MB");
 }
 
@@ -111,8 +119,8 @@ static void print_row(const char *name, size_t bytes, int64_t instrs, const char
     snprintf(instrs_s, sizeof instrs_s, "%lld", (long long)instrs);
     snprintf(arena_s, sizeof arena_s, "%.1f", (double)arena / 1e6);
   }
-  printf("  %-34s %10s %8s %6s  %9.2f %10.1f %14.0f  %9s %15s  %9.2f %10.1f %9s\n", first ? name : "",
-         bytes_s, instrs_s, stat, tp * 1e3, (double)bytes / tp / 1e6, (double)instrs / tp, vms,
+  printf("  %-*s %10s %8s %6s  %9.2f %10.1f %14.0f  %9s %15s  %9.2f %10.1f %9s\n", name_width,
+         first ? name : "", bytes_s, instrs_s, stat, tp * 1e3, (double)bytes / tp / 1e6, (double)instrs / tp, vms,
          vrate, tw * 1e3, (double)printed / tw / 1e6, arena_s);
 }
 
@@ -127,8 +135,7 @@ static int bench_file(const char *path, int reps) {
     ts_diag_free(&diag);
     return 1;
   }
-  const char *base = strrchr(path, '/');
-  base = base ? base + 1 : path;
+  const char *base = base_name(path);
   ts_source_t src = {path, text, len};
 
   double tp[MAX_REPS], tv[MAX_REPS], tw[MAX_REPS];
@@ -193,6 +200,10 @@ int main(int argc, char **argv) {
   if (i == argc) {
     usage(stderr);
     return 2;
+  }
+  for (int j = i; j < argc; j++) {
+    int n = (int)strlen(base_name(argv[j]));
+    if (n > name_width) name_width = n;
   }
   printf("# bench_parse: %d repetition%s after 1 warm-up\n", reps, reps == 1 ? "" : "s");
   print_header();
