@@ -1,0 +1,67 @@
+/* HLO text front end internals shared by lexer.c and parser.c: tokens and the
+ * lexer (hlo_text_format.md section 1). Not part of the public API. */
+#ifndef TS_HLO_INTERNAL_H
+#define TS_HLO_INTERNAL_H
+
+#include "ts_hlo.h"
+
+typedef enum {
+  TK_EOF,
+  TK_ERROR,      /* the lexer already reported it */
+  TK_IDENT,      /* [A-Za-z_][A-Za-z0-9_.-]*, or %name */
+  TK_NAME,       /* an identifier immediately followed by ':' (consumed) */
+  TK_ATTR,       /* an identifier immediately followed by '=' (consumed) */
+  TK_INT,        /* 42, -7, 0x1f: magnitude in u, sign in neg */
+  TK_FLOAT,      /* 1.5, 1e-05, -inf, -nan, 0x1.8p3: value in f */
+  TK_STRING,     /* "..." or '...': s/n is the raw text between the quotes */
+  TK_DIM_LABELS, /* b01f_01io->b01f */
+  TK_DXD,        /* 3x3 */
+  TK_PAD,        /* 0_1x2_3_1 */
+  TK_LBRACE, TK_RBRACE, TK_LPAREN, TK_RPAREN, TK_LBRACKET, TK_RBRACKET,
+  TK_COMMA, TK_COLON, TK_EQUAL, TK_ARROW, TK_LEQ, TK_QUESTION, TK_ELLIPSIS,
+  TK_STAR, TK_HASH, TK_PLUS, TK_TILDE,
+} ts_tk_t;
+
+typedef struct {
+  ts_tk_t kind;
+  bool pct;          /* IDENT/NAME written with a leading '%' */
+  bool neg;          /* INT: written with a leading '-' */
+  bool escapes;      /* STRING: contains a backslash */
+  size_t off, len;   /* the whole token in the source (with '%', ':', '=', quotes) */
+  const char *s;     /* IDENT/NAME/ATTR: the name alone; STRING: the contents */
+  size_t n;
+  int line, col;     /* of the token's first byte, 1-based */
+  uint64_t u;        /* INT magnitude */
+  double f;          /* FLOAT value */
+} ts_tok_t;
+
+/* Where the lexer stands; cheap to copy, so the parser peeks by saving it. */
+typedef struct {
+  size_t pos;
+  int line;
+  size_t line_start;
+} ts_lex_pos_t;
+
+typedef struct {
+  const ts_source_t *src; /* text must be NUL-terminated at src->len */
+  ts_diag_t *diag;        /* NULL while peeking: errors become TK_ERROR silently */
+  int max_nesting;
+  ts_lex_pos_t at;
+  bool have_eof_loc;
+  ts_loc_t eof_loc;
+} ts_lexer_t;
+
+void ts_lex_init(ts_lexer_t *lx, const ts_source_t *src, ts_diag_t *diag, int max_nesting);
+/* Lexes the next token, skipping whitespace and comments. */
+void ts_lex_next(ts_lexer_t *lx, ts_tok_t *t);
+/* Scans the brace blob whose '{' starts at source offset `open` (at `open_pos`,
+ * the lexer position just after that '{'): braces nest, double-quoted strings
+ * are skipped. On success *end is one past the matching '}' and the lexer
+ * continues after it. Returns false after reporting an error. */
+bool ts_lex_blob(ts_lexer_t *lx, const ts_tok_t *open, size_t *end);
+/* Moves the lexer to just after token t (t must not span lines). */
+void ts_lex_reset_after(ts_lexer_t *lx, const ts_tok_t *t);
+/* Rejects NUL bytes and invalid UTF-8 anywhere in the text, located. */
+bool ts_lex_check_encoding(const ts_source_t *src, ts_diag_t *diag);
+
+#endif
