@@ -83,6 +83,7 @@ typedef struct {
   size_t npcomps, cappcomps;
   ts_loc_t entry_loc;
 
+  ts_strmap_t shapes; /* source text of a simple array shape -> the shape */
   char *namebuf; /* NUL-terminated copy of a name for the builder */
   size_t namecap;
 } parser_t;
@@ -630,8 +631,43 @@ static ts_status_t parse_array_shape(parser_t *p, ts_shape_t **out, int flags) {
   return TS_OK;
 }
 
+/* The end of a simple array shape written at the current token, such as
+ * `f32[64,256]{1,0}` (digits and commas only, no blanks, no layout
+ * extensions, not followed by a layout after blanks), or 0. Such shapes
+ * repeat a lot and are immutable, so equal texts share one shape. */
+static size_t simple_shape_end(const parser_t *p) {
+  const char *t = p->src->text;
+  size_t q = p->tok.off + p->tok.len;
+  if (t[q++] != '[') return 0;
+  while ((t[q] >= '0' && t[q] <= '9') || t[q] == ',') q++;
+  if (t[q++] != ']') return 0;
+  if (t[q] == '{') {
+    size_t r = q + 1;
+    while ((t[r] >= '0' && t[r] <= '9') || t[r] == ',') r++;
+    if (t[r] != '}') return 0;
+    q = r + 1;
+  }
+  size_t r = q;
+  while (t[r] == ' ' || t[r] == '\t' || t[r] == '\r' || t[r] == '\n') r++;
+  return t[r] == '{' || t[r] == '/' ? 0 : q;
+}
+
 static ts_status_t parse_shape(parser_t *p, ts_shape_t **out, int flags) {
-  if (p->tok.kind != TK_LPAREN) return parse_array_shape(p, out, flags);
+  if (p->tok.kind != TK_LPAREN) {
+    size_t end = flags ? 0 : simple_shape_end(p);
+    if (!end) return parse_array_shape(p, out, flags);
+    const char *key = p->src->text + p->tok.off;
+    size_t n = end - p->tok.off;
+    if ((*out = ts_strmap_get(&p->shapes, key, n)) != NULL) {
+      p->lx.at.pos = end; /* the span holds no newline */
+      ts_lex_next(&p->lx, &p->tok);
+      p->prev_end = end;
+      return p->tok.kind == TK_ERROR ? TS_ERR_PARSE : TS_OK;
+    }
+    TS_CHECK(parse_array_shape(p, out, flags));
+    if (p->prev_end == end && !ts_strmap_put(&p->shapes, key, n, *out)) return nomem(p);
+    return TS_OK;
+  }
   ts_tok_t open = p->tok;
   TS_CHECK(enter(p, &open));
   TS_CHECK(next(p));
@@ -2132,8 +2168,9 @@ static ts_status_t parse_instr_attr(parser_t *p, ts_hlo_instr_t *i, bool *has_ct
     *has_ctrl = true;
     return parse_ctrl_preds(p, i);
   }
-  for (int k = 0; k < i->nattrs; k++)
-    if (strlen(i->attrs[k].name) == nt.n && memcmp(i->attrs[k].name, nt.s, nt.n) == 0)
+  for (int k = 0; k < i->nattrs; k++) /* known names share the table's strings */
+    if (spec ? i->attrs[k].name == spec->name
+             : strncmp(i->attrs[k].name, nt.s, nt.n) == 0 && i->attrs[k].name[nt.n] == '\0')
       return err_at(p, tloc(&nt), "attribute '%.*s' given twice", (int)nt.n, nt.s);
   ts_hlo_attr_t a;
   memset(&a, 0, sizeof a);
@@ -2335,10 +2372,6 @@ static ts_status_t parse_instruction(parser_t *p) {
   } else {
     return expected(p, is_root ? "an instruction name after ROOT" : "an instruction or '}'");
   }
-  if (ts_strmap_get(&p->names, name_tok.s, name_tok.n))
-    return err_at(p, tloc(&name_tok), "instruction name '%.*s' defined twice in computation '%s'", (int)name_tok.n,
-                  name_tok.s, p->comp->name);
-
   ts_shape_t *shape = NULL;
   bool infer = p->tok.kind == TK_IDENT && !p->tok.pct && next_is(p, TK_LPAREN);
   if (!infer) TS_CHECK(parse_shape(p, &shape, 0));
@@ -2372,7 +2405,11 @@ static ts_status_t parse_instruction(parser_t *p) {
   TS_CHECK(make_instr(p, op, wrapped, shape, name_tok.s, name_tok.n, tloc(&name_tok), mark, &i));
   i->param_number = param;
   i->literal = lit;
+  size_t known = p->names.count; /* one probe: a put that adds nothing found a duplicate */
   if (!ts_strmap_put(&p->names, name_tok.s, name_tok.n, i)) return nomem(p);
+  if (p->names.count == known)
+    return err_at(p, tloc(&name_tok), "instruction name '%.*s' defined twice in computation '%s'", (int)name_tok.n,
+                  name_tok.s, p->comp->name);
   if (infer) {
     if (p->ninfer == p->capinfer) {
       size_t cap = p->capinfer ? p->capinfer * 2 : 16;
@@ -2723,6 +2760,7 @@ ts_status_t ts_hlo_parse(const ts_source_t *src, const ts_hlo_parse_opts_t *opts
   ts_free(p.bc);
   ts_free(p.infer);
   ts_free(p.namebuf);
+  ts_strmap_free(&p.shapes);
   if (st != TS_OK) {
     ts_hlo_module_destroy(p.m);
     return st;
