@@ -579,19 +579,17 @@ bool ts_lex_check_encoding(const ts_source_t *src, ts_diag_t *diag) {
         continue;
       }
     }
-    size_t bad = len;
-    if (s[i] == 0) {
-      bad = i;
-    } else if (s[i] < 0x80) {
+    size_t bad = i; /* a NUL, or the lead byte of a broken sequence */
+    if (s[i] != 0 && s[i] < 0x80) {
       i++;
       continue;
-    } else {
+    }
+    if (s[i] != 0) {
       size_t n = utf8_seq(s + i, len - i);
       if (n) {
         i += n;
         continue;
       }
-      bad = i; /* the lead byte of the broken sequence */
     }
     int line = 1;
     size_t line_start = 0;
@@ -601,10 +599,21 @@ bool ts_lex_check_encoding(const ts_source_t *src, ts_diag_t *diag) {
         line_start = k + 1;
       }
     ts_loc_t loc = {line, (int)(bad - line_start) + 1};
-    if (s[bad] == 0)
-      ts_diag_error(diag, src, loc, "NUL byte in the input");
-    else
+    if (s[bad] != 0) {
       ts_diag_error(diag, src, loc, "invalid UTF-8 byte 0x%02X", (unsigned)s[bad]);
+      return false;
+    }
+    /* The diagnostic quotes the line as a C string: show NULs as blanks. */
+    size_t end = bad;
+    while (end < len && s[end] != '\n') end++;
+    char *copy = ts_malloc(end + 1);
+    ts_source_t shown = {src->name, copy, end};
+    if (copy) {
+      for (size_t k = 0; k < end; k++) copy[k] = s[k] ? (char)s[k] : ' ';
+      copy[end] = '\0';
+    }
+    ts_diag_error(diag, copy ? &shown : src, loc, "NUL byte in the input");
+    ts_free(copy);
     return false;
   }
   return true;

@@ -425,7 +425,10 @@ static bool at_shape(parser_t *p) {
   return elem_of(&p->tok, &e) && next_is(p, TK_LBRACKET);
 }
 
-enum { SHAPE_NO_EMPTY_LAYOUT = 1 }; /* `-> f32[] {` opens a body, not a layout */
+enum {
+  SHAPE_NO_EMPTY_LAYOUT = 1, /* `-> f32[] {` opens a body, not a layout */
+  SHAPE_ATTACHED_LAYOUT = 2, /* `f32[2]{0} {1, 2}`: only a '{' right after ']' is a layout */
+};
 
 static ts_status_t parse_shape(parser_t *p, ts_shape_t **out, int flags);
 
@@ -621,7 +624,7 @@ static ts_status_t parse_array_shape(parser_t *p, ts_shape_t **out, int flags) {
     }
   }
   p->nstk = mark;
-  if (p->tok.kind == TK_LBRACE) {
+  if (p->tok.kind == TK_LBRACE && (!(flags & SHAPE_ATTACHED_LAYOUT) || p->tok.off == p->prev_end)) {
     ts_tok_t t;
     peek(p, &t);
     if (t.kind == TK_INT || t.kind == TK_COLON || (t.kind == TK_RBRACE && rank == 0 && !(flags & SHAPE_NO_EMPTY_LAYOUT)))
@@ -717,7 +720,7 @@ static ts_status_t parse_float_value(parser_t *p, double *out, ts_elem_t e) {
   else if (IS_KW(t, "nan")) *out = NAN;
   else {
     char what[48];
-    snprintf(what, sizeof what, "a %s value", ts_elem_name(e));
+    snprintf(what, sizeof what, "a number (%s)", ts_elem_name(e));
     return expected(p, what);
   }
   bool nan = isnan(*out);
@@ -792,6 +795,8 @@ static ts_status_t parse_level(parser_t *p, ts_literal_t *lit, int d, int64_t *k
   if (d == s->rank) {
     if (p->tok.kind == TK_LBRACE)
       return err_at(p, tloc(&p->tok), "constant is nested deeper than the rank %d of its shape", s->rank);
+    if (p->tok.kind == TK_ELLIPSIS)
+      return err_at(p, tloc(&p->tok), "'...' (elided data) must be the whole constant, as in constant({...})");
     return parse_element(p, lit, (*k)++);
   }
   if (p->tok.kind != TK_LBRACE) {
@@ -882,7 +887,7 @@ static ts_status_t parse_literal(parser_t *p, const ts_shape_t *s, ts_literal_t 
 static ts_status_t parse_standalone_literal(parser_t *p, ts_literal_t **out) {
   if (p->tok.kind != TK_LPAREN) {
     ts_shape_t *s;
-    TS_CHECK(parse_array_shape(p, &s, 0));
+    TS_CHECK(parse_array_shape(p, &s, SHAPE_ATTACHED_LAYOUT));
     return parse_literal(p, s, out);
   }
   ts_tok_t open = p->tok;
