@@ -67,7 +67,7 @@ rc=${PIPESTATUS[0]}
 set -e
 
 echo "fuzz: --- summary ---"
-grep -E '^stat::|^Done [0-9]+ runs' "$log" || true
+grep -E '^#[0-9]+[[:space:]]+(INITED|DONE)|^Done [0-9]+ runs|^stat::average_exec_per_sec' "$log" || true
 echo "fuzz: corpus now holds $(find "$corpus" -type f | wc -l) inputs"
 artifacts=("$out"/crash-* "$out"/leak-* "$out"/timeout-* "$out"/oom-*)
 if [ "$rc" -ne 0 ] || [ ${#artifacts[@]} -gt 0 ]; then
