@@ -423,54 +423,59 @@ static ts_status_t check_call_graph(walk_t *w) {
   ts_vctx_t *v = w->v;
   const ts_hlo_module_t *m = v->m;
   int nc = m->ncomps;
+  /* callees of computation c: callee[first[c] .. first[c + 1]) */
+  size_t ncalls = 0;
+  for (int k = 0; k < w->n; k++) ncalls += (size_t)w->instrs[k]->ncalled;
+  size_t *first = ts_calloc((size_t)nc + 2, sizeof *first);
+  int *callee = ts_calloc(ncalls + 1, sizeof *callee);
   uint8_t *color = ts_calloc((size_t)nc + 1, 1);
-  int *stack = ts_calloc((size_t)nc + 1, sizeof *stack), *next = ts_calloc((size_t)nc + 1, sizeof *next);
+  int *stack = ts_calloc((size_t)nc + 1, sizeof *stack);
+  size_t *next = ts_calloc((size_t)nc + 1, sizeof *next);
   const char **names = ts_calloc((size_t)nc + 1, sizeof *names);
   ts_status_t st = TS_OK;
-  if (!color || !stack || !next || !names) {
+  if (!first || !callee || !color || !stack || !next || !names) {
     st = TS_ERR_NOMEM;
     goto done;
   }
-  /* callee lists per computation, flattened over its instructions */
+  size_t e = 0;
+  for (int c = 0; c < nc; c++) {
+    first[c] = e;
+    const ts_hlo_comp_t *comp = m->comps[c];
+    for (int k = 0; k < comp->ninstrs; k++)
+      for (int j = 0; j < comp->instrs[k]->ncalled; j++) callee[e++] = ptrmap_get(&w->comps, comp->instrs[k]->called[j]);
+  }
+  first[nc] = e;
   for (int s = 0; s < nc && st == TS_OK; s++) {
     if (color[s]) continue;
     int sp = 0;
-    stack[sp] = s, next[sp] = 0, color[s] = 1;
+    stack[sp] = s, next[sp] = first[s], color[s] = 1;
     sp++;
     while (sp > 0 && st == TS_OK) {
       int c = stack[sp - 1];
-      const ts_hlo_comp_t *comp = m->comps[c];
-      /* next[] counts (instruction, callee) steps */
-      int step = next[sp - 1]++, callee = -1;
-      for (int k = 0, seen = 0; k < comp->ninstrs; k++) {
-        const ts_hlo_instr_t *i = comp->instrs[k];
-        if (step < seen + i->ncalled) {
-          callee = ptrmap_get(&w->comps, i->called[step - seen]);
-          break;
-        }
-        seen += i->ncalled;
-      }
-      if (callee < 0) {
+      if (next[sp - 1] >= first[c + 1]) {
         color[c] = 2;
         sp--;
         continue;
       }
-      if (color[callee] == 1) {
+      int t = callee[next[sp - 1]++];
+      if (color[t] == 1) {
         int from = sp - 1;
-        while (stack[from] != callee) from--;
+        while (stack[from] != t) from--;
         for (int k = from; k < sp; k++) names[k - from] = m->comps[stack[k]]->name;
         ts_buf_t b = {0};
         put_cycle(&b, names, sp - from);
-        st = b.oom || !b.data ? TS_ERR_NOMEM : comp_error(v, m->comps[callee], "calls itself: %s", b.data);
+        st = b.oom || !b.data ? TS_ERR_NOMEM : comp_error(v, m->comps[t], "calls itself: %s", b.data);
         ts_buf_free(&b);
-      } else if (color[callee] == 0) {
-        color[callee] = 1;
-        stack[sp] = callee, next[sp] = 0;
+      } else if (color[t] == 0) {
+        color[t] = 1;
+        stack[sp] = t, next[sp] = first[t];
         sp++;
       }
     }
   }
 done:
+  ts_free(first);
+  ts_free(callee);
   ts_free(color);
   ts_free(stack);
   ts_free(next);

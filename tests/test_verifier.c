@@ -349,6 +349,43 @@ static void test_while_body(void) {
   ts_hlo_module_destroy(b->m);
 }
 
+/* 200k instructions in one chain: every walk is iterative. */
+static void test_long_chain(void) {
+  bld_t bb = start("m"), *b = &bb;
+  comp(b, "main", true);
+  ts_shape_t *s = F32(4);
+  ts_hlo_instr_t *x = param(b, "p", s);
+  for (int k = 0; k < 200000; k++) {
+    char name[32];
+    snprintf(name, sizeof name, "n%d", k); /* distinct: the builder's uniquer is linear per clash */
+    x = OP(TS_OP_NEGATE, s, name, x);
+  }
+  root(b, x);
+  VERIFIES(b->m, NULL);
+  ts_hlo_module_destroy(b->m);
+}
+
+/* A computation that calls itself through another. */
+static void test_recursive_call(void) {
+  bld_t bb = start("m"), *b = &bb;
+  ts_hlo_comp_t *f = comp(b, "f", false);
+  ts_hlo_instr_t *x = param(b, "x", F32(4));
+  ts_hlo_instr_t *cf = OP(TS_OP_CALL, F32(4), "cf", x);
+  root(b, cf);
+  ts_hlo_comp_t *g = comp(b, "g", false);
+  ts_hlo_instr_t *y = param(b, "y", F32(4));
+  root(b, OP(TS_OP_CALL, F32(4), "cg", y));
+  attr_comp(b, g->root, "to_apply", f);
+  attr_comp(b, cf, "to_apply", g);
+  comp(b, "main", true);
+  ts_hlo_instr_t *p = param(b, "p", F32(4));
+  ts_hlo_instr_t *c = OP(TS_OP_CALL, F32(4), "c", p);
+  attr_comp(b, c, "to_apply", f);
+  root(b, c);
+  FAILS(b->m, NULL, "m: error: computation 'f': calls itself: f -> g -> f\n");
+  ts_hlo_module_destroy(b->m);
+}
+
 int main(void) {
   test_mlp();
   test_elementwise_mismatch();
@@ -361,6 +398,8 @@ int main(void) {
   test_sharding();
   test_located();
   test_while_body();
+  test_long_chain();
+  test_recursive_call();
   if (failures) {
     fprintf(stderr, "test_verifier: %d failure%s\n", failures, failures == 1 ? "" : "s");
     return 1;
