@@ -327,8 +327,7 @@ static void lex_string(ts_lexer_t *lx, ts_tok_t *t) {
     if (c == quote) break;
     if (c == '\\') {
       t->escapes = true;
-      if (p + 1 >= len) continue; /* reported as unterminated on the next turn */
-      p++;
+      if (++p >= len) continue; /* reported as unterminated on the next turn */
       c = s[p];
     }
     if (c == '\n') {

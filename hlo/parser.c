@@ -149,24 +149,25 @@ static void peek(parser_t *p, ts_tok_t *t) {
   p->lx.at = at;
 }
 
-/* Is the token after the current one of `kind`? Cheap when it is written
- * right after the current token, which is how every dump writes `f32[` and
- * `add(`. */
+/* Is the token after the current one of `kind`? Cheap when it is a bracket
+ * or separator written right after the current token, which is how every
+ * dump writes `f32[` and `add(`; otherwise it lexes ahead. */
 static bool next_is(parser_t *p, ts_tk_t kind) {
-  char c = p->src->text[p->tok.off + p->tok.len];
-  switch (c) {
+  switch (p->src->text[p->tok.off + p->tok.len]) {
   case '[': return kind == TK_LBRACKET;
+  case ']': return kind == TK_RBRACKET;
   case '(': return kind == TK_LPAREN;
   case ')': return kind == TK_RPAREN;
-  case ',': return kind == TK_COMMA;
+  case '{': return kind == TK_LBRACE;
   case '}': return kind == TK_RBRACE;
-  case ' ': case '\t': case '\r': case '\n': case '/': break;
-  default:
-    if (kind != TK_LBRACE && kind != TK_ELLIPSIS && kind != TK_COLON && kind != TK_INT) return false;
+  case ',': return kind == TK_COMMA;
+  case '=': return kind == TK_EQUAL;
+  default: {
+    ts_tok_t t;
+    peek(p, &t);
+    return t.kind == kind;
   }
-  ts_tok_t t;
-  peek(p, &t);
-  return t.kind == kind;
+  }
 }
 
 static ts_status_t expect(parser_t *p, ts_tk_t kind, const char *what) {
