@@ -61,6 +61,8 @@ void ts_lex_next(ts_lexer_t *lx, ts_tok_t *t);
 bool ts_lex_blob(ts_lexer_t *lx, const ts_tok_t *open, size_t *end);
 /* Moves the lexer to just after token t (t must not span lines). */
 void ts_lex_reset_after(ts_lexer_t *lx, const ts_tok_t *t);
+/* Length of the longest valid UTF-8 prefix of text[0..len). */
+size_t ts_utf8_prefix(const char *text, size_t len);
 /* Rejects NUL bytes and invalid UTF-8 anywhere in the text, located. */
 bool ts_lex_check_encoding(const ts_source_t *src, ts_diag_t *diag);
 

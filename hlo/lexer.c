@@ -565,6 +565,21 @@ static size_t utf8_seq(const unsigned char *s, size_t avail) {
   return n;
 }
 
+size_t ts_utf8_prefix(const char *text, size_t len) {
+  const unsigned char *s = (const unsigned char *)text;
+  size_t i = 0;
+  while (i < len) {
+    if (s[i] < 0x80) {
+      i++;
+      continue;
+    }
+    size_t n = utf8_seq(s + i, len - i);
+    if (!n) break;
+    i += n;
+  }
+  return i;
+}
+
 bool ts_lex_check_encoding(const ts_source_t *src, ts_diag_t *diag) {
   const unsigned char *s = (const unsigned char *)src->text;
   size_t len = src->len, i = 0;

@@ -81,7 +81,6 @@ typedef struct {
 
   pending_comp_t *pcomps;
   size_t npcomps, cappcomps;
-  ts_loc_t entry_loc;
 
   ts_strmap_t shapes; /* source text of a simple array shape -> the shape */
   char *namebuf; /* NUL-terminated copy of a name for the builder */
@@ -113,8 +112,8 @@ static const char *tok_text(const parser_t *p, const ts_tok_t *t, char *buf, siz
   if (t->kind == TK_EOF) return "end of file";
   size_t n = t->len;
   const char *s = p->src->text + t->off;
-  const char *nl = memchr(s, '\n', n);
-  if (nl) n = (size_t)(nl - s);
+  for (size_t k = 0; k < n; k++)
+    if (s[k] == '\n' || s[k] == '\r') n = k;
   if (n > 40)
     snprintf(buf, cap, "'%.37s...'", s);
   else
@@ -256,10 +255,10 @@ static char *name_copy(parser_t *p, const char *s, size_t n) {
 /* ---- numbers ---- */
 
 /* An INT token as int64 (negative values down to INT64_MIN). */
-static ts_status_t int_of(parser_t *p, const ts_tok_t *t, int64_t *v, const char *what) {
+static ts_status_t int_of(parser_t *p, const ts_tok_t *t, int64_t *v) {
   if (t->neg ? t->u > (uint64_t)INT64_MAX + 1 : t->u > (uint64_t)INT64_MAX) {
     char buf[64];
-    return err_at(p, tloc(t), "%s %s is out of range", what, tok_text(p, t, buf, sizeof buf));
+    return err_at(p, tloc(t), "integer %s does not fit in a signed 64-bit value", tok_text(p, t, buf, sizeof buf));
   }
   *v = t->neg ? (int64_t)(0 - t->u) : (int64_t)t->u;
   return TS_OK;
@@ -267,7 +266,7 @@ static ts_status_t int_of(parser_t *p, const ts_tok_t *t, int64_t *v, const char
 
 static ts_status_t parse_int(parser_t *p, int64_t *v, const char *what) {
   if (p->tok.kind != TK_INT) return expected(p, what);
-  TS_CHECK(int_of(p, &p->tok, v, what));
+  TS_CHECK(int_of(p, &p->tok, v));
   return next(p);
 }
 
@@ -301,7 +300,7 @@ static ts_status_t push_dxd(parser_t *p, const char *what) {
   const ts_tok_t *t = &p->tok;
   if (t->kind == TK_INT) {
     int64_t v = 0;
-    TS_CHECK(int_of(p, t, &v, what));
+    TS_CHECK(int_of(p, t, &v));
     TS_CHECK(push_i(p, v));
     return next(p);
   }
@@ -403,6 +402,9 @@ static ts_status_t unescape(parser_t *p, const ts_tok_t *t, const char **out) {
   bad:
     return err_at(p, tloc(t), "invalid escape sequence '%.*s' in string", (int)(s - esc), esc);
   }
+  size_t n = (size_t)(o - *out);
+  if (ts_utf8_prefix(*out, n) != n) /* \xNN and octal escapes give raw bytes */
+    return err_at(p, tloc(t), "string escapes produce text that is not valid UTF-8");
   return TS_OK;
 }
 
@@ -2629,6 +2631,8 @@ static ts_status_t parse_computation(parser_t *p) {
 static ts_status_t parse_header_attr(parser_t *p) {
   ts_tok_t nt;
   TS_CHECK(parse_attr_name(p, &nt, "a module attribute such as num_partitions="));
+  if (nt.n >= 2 && nt.s[0] == '_' && nt.s[1] == '_') /* "__stack_frames" and future sections */
+    return err_at(p, tloc(&nt), "module attribute names starting with '__' are reserved");
   for (int k = 0; k < p->m->nattrs; k++)
     if (strlen(p->m->attrs[k].name) == nt.n && memcmp(p->m->attrs[k].name, nt.s, nt.n) == 0)
       return err_at(p, tloc(&nt), "module attribute '%.*s' given twice", (int)nt.n, nt.s);
