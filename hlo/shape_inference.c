@@ -1129,6 +1129,10 @@ static ts_status_t gather_op(ts_vctx_t *v, const ts_hlo_instr_t *i, ts_opcode_t 
   TS_CHECK(check_dim_list(v, i, lc, "collapsed_slice_dims", &collapsed, x));
   TS_CHECK(check_dim_list(v, i, lb, "operand_batching_dims", &obd, x));
   TS_CHECK(check_dim_list(v, i, ls, "start_index_map", &sim, x));
+  for (int k = 0; k < obd.n; k++)
+    if (list_has(&collapsed, obd.v[k]) || list_has(&sim, obd.v[k]))
+      return ts_vfy_error(v, i, lb, "operand batching dimension %lld is also collapsed or in start_index_map",
+                          ll(obd.v[k]));
   for (int k = 0; k < collapsed.n; k++)
     if (sizes.v[collapsed.v[k]] > 1)
       return ts_vfy_error(v, i, lc, "collapsed dimension %lld has slice size %lld, not 0 or 1", ll(collapsed.v[k]),
@@ -1188,6 +1192,10 @@ static ts_status_t scatter_op(ts_vctx_t *v, const ts_hlo_instr_t *i, ts_opcode_t
   TS_CHECK(check_sorted(v, i, li, "inserted_window_dims", &iwd));
   TS_CHECK(check_dim_list(v, i, li, "inserted_window_dims", &iwd, x));
   TS_CHECK(check_dim_list(v, i, lb, "input_batching_dims", &ibd, x));
+  for (int k = 0; k < ibd.n; k++)
+    if (list_has(&iwd, ibd.v[k]) || list_has(&sdod, ibd.v[k]))
+      return ts_vfy_error(v, i, lb, "input batching dimension %lld is also inserted or in scatter_dims_to_operand_dims",
+                          ll(ibd.v[k]));
   int64_t *batch = ts_arena_alloc(v->scratch, sizeof(int64_t) * (size_t)(idx->rank + 1));
   NOMEM_IF(!batch);
   int nb = index_batch_dims(idx, ivd, batch);

@@ -231,19 +231,26 @@ static ts_status_t check_instrs(walk_t *w) {
         break;
       }
       w->instrs[w->n++] = i;
+      if (i->nops < 0 || (i->nops > 0 && !i->ops) || i->nusers < 0 || (i->nusers > 0 && !i->users) ||
+          i->nctrl_preds < 0 || (i->nctrl_preds > 0 && !i->ctrl_preds) || i->nattrs < 0 ||
+          (i->nattrs > 0 && !i->attrs) || i->ncalled < 0 || (i->ncalled > 0 && !i->called)) {
+        st = ts_vfy_error(v, i, (ts_loc_t){0, 0}, "malformed operand, user, attribute or callee list");
+        break;
+      }
       const char *why = shape_problem(i->shape, 0);
       if (why) {
         st = ts_vfy_error(v, i, (ts_loc_t){0, 0}, "malformed result shape: %s", why);
         break;
       }
-      if ((unsigned)i->op >= TS_OP_COUNT) {
-        st = ts_vfy_error(v, i, (ts_loc_t){0, 0}, "unknown opcode %d", (int)i->op);
+      for (int a = 0; a < i->nattrs && !why; a++)
+        if (!i->attrs[a].name) why = "an attribute without a name";
+      if (!why && i->literal && i->literal->shape) why = shape_problem(i->literal->shape, 0);
+      if (why) {
+        st = ts_vfy_error(v, i, (ts_loc_t){0, 0}, "malformed attributes or literal: %s", why);
         break;
       }
-      if (i->nops < 0 || (i->nops > 0 && !i->ops) || i->nusers < 0 || (i->nusers > 0 && !i->users) ||
-          i->nctrl_preds < 0 || (i->nctrl_preds > 0 && !i->ctrl_preds) || i->nattrs < 0 ||
-          (i->nattrs > 0 && !i->attrs) || i->ncalled < 0 || (i->ncalled > 0 && !i->called)) {
-        st = ts_vfy_error(v, i, (ts_loc_t){0, 0}, "malformed operand, user, attribute or callee list");
+      if ((unsigned)i->op >= TS_OP_COUNT) {
+        st = ts_vfy_error(v, i, (ts_loc_t){0, 0}, "unknown opcode %d", (int)i->op);
         break;
       }
     }
@@ -546,6 +553,9 @@ static ts_status_t check_structure(walk_t *w) {
   ts_vctx_t *v = w->v;
   const ts_hlo_module_t *m = v->m;
   if (m->ncomps < 0 || (m->ncomps > 0 && !m->comps)) return module_error(v, (ts_loc_t){0, 0}, "malformed computation list");
+  if (m->nattrs < 0 || (m->nattrs > 0 && !m->attrs)) return module_error(v, (ts_loc_t){0, 0}, "malformed header attributes");
+  for (int a = 0; a < m->nattrs; a++)
+    if (!m->attrs[a].name) return module_error(v, (ts_loc_t){0, 0}, "header attribute %d has no name", a);
   ts_strmap_t names = {0};
   for (int c = 0; c < m->ncomps; c++) {
     const ts_hlo_comp_t *comp = m->comps[c];
@@ -679,7 +689,10 @@ ts_status_t ts_vfy_group_size(ts_vctx_t *v, const ts_hlo_instr_t *i, ts_vgroup_t
     int64_t s = rg->v.rg->groups[0].n;
     g->size = g->alt = s;
     g->why = "from replica_groups";
-    if (both) g->size = s * np; /* each group spans every partition of its replicas */
+    /* each group spans every partition of its replicas */
+    if (both && __builtin_mul_overflow(s, np, &g->size))
+      return ts_vfy_error(v, i, rg->loc, "group size %lld times num_partitions=%lld overflows", (long long)s,
+                          (long long)np);
     return TS_OK;
   }
   g->from_header = true;

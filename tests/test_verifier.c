@@ -268,6 +268,12 @@ static void test_odd_ir(void) {
   FAILS(b->m, NULL, "m: error: 't': transpose dimensions {1,1} is not a permutation of 0..1 for f32[4,8]\n");
   t->attrs[0].v.list = (ts_i64_list_t){2, (int64_t[]){1, 0}};
   VERIFIES(b->m, NULL);
+  t->attrs[0].v.list = (ts_i64_list_t){2, NULL};
+  FAILS(b->m, NULL, "m: error: 't': attribute dimensions has a malformed value\n");
+  t->attrs[0].v.list = (ts_i64_list_t){2, (int64_t[]){1, 0}};
+  t->attrs[0].name = NULL;
+  FAILS(b->m, NULL, "m: error: 't': malformed attributes or literal: an attribute without a name\n");
+  t->attrs[0].name = "dimensions";
 
   /* 2^62 x 4 elements overflow int64 */
   p->shape = F32(INT64_C(1) << 62, 4);
