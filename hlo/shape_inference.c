@@ -1775,7 +1775,9 @@ static ts_status_t dispatch(ts_vctx_t *v, const ts_hlo_instr_t *i, ts_opcode_t o
   case TS_OP_COPY_START: return copy_start(v, i, op, out);
   case TS_OP_COPY_DONE: return done_op(v, i, op, out, 0);
   case TS_OP_ASYNC_START: return async_start(v, i, op, out);
-  case TS_OP_ASYNC_UPDATE: return check_result(v, i, out, i->ops[0]->shape);
+  case TS_OP_ASYNC_UPDATE:
+    TS_CHECK(want_nops(v, i, op, 1));
+    return check_result(v, i, out, i->ops[0]->shape);
   case TS_OP_PARTITION_ID: case TS_OP_REPLICA_ID: return scalar_u32(v, i, op, out);
   case TS_OP_CONSTANT: return constant_op(v, i, op, out);
   case TS_OP_RNG: return rng_op(v, i, op, out);
