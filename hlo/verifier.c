@@ -192,7 +192,6 @@ static const char *shape_problem(const ts_shape_t *s, int depth) {
 static ts_status_t check_instrs(walk_t *w) {
   ts_vctx_t *v = w->v;
   const ts_hlo_module_t *m = v->m;
-  ts_strmap_t names = {0};
   ts_status_t st = TS_OK;
   for (int ci = 0; ci < m->ncomps && st == TS_OK; ci++) {
     const ts_hlo_comp_t *c = m->comps[ci];
@@ -220,16 +219,6 @@ static ts_status_t check_instrs(walk_t *w) {
         st = ts_vfy_error(v, i, (ts_loc_t){0, 0}, "listed twice in computation '%s'", c->name);
         break;
       }
-      const ts_hlo_instr_t *other = ts_strmap_get(&names, i->name, strlen(i->name));
-      if (other) {
-        st = ts_vfy_error(v, i, (ts_loc_t){0, 0}, "name is already used by an instruction in computation '%s'",
-                          other->parent->name);
-        break;
-      }
-      if (!ts_strmap_put(&names, i->name, strlen(i->name), (void *)i)) {
-        st = TS_ERR_NOMEM;
-        break;
-      }
       w->instrs[w->n++] = i;
       if (i->nops < 0 || (i->nops > 0 && !i->ops) || i->nusers < 0 || (i->nusers > 0 && !i->users) ||
           i->nctrl_preds < 0 || (i->nctrl_preds > 0 && !i->ctrl_preds) || i->nattrs < 0 ||
@@ -254,6 +243,31 @@ static ts_status_t check_instrs(walk_t *w) {
         break;
       }
     }
+  }
+  return st;
+}
+
+/* Instruction names are unique in the module. The module's own name map
+ * answers this when every instruction maps to itself there (a key has one
+ * value); otherwise (a duplicate, or a name changed after creation) a map
+ * built here finds the first clash in text order. */
+static ts_status_t check_names(walk_t *w) {
+  const ts_hlo_module_t *m = w->v->m;
+  bool fast = true;
+  for (int k = 0; k < w->n && fast; k++) {
+    const ts_hlo_instr_t *i = w->instrs[k];
+    fast = ts_strmap_get(&m->names, i->name, strlen(i->name)) == i;
+  }
+  if (fast) return TS_OK;
+  ts_strmap_t names = {0};
+  ts_status_t st = TS_OK;
+  for (int k = 0; k < w->n && st == TS_OK; k++) {
+    const ts_hlo_instr_t *i = w->instrs[k], *other = ts_strmap_get(&names, i->name, strlen(i->name));
+    if (other)
+      st = ts_vfy_error(w->v, i, (ts_loc_t){0, 0}, "name is already used by an instruction in computation '%s'",
+                        other->parent->name);
+    else if (!ts_strmap_put(&names, i->name, strlen(i->name), (void *)i))
+      st = TS_ERR_NOMEM;
   }
   ts_strmap_free(&names);
   return st;
@@ -587,6 +601,7 @@ static ts_status_t check_structure(walk_t *w) {
       return comp_error(v, m->comps[c], "is marked ENTRY but the module's entry is '%s'", m->entry->name);
 
   TS_CHECK(check_instrs(w));
+  TS_CHECK(check_names(w));
   TS_CHECK(check_edges(w));
   TS_CHECK(check_users(w));
   for (int c = 0; c < m->ncomps; c++) {
