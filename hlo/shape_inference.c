@@ -10,8 +10,8 @@
 
 /* ---- small helpers ------------------------------------------------------ */
 
-#define NOMEM_IF(cond) \
-  do {                 \
+#define NOMEM_IF(cond)             \
+  do {                             \
     if (cond) return TS_ERR_NOMEM; \
   } while (0)
 
@@ -177,11 +177,14 @@ static bool payload_ok(const ts_hlo_attr_t *a) {
   case TS_ATTR_PADDING:
     return a->v.padding && a->v.padding->n >= 0 &&
            (a->v.padding->n == 0 || (a->v.padding->lo && a->v.padding->hi && a->v.padding->interior));
-  case TS_ATTR_WINDOW: return a->v.window && a->v.window->n >= 0 && (a->v.window->n == 0 || a->v.window->dims);
+  case TS_ATTR_WINDOW:
+    return a->v.window && a->v.window->n >= 0 && (a->v.window->n == 0 || a->v.window->dims);
   case TS_ATTR_CONV_DNUMS:
     return a->v.conv && a->v.conv->rank >= 0 && a->v.conv->nspatial >= 0 &&
-           (a->v.conv->nspatial == 0 || (a->v.conv->in_spatial && a->v.conv->k_spatial && a->v.conv->out_spatial));
-  case TS_ATTR_REPLICA_GROUPS: return a->v.rg && a->v.rg->ngroups >= 0 && (a->v.rg->ngroups == 0 || a->v.rg->groups);
+           (a->v.conv->nspatial == 0 ||
+            (a->v.conv->in_spatial && a->v.conv->k_spatial && a->v.conv->out_spatial));
+  case TS_ATTR_REPLICA_GROUPS:
+    return a->v.rg && a->v.rg->ngroups >= 0 && (a->v.rg->ngroups == 0 || a->v.rg->groups);
   case TS_ATTR_COMP:
   case TS_ATTR_COMP_LIST: return a->v.comps.n >= 0 && (a->v.comps.n == 0 || a->v.comps.comps);
   case TS_ATTR_STRING:
@@ -232,7 +235,8 @@ static ts_status_t get_one_dim(ts_vctx_t *v, const ts_hlo_instr_t *i, ts_opcode_
                                int64_t *d, ts_loc_t *loc) {
   ts_i64_list_t l;
   TS_CHECK(get_list(v, i, op, name, true, &l, loc));
-  if (l.n != 1) return ts_vfy_error(v, i, *loc, "%s of %s must have exactly one value, got %d", name, opname(op), l.n);
+  if (l.n != 1)
+    return ts_vfy_error(v, i, *loc, "%s of %s must have exactly one value, got %d", name, opname(op), l.n);
   *d = l.v[0];
   return TS_OK;
 }
@@ -257,7 +261,8 @@ static ts_status_t check_dim_list(ts_vctx_t *v, const ts_hlo_instr_t *i, ts_loc_
   for (int k = 0; k < l->n; k++) {
     int64_t d = l->v[k];
     if (d < 0 || d >= of->rank)
-      return ts_vfy_error(v, i, loc, "%s value %lld is out of range for %s (rank %d)", what, ll(d), S(v, of), of->rank);
+      return ts_vfy_error(v, i, loc, "%s value %lld is out of range for %s (rank %d)", what, ll(d), S(v, of),
+                          of->rank);
     if (seen[d]) return ts_vfy_error(v, i, loc, "%s lists dimension %lld twice", what, ll(d));
     seen[d] = 1;
   }
@@ -273,7 +278,8 @@ static bool list_has(const ts_i64_list_t *l, int64_t x) {
 static ts_status_t check_sorted(ts_vctx_t *v, const ts_hlo_instr_t *i, ts_loc_t loc, const char *what,
                                 const ts_i64_list_t *l) {
   for (int k = 1; k < l->n; k++)
-    if (l->v[k] <= l->v[k - 1]) return ts_vfy_error(v, i, loc, "%s must be sorted ascending without repeats", what);
+    if (l->v[k] <= l->v[k - 1])
+      return ts_vfy_error(v, i, loc, "%s must be sorted ascending without repeats", what);
   return TS_OK;
 }
 
@@ -325,7 +331,8 @@ static ts_status_t same_operands(ts_vctx_t *v, const ts_hlo_instr_t *i, int from
 }
 
 /* The operands' common dims with the union of their dynamic markers. */
-static ts_shape_t *elementwise_shape(ts_vctx_t *v, const ts_hlo_instr_t *i, int from, int to, ts_elem_t elem) {
+static ts_shape_t *elementwise_shape(ts_vctx_t *v, const ts_hlo_instr_t *i, int from, int to,
+                                     ts_elem_t elem) {
   ts_shape_t *s = copy_array(v, i->ops[from]->shape, elem);
   if (!s) return NULL;
   for (int k = from + 1; k < to; k++) {
@@ -340,7 +347,8 @@ static ts_shape_t *elementwise_shape(ts_vctx_t *v, const ts_hlo_instr_t *i, int 
 
 static const ts_shape_t *comp_result(const ts_hlo_comp_t *c) { return c->root ? c->root->shape : NULL; }
 
-static void put_sig(ts_vctx_t *v, ts_buf_t *b, int np, const ts_shape_t *const *params, const ts_shape_t *result) {
+static void put_sig(ts_vctx_t *v, ts_buf_t *b, int np, const ts_shape_t *const *params,
+                    const ts_shape_t *result) {
   ts_buf_putc(b, '(');
   for (int k = 0; k < np; k++) {
     if (k) ts_buf_puts(b, ", ");
@@ -352,11 +360,12 @@ static void put_sig(ts_vctx_t *v, ts_buf_t *b, int np, const ts_shape_t *const *
 
 /* `c` (attribute `attr_name`) must take `params` and return `result`
  * (NULL: anything). `what` says what it is called for. */
-static ts_status_t check_sig(ts_vctx_t *v, const ts_hlo_instr_t *i, const char *attr_name, const ts_hlo_comp_t *c,
-                             int np, const ts_shape_t *const *params, const ts_shape_t *result, bool fp,
-                             const char *what) {
+static ts_status_t check_sig(ts_vctx_t *v, const ts_hlo_instr_t *i, const char *attr_name,
+                             const ts_hlo_comp_t *c, int np, const ts_shape_t *const *params,
+                             const ts_shape_t *result, bool fp, const char *what) {
   bool ok = c->nparams == np && c->root;
-  for (int k = 0; ok && k < np; k++) ok = c->params[k] && same_shape_x(c->params[k]->shape, params[k], false, fp);
+  for (int k = 0; ok && k < np; k++)
+    ok = c->params[k] && same_shape_x(c->params[k]->shape, params[k], false, fp);
   if (ok && result) ok = same_shape_x(comp_result(c), result, false, fp);
   if (ok) return TS_OK;
   const ts_shape_t **got = ts_arena_alloc(v->scratch, sizeof *got * (size_t)(c->nparams + 1));
@@ -439,12 +448,12 @@ static ts_status_t check_window(ts_vctx_t *v, const ts_hlo_instr_t *i, const ts_
 }
 
 /* Applies `window` to the dims of `in`: the result dims, as an array of `elem`. */
-static ts_status_t windowed(ts_vctx_t *v, const ts_hlo_instr_t *i, const ts_hlo_attr_t *a, const ts_shape_t *in,
-                            ts_elem_t elem, ts_shape_t **out) {
+static ts_status_t windowed(ts_vctx_t *v, const ts_hlo_instr_t *i, const ts_hlo_attr_t *a,
+                            const ts_shape_t *in, ts_elem_t elem, ts_shape_t **out) {
   const ts_window_t *w = a->v.window;
   if (w->n != in->rank)
-    return ts_vfy_error(v, i, a->loc, "window has %d dimensions but the operand %s has rank %d", w->n, S(v, in),
-                        in->rank);
+    return ts_vfy_error(v, i, a->loc, "window has %d dimensions but the operand %s has rank %d", w->n,
+                        S(v, in), in->rank);
   TS_CHECK(check_window(v, i, a));
   ts_shape_t *s = new_array(v, elem, in->rank);
   NOMEM_IF(!s);
@@ -503,8 +512,8 @@ static ts_status_t unary(ts_vctx_t *v, const ts_hlo_instr_t *i, ts_opcode_t op, 
     TS_CHECK(get_int(v, i, op, "exponent_bits", true, 0, &e));
     TS_CHECK(get_int(v, i, op, "mantissa_bits", true, 0, &mnt));
     if (e < 1 || mnt < 0)
-      return err(v, i, "reduce-precision needs exponent_bits >= 1 and mantissa_bits >= 0, got %lld and %lld", ll(e),
-                 ll(mnt));
+      return err(v, i, "reduce-precision needs exponent_bits >= 1 and mantissa_bits >= 0, got %lld and %lld",
+                 ll(e), ll(mnt));
   }
   ts_shape_t *want = copy_array(v, x, rt);
   NOMEM_IF(!want);
@@ -596,8 +605,10 @@ static ts_status_t convert_op(ts_vctx_t *v, const ts_hlo_instr_t *i, ts_opcode_t
   const ts_shape_t *x = i->ops[0]->shape;
   if (op == TS_OP_STOCHASTIC_CONVERT) {
     const ts_shape_t *r = i->ops[1]->shape;
-    if (!same_dims(x, r) || !ts_elem_is_unsigned_int(r->elem) || ts_elem_bits(r->elem) != ts_elem_bits(x->elem))
-      return err(v, i, "stochastic-convert random bits %s must be unsigned, as wide as %s, with its dimensions",
+    if (!same_dims(x, r) || !ts_elem_is_unsigned_int(r->elem) ||
+        ts_elem_bits(r->elem) != ts_elem_bits(x->elem))
+      return err(v, i,
+                 "stochastic-convert random bits %s must be unsigned, as wide as %s, with its dimensions",
                  S(v, r), S(v, x));
   }
   ts_shape_t *want = copy_array(v, x, out->elem);
@@ -605,7 +616,8 @@ static ts_status_t convert_op(ts_vctx_t *v, const ts_hlo_instr_t *i, ts_opcode_t
   return check_result(v, i, out, want);
 }
 
-static ts_status_t bitcast_convert(ts_vctx_t *v, const ts_hlo_instr_t *i, ts_opcode_t op, const ts_shape_t *out) {
+static ts_status_t bitcast_convert(ts_vctx_t *v, const ts_hlo_instr_t *i, ts_opcode_t op,
+                                   const ts_shape_t *out) {
   TS_CHECK(want_nops(v, i, op, 1));
   TS_CHECK(want_array(v, i, 0));
   TS_CHECK(want_out_array(v, i, out));
@@ -637,7 +649,8 @@ static ts_status_t bitcast_convert(ts_vctx_t *v, const ts_hlo_instr_t *i, ts_opc
 
 /* ---- shape manipulation ------------------------------------------------- */
 
-static ts_status_t broadcast_op(ts_vctx_t *v, const ts_hlo_instr_t *i, ts_opcode_t op, const ts_shape_t *out) {
+static ts_status_t broadcast_op(ts_vctx_t *v, const ts_hlo_instr_t *i, ts_opcode_t op,
+                                const ts_shape_t *out) {
   TS_CHECK(want_nops(v, i, op, 1));
   TS_CHECK(want_array(v, i, 0));
   TS_CHECK(want_out_array(v, i, out));
@@ -648,14 +661,15 @@ static ts_status_t broadcast_op(ts_vctx_t *v, const ts_hlo_instr_t *i, ts_opcode
   if (x->elem != out->elem)
     return err(v, i, "broadcast changes the element type: %s to %s", S(v, x), S(v, out));
   if (dims.n != x->rank)
-    return ts_vfy_error(v, i, loc, "broadcast dimensions has %d values but the operand %s has rank %d", dims.n,
-                        S(v, x), x->rank);
+    return ts_vfy_error(v, i, loc, "broadcast dimensions has %d values but the operand %s has rank %d",
+                        dims.n, S(v, x), x->rank);
   TS_CHECK(check_dim_list(v, i, loc, "broadcast dimensions", &dims, out));
   for (int k = 0; k < dims.n; k++) {
     int64_t d = dims.v[k];
     if (out->dims[d] != x->dims[k])
-      return err(v, i, "broadcast maps operand dimension %d (size %lld) to result dimension %lld (size %lld): "
-                       "%s to %s",
+      return err(v, i,
+                 "broadcast maps operand dimension %d (size %lld) to result dimension %lld (size %lld): "
+                 "%s to %s",
                  k, ll(x->dims[k]), ll(d), ll(out->dims[d]), S(v, x), S(v, out));
   }
   return TS_OK;
@@ -673,7 +687,8 @@ static ts_status_t reshape_op(ts_vctx_t *v, const ts_hlo_instr_t *i, ts_opcode_t
   TS_CHECK(want_array(v, i, 0));
   TS_CHECK(want_out_array(v, i, out));
   const ts_shape_t *x = i->ops[0]->shape;
-  if (x->elem != out->elem) return err(v, i, "reshape changes the element type: %s to %s", S(v, x), S(v, out));
+  if (x->elem != out->elem)
+    return err(v, i, "reshape changes the element type: %s to %s", S(v, x), S(v, out));
   if (any_unbounded(x) || any_unbounded(out)) return TS_OK;
   int64_t a, b;
   bool oa = elements(x, &a), ob = elements(out, &b);
@@ -684,7 +699,8 @@ static ts_status_t reshape_op(ts_vctx_t *v, const ts_hlo_instr_t *i, ts_opcode_t
   return TS_OK;
 }
 
-static ts_status_t transpose_op(ts_vctx_t *v, const ts_hlo_instr_t *i, ts_opcode_t op, const ts_shape_t *out) {
+static ts_status_t transpose_op(ts_vctx_t *v, const ts_hlo_instr_t *i, ts_opcode_t op,
+                                const ts_shape_t *out) {
   TS_CHECK(want_nops(v, i, op, 1));
   TS_CHECK(want_array(v, i, 0));
   const ts_shape_t *x = i->ops[0]->shape;
@@ -708,7 +724,8 @@ static ts_status_t transpose_op(ts_vctx_t *v, const ts_hlo_instr_t *i, ts_opcode
   }
   ts_shape_t *want = new_array(v, x->elem, x->rank);
   NOMEM_IF(!want);
-  for (int d = 0; d < x->rank; d++) want->dims[d] = x->dims[p.v[d]], want->dynamic[d] = is_dyn(x, (int)p.v[d]);
+  for (int d = 0; d < x->rank; d++)
+    want->dims[d] = x->dims[p.v[d]], want->dynamic[d] = is_dyn(x, (int)p.v[d]);
   return check_result(v, i, out, want);
 }
 
@@ -730,15 +747,17 @@ static ts_status_t slice_op(ts_vctx_t *v, const ts_hlo_instr_t *i, ts_opcode_t o
   TS_CHECK(attr(v, i, op, "slice", TS_ATTR_SLICE, true, &a));
   const ts_slice_t *sl = a->v.slice;
   if (sl->n != x->rank)
-    return ts_vfy_error(v, i, a->loc, "slice has %d ranges but the operand %s has rank %d", sl->n, S(v, x), x->rank);
+    return ts_vfy_error(v, i, a->loc, "slice has %d ranges but the operand %s has rank %d", sl->n, S(v, x),
+                        x->rank);
   ts_shape_t *want = new_array(v, x->elem, x->rank);
   NOMEM_IF(!want);
   for (int d = 0; d < x->rank; d++) {
     int64_t s = sl->start[d], l = sl->limit[d], st = sl->stride[d];
-    if (st <= 0) return ts_vfy_error(v, i, a->loc, "slice stride %lld of dimension %d must be positive", ll(st), d);
+    if (st <= 0)
+      return ts_vfy_error(v, i, a->loc, "slice stride %lld of dimension %d must be positive", ll(st), d);
     if (s < 0 || s > l || l > x->dims[d])
-      return ts_vfy_error(v, i, a->loc, "slice [%lld:%lld] of dimension %d is out of bounds for %s", ll(s), ll(l), d,
-                          S(v, x));
+      return ts_vfy_error(v, i, a->loc, "slice [%lld:%lld] of dimension %d is out of bounds for %s", ll(s),
+                          ll(l), d, S(v, x));
     want->dims[d] = (l - s) / st + ((l - s) % st != 0);
   }
   return check_result_note(v, i, out, want, false, NULL);
@@ -757,7 +776,8 @@ static ts_status_t start_indices(ts_vctx_t *v, const ts_hlo_instr_t *i, ts_opcod
   for (int k = first; k < i->nops; k++) {
     const ts_shape_t *s = i->ops[k]->shape;
     if (!is_scalar(s) || !is_int(s->elem))
-      return err(v, i, "%s start index (operand %d) must be an integer scalar, got %s", opname(op), k, S(v, s));
+      return err(v, i, "%s start index (operand %d) must be an integer scalar, got %s", opname(op), k,
+                 S(v, s));
     if (s->elem != i->ops[first]->shape->elem)
       return err(v, i, "%s start indices have different types: %s and %s", opname(op),
                  S(v, i->ops[first]->shape), S(v, s));
@@ -765,7 +785,8 @@ static ts_status_t start_indices(ts_vctx_t *v, const ts_hlo_instr_t *i, ts_opcod
   return TS_OK;
 }
 
-static ts_status_t dynamic_slice(ts_vctx_t *v, const ts_hlo_instr_t *i, ts_opcode_t op, const ts_shape_t *out) {
+static ts_status_t dynamic_slice(ts_vctx_t *v, const ts_hlo_instr_t *i, ts_opcode_t op,
+                                 const ts_shape_t *out) {
   TS_CHECK(want_min_nops(v, i, op, 1));
   TS_CHECK(want_array(v, i, 0));
   const ts_shape_t *x = i->ops[0]->shape;
@@ -774,14 +795,14 @@ static ts_status_t dynamic_slice(ts_vctx_t *v, const ts_hlo_instr_t *i, ts_opcod
   ts_loc_t loc;
   TS_CHECK(get_list(v, i, op, "dynamic_slice_sizes", true, &sizes, &loc));
   if (sizes.n != x->rank)
-    return ts_vfy_error(v, i, loc, "dynamic_slice_sizes has %d values but the operand %s has rank %d", sizes.n,
-                        S(v, x), x->rank);
+    return ts_vfy_error(v, i, loc, "dynamic_slice_sizes has %d values but the operand %s has rank %d",
+                        sizes.n, S(v, x), x->rank);
   ts_shape_t *want = new_array(v, x->elem, x->rank);
   NOMEM_IF(!want);
   for (int d = 0; d < x->rank; d++) {
     if (sizes.v[d] < 0 || sizes.v[d] > x->dims[d])
-      return ts_vfy_error(v, i, loc, "dynamic slice size %lld of dimension %d is out of bounds for %s", ll(sizes.v[d]),
-                          d, S(v, x));
+      return ts_vfy_error(v, i, loc, "dynamic slice size %lld of dimension %d is out of bounds for %s",
+                          ll(sizes.v[d]), d, S(v, x));
     want->dims[d] = sizes.v[d];
   }
   return check_result_note(v, i, out, want, false, NULL);
@@ -837,19 +858,21 @@ static ts_status_t pad_op(ts_vctx_t *v, const ts_hlo_instr_t *i, ts_opcode_t op,
   TS_CHECK(attr(v, i, op, "padding", TS_ATTR_PADDING, true, &a));
   const ts_padding_t *p = a->v.padding;
   if (p->n != x->rank)
-    return ts_vfy_error(v, i, a->loc, "padding has %d dimensions but the operand %s has rank %d", p->n, S(v, x),
-                        x->rank);
+    return ts_vfy_error(v, i, a->loc, "padding has %d dimensions but the operand %s has rank %d", p->n,
+                        S(v, x), x->rank);
   ts_shape_t *want = new_array(v, x->elem, x->rank);
   NOMEM_IF(!want);
   for (int d = 0; d < x->rank; d++) {
     if (p->interior[d] < 0)
-      return ts_vfy_error(v, i, a->loc, "interior padding %lld of dimension %d is negative", ll(p->interior[d]), d);
+      return ts_vfy_error(v, i, a->loc, "interior padding %lld of dimension %d is negative",
+                          ll(p->interior[d]), d);
     int64_t n = x->dims[d], in = 0, r;
     if (n > 0 && !mul_ok(n - 1, p->interior[d], &in)) in = INT64_MAX;
     if (!add_ok(n, in, &r) || !add_ok(r, p->lo[d], &r) || !add_ok(r, p->hi[d], &r))
       return ts_vfy_error(v, i, a->loc, "padded dimension %d overflows", d);
     if (r < 0)
-      return ts_vfy_error(v, i, a->loc, "padding leaves dimension %d of %s with negative size %lld", d, S(v, x), ll(r));
+      return ts_vfy_error(v, i, a->loc, "padding leaves dimension %d of %s with negative size %lld", d,
+                          S(v, x), ll(r));
     want->dims[d] = r;
   }
   return check_result_note(v, i, out, want, false, NULL);
@@ -860,11 +883,13 @@ static ts_status_t iota_op(ts_vctx_t *v, const ts_hlo_instr_t *i, ts_opcode_t op
   TS_CHECK(want_out_array(v, i, out));
   int64_t d;
   TS_CHECK(get_int(v, i, op, "iota_dimension", true, 0, &d));
-  if (d < 0 || d >= out->rank) return err(v, i, "iota_dimension %lld is out of range for %s", ll(d), S(v, out));
+  if (d < 0 || d >= out->rank)
+    return err(v, i, "iota_dimension %lld is out of range for %s", ll(d), S(v, out));
   return TS_OK;
 }
 
-static ts_status_t get_dimension_size(ts_vctx_t *v, const ts_hlo_instr_t *i, ts_opcode_t op, const ts_shape_t *out) {
+static ts_status_t get_dimension_size(ts_vctx_t *v, const ts_hlo_instr_t *i, ts_opcode_t op,
+                                      const ts_shape_t *out) {
   int n = op == TS_OP_SET_DIMENSION_SIZE ? 2 : 1;
   TS_CHECK(want_nops(v, i, op, n));
   TS_CHECK(want_array(v, i, 0));
@@ -872,14 +897,16 @@ static ts_status_t get_dimension_size(ts_vctx_t *v, const ts_hlo_instr_t *i, ts_
   int64_t d;
   ts_loc_t loc;
   TS_CHECK(get_one_dim(v, i, op, "dimensions", &d, &loc));
-  if (d < 0 || d >= x->rank) return ts_vfy_error(v, i, loc, "dimension %lld is out of range for %s", ll(d), S(v, x));
+  if (d < 0 || d >= x->rank)
+    return ts_vfy_error(v, i, loc, "dimension %lld is out of range for %s", ll(d), S(v, x));
   if (op == TS_OP_GET_DIMENSION_SIZE) {
     ts_shape_t *want = new_array(v, TS_S32, 0);
     NOMEM_IF(!want);
     return check_result(v, i, out, want);
   }
   const ts_shape_t *sz = i->ops[1]->shape;
-  if (!is_scalar(sz) || sz->elem != TS_S32) return err(v, i, "set-dimension-size size must be s32[], got %s", S(v, sz));
+  if (!is_scalar(sz) || sz->elem != TS_S32)
+    return err(v, i, "set-dimension-size size must be s32[], got %s", S(v, sz));
   ts_shape_t *want = copy_array(v, x, x->elem);
   NOMEM_IF(!want);
   return check_result_note(v, i, out, want, false, NULL);
@@ -907,7 +934,8 @@ static ts_status_t gte_op(ts_vctx_t *v, const ts_hlo_instr_t *i, ts_opcode_t op,
 
 static ts_status_t reduce_op(ts_vctx_t *v, const ts_hlo_instr_t *i, ts_opcode_t op, const ts_shape_t *out) {
   if (i->nops < 2 || i->nops % 2)
-    return err(v, i, "%s takes inputs then as many init values (an even count of at least 2), got %d operands",
+    return err(v, i,
+               "%s takes inputs then as many init values (an even count of at least 2), got %d operands",
                opname(op), i->nops);
   int n = i->nops / 2;
   TS_CHECK(same_operands(v, i, 0, n, false));
@@ -959,7 +987,8 @@ static ts_status_t reduce_op(ts_vctx_t *v, const ts_hlo_instr_t *i, ts_opcode_t 
   return check_result_note(v, i, out, want, op == TS_OP_REDUCE, NULL);
 }
 
-static ts_status_t select_and_scatter(ts_vctx_t *v, const ts_hlo_instr_t *i, ts_opcode_t op, const ts_shape_t *out) {
+static ts_status_t select_and_scatter(ts_vctx_t *v, const ts_hlo_instr_t *i, ts_opcode_t op,
+                                      const ts_shape_t *out) {
   TS_CHECK(want_nops(v, i, op, 3));
   TS_CHECK(want_array(v, i, 0));
   TS_CHECK(want_array(v, i, 1));
@@ -1006,29 +1035,35 @@ static ts_status_t dot_op(ts_vctx_t *v, const ts_hlo_instr_t *i, ts_opcode_t op,
   TS_CHECK(get_list(v, i, op, "rhs_batch_dims", false, &rb, &lrb));
   TS_CHECK(get_list(v, i, op, "lhs_contracting_dims", false, &lc, &llc));
   TS_CHECK(get_list(v, i, op, "rhs_contracting_dims", false, &rc, &lrc));
-  uint8_t *lu = ts_arena_alloc(v->scratch, (size_t)l->rank + 1), *ru = ts_arena_alloc(v->scratch, (size_t)r->rank + 1);
+  uint8_t *lu = ts_arena_alloc(v->scratch, (size_t)l->rank + 1),
+          *ru = ts_arena_alloc(v->scratch, (size_t)r->rank + 1);
   NOMEM_IF(!lu || !ru);
   TS_CHECK(dot_dims(v, i, llb, "lhs_batch_dims", &lb, l, lu));
   TS_CHECK(dot_dims(v, i, llc, "lhs_contracting_dims", &lc, l, lu));
   TS_CHECK(dot_dims(v, i, lrb, "rhs_batch_dims", &rb, r, ru));
   TS_CHECK(dot_dims(v, i, lrc, "rhs_contracting_dims", &rc, r, ru));
-  if (lb.n != rb.n) return err(v, i, "dot has %d lhs batch dimensions but %d rhs batch dimensions", lb.n, rb.n);
+  if (lb.n != rb.n)
+    return err(v, i, "dot has %d lhs batch dimensions but %d rhs batch dimensions", lb.n, rb.n);
   if (lc.n != rc.n)
     return err(v, i, "dot has %d lhs contracting dimensions but %d rhs contracting dimensions", lc.n, rc.n);
   for (int k = 0; k < lb.n; k++)
     if (l->dims[lb.v[k]] != r->dims[rb.v[k]])
-      return err(v, i, "dot batch dimension sizes differ: lhs dimension %lld of %s and rhs dimension %lld of %s",
+      return err(v, i,
+                 "dot batch dimension sizes differ: lhs dimension %lld of %s and rhs dimension %lld of %s",
                  ll(lb.v[k]), S(v, l), ll(rb.v[k]), S(v, r));
   for (int k = 0; k < lc.n; k++)
     if (l->dims[lc.v[k]] != r->dims[rc.v[k]])
-      return err(v, i,
-                 "dot contracting dimension sizes differ: lhs dimension %lld of %s and rhs dimension %lld of %s",
-                 ll(lc.v[k]), S(v, l), ll(rc.v[k]), S(v, r));
+      return err(
+          v, i,
+          "dot contracting dimension sizes differ: lhs dimension %lld of %s and rhs dimension %lld of %s",
+          ll(lc.v[k]), S(v, l), ll(rc.v[k]), S(v, r));
   /* batch dims, then lhs free dims, then rhs free dims */
-  ts_shape_t *want = new_array(v, is_array(out) ? out->elem : l->elem, l->rank + r->rank - lb.n - lc.n - rc.n);
+  ts_shape_t *want =
+      new_array(v, is_array(out) ? out->elem : l->elem, l->rank + r->rank - lb.n - lc.n - rc.n);
   NOMEM_IF(!want);
   int o = 0;
-  for (int k = 0; k < lb.n; k++) want->dims[o] = l->dims[lb.v[k]], want->dynamic[o++] = is_dyn(l, (int)lb.v[k]);
+  for (int k = 0; k < lb.n; k++)
+    want->dims[o] = l->dims[lb.v[k]], want->dynamic[o++] = is_dyn(l, (int)lb.v[k]);
   for (int d = 0; d < l->rank; d++)
     if (!lu[d]) want->dims[o] = l->dims[d], want->dynamic[o++] = is_dyn(l, d);
   for (int d = 0; d < r->rank; d++)
@@ -1047,8 +1082,8 @@ static ts_status_t convolution(ts_vctx_t *v, const ts_hlo_instr_t *i, ts_opcode_
   if (dn->rank != l->rank || dn->rank != r->rank)
     return ts_vfy_error(v, i, dl->loc, "dim_labels describe rank %d but the operands are %s and %s", dn->rank,
                         S(v, l), S(v, r));
-  int64_t idx[6] = {dn->in_batch, dn->in_feature, dn->k_in_feature, dn->k_out_feature, dn->out_batch,
-                    dn->out_feature};
+  int64_t idx[6] = {dn->in_batch,      dn->in_feature, dn->k_in_feature,
+                    dn->k_out_feature, dn->out_batch,  dn->out_feature};
   bool ok = dn->nspatial == dn->rank - 2;
   for (int k = 0; ok && k < 6; k++) ok = idx[k] >= 0 && idx[k] < dn->rank;
   for (int k = 0; ok && k < dn->nspatial; k++)
@@ -1059,24 +1094,31 @@ static ts_status_t convolution(ts_vctx_t *v, const ts_hlo_instr_t *i, ts_opcode_
   TS_CHECK(get_int(v, i, op, "feature_group_count", false, 1, &fgc));
   TS_CHECK(get_int(v, i, op, "batch_group_count", false, 1, &bgc));
   if (fgc < 1 || bgc < 1 || (fgc > 1 && bgc > 1))
-    return err(v, i, "feature_group_count %lld and batch_group_count %lld must be positive, and not both above 1",
+    return err(v, i,
+               "feature_group_count %lld and batch_group_count %lld must be positive, and not both above 1",
                ll(fgc), ll(bgc));
   TS_CHECK(attr(v, i, op, "window", TS_ATTR_WINDOW, dn->nspatial > 0, &wa));
   int wn = wa ? wa->v.window->n : 0;
   if (wn != dn->nspatial)
-    return err(v, i, "window has %d dimensions but the convolution has %d spatial dimensions", wn, dn->nspatial);
+    return err(v, i, "window has %d dimensions but the convolution has %d spatial dimensions", wn,
+               dn->nspatial);
   if (wa) TS_CHECK(check_window(v, i, wa));
-  int64_t in_f = l->dims[dn->in_feature], k_in = r->dims[dn->k_in_feature], k_out = r->dims[dn->k_out_feature];
+  int64_t in_f = l->dims[dn->in_feature], k_in = r->dims[dn->k_in_feature],
+          k_out = r->dims[dn->k_out_feature];
   int64_t batch = l->dims[dn->in_batch];
   if (in_f % fgc || in_f / fgc != k_in)
-    return err(v, i, "input feature size %lld of %s is not the kernel input feature size %lld of %s times "
-                     "feature_group_count %lld",
+    return err(v, i,
+               "input feature size %lld of %s is not the kernel input feature size %lld of %s times "
+               "feature_group_count %lld",
                ll(in_f), S(v, l), ll(k_in), S(v, r), ll(fgc));
   if (k_out % fgc)
-    return err(v, i, "kernel output feature size %lld is not divisible by feature_group_count %lld", ll(k_out), ll(fgc));
+    return err(v, i, "kernel output feature size %lld is not divisible by feature_group_count %lld",
+               ll(k_out), ll(fgc));
   if (batch % bgc || k_out % bgc)
-    return err(v, i, "batch size %lld and kernel output feature size %lld must be divisible by batch_group_count %lld",
-               ll(batch), ll(k_out), ll(bgc));
+    return err(
+        v, i,
+        "batch size %lld and kernel output feature size %lld must be divisible by batch_group_count %lld",
+        ll(batch), ll(k_out), ll(bgc));
   ts_shape_t *want = new_array(v, is_array(out) ? out->elem : l->elem, dn->rank);
   NOMEM_IF(!want);
   want->dims[dn->out_batch] = batch / bgc;
@@ -1085,7 +1127,8 @@ static ts_status_t convolution(ts_vctx_t *v, const ts_hlo_instr_t *i, ts_opcode_
     const ts_window_dim_t *w = &wa->v.window->dims[k];
     int64_t ks = r->dims[dn->k_spatial[k]];
     if (w->size != ks)
-      return ts_vfy_error(v, i, wa->loc, "window size %lld of spatial dimension %d does not match the kernel's %lld",
+      return ts_vfy_error(v, i, wa->loc,
+                          "window size %lld of spatial dimension %d does not match the kernel's %lld",
                           ll(w->size), k, ll(ks));
     if (!window_out(l->dims[dn->in_spatial[k]], w, &want->dims[dn->out_spatial[k]]))
       return ts_vfy_error(v, i, wa->loc, "window dimension %d overflows", k);
@@ -1120,12 +1163,12 @@ static ts_status_t gather_op(ts_vctx_t *v, const ts_hlo_instr_t *i, ts_opcode_t 
   if (ivd < 0 || ivd > idx->rank)
     return err(v, i, "index_vector_dim %lld is out of range for the indices %s", ll(ivd), S(v, idx));
   if (sizes.n != x->rank)
-    return ts_vfy_error(v, i, lz, "slice_sizes has %d values but the operand %s has rank %d", sizes.n, S(v, x),
-                        x->rank);
+    return ts_vfy_error(v, i, lz, "slice_sizes has %d values but the operand %s has rank %d", sizes.n,
+                        S(v, x), x->rank);
   for (int d = 0; d < x->rank; d++)
     if (sizes.v[d] < 0 || sizes.v[d] > x->dims[d])
-      return ts_vfy_error(v, i, lz, "slice size %lld of dimension %d is out of bounds for %s", ll(sizes.v[d]), d,
-                          S(v, x));
+      return ts_vfy_error(v, i, lz, "slice size %lld of dimension %d is out of bounds for %s", ll(sizes.v[d]),
+                          d, S(v, x));
   TS_CHECK(check_dim_list(v, i, lc, "collapsed_slice_dims", &collapsed, x));
   TS_CHECK(check_dim_list(v, i, lb, "operand_batching_dims", &obd, x));
   TS_CHECK(check_dim_list(v, i, ls, "start_index_map", &sim, x));
@@ -1135,14 +1178,17 @@ static ts_status_t gather_op(ts_vctx_t *v, const ts_hlo_instr_t *i, ts_opcode_t 
                           ll(obd.v[k]));
   for (int k = 0; k < collapsed.n; k++)
     if (sizes.v[collapsed.v[k]] > 1)
-      return ts_vfy_error(v, i, lc, "collapsed dimension %lld has slice size %lld, not 0 or 1", ll(collapsed.v[k]),
-                          ll(sizes.v[collapsed.v[k]]));
+      return ts_vfy_error(v, i, lc, "collapsed dimension %lld has slice size %lld, not 0 or 1",
+                          ll(collapsed.v[k]), ll(sizes.v[collapsed.v[k]]));
   int64_t ivsize = ivd < idx->rank ? idx->dims[ivd] : 1;
   if (sim.n != ivsize)
-    return ts_vfy_error(v, i, ls, "start_index_map has %d values but the index vector has %lld", sim.n, ll(ivsize));
+    return ts_vfy_error(v, i, ls, "start_index_map has %d values but the index vector has %lld", sim.n,
+                        ll(ivsize));
   if (x->rank != offset.n + collapsed.n + obd.n)
-    return err(v, i, "operand rank %d is not offset_dims (%d) + collapsed_slice_dims (%d) + operand_batching_dims (%d)",
-               x->rank, offset.n, collapsed.n, obd.n);
+    return err(
+        v, i,
+        "operand rank %d is not offset_dims (%d) + collapsed_slice_dims (%d) + operand_batching_dims (%d)",
+        x->rank, offset.n, collapsed.n, obd.n);
   TS_CHECK(check_sorted(v, i, lo, "offset_dims", &offset));
   int64_t *batch = ts_arena_alloc(v->scratch, sizeof(int64_t) * (size_t)(idx->rank + 1));
   NOMEM_IF(!batch);
@@ -1150,8 +1196,8 @@ static ts_status_t gather_op(ts_vctx_t *v, const ts_hlo_instr_t *i, ts_opcode_t 
   int orank = nb + offset.n;
   for (int k = 0; k < offset.n; k++)
     if (offset.v[k] < 0 || offset.v[k] >= orank)
-      return ts_vfy_error(v, i, lo, "offset_dims value %lld is out of range for a result of rank %d", ll(offset.v[k]),
-                          orank);
+      return ts_vfy_error(v, i, lo, "offset_dims value %lld is out of range for a result of rank %d",
+                          ll(offset.v[k]), orank);
   ts_shape_t *want = new_array(v, x->elem, orank);
   NOMEM_IF(!want);
   int bo = 0, so = 0;
@@ -1194,33 +1240,36 @@ static ts_status_t scatter_op(ts_vctx_t *v, const ts_hlo_instr_t *i, ts_opcode_t
   TS_CHECK(check_dim_list(v, i, lb, "input_batching_dims", &ibd, x));
   for (int k = 0; k < ibd.n; k++)
     if (list_has(&iwd, ibd.v[k]) || list_has(&sdod, ibd.v[k]))
-      return ts_vfy_error(v, i, lb, "input batching dimension %lld is also inserted or in scatter_dims_to_operand_dims",
+      return ts_vfy_error(v, i, lb,
+                          "input batching dimension %lld is also inserted or in scatter_dims_to_operand_dims",
                           ll(ibd.v[k]));
   int64_t *batch = ts_arena_alloc(v->scratch, sizeof(int64_t) * (size_t)(idx->rank + 1));
   NOMEM_IF(!batch);
   int nb = index_batch_dims(idx, ivd, batch);
   if (u->rank != uwd.n + nb)
-    return err(v, i, "updates %s should have rank %d (update_window_dims %d + scatter dims %d)", S(v, u), uwd.n + nb,
-               uwd.n, nb);
+    return err(v, i, "updates %s should have rank %d (update_window_dims %d + scatter dims %d)", S(v, u),
+               uwd.n + nb, uwd.n, nb);
   if (x->rank != uwd.n + iwd.n + ibd.n)
-    return err(v, i, "operand rank %d is not update_window_dims (%d) + inserted_window_dims (%d) + "
-                     "input_batching_dims (%d)",
+    return err(v, i,
+               "operand rank %d is not update_window_dims (%d) + inserted_window_dims (%d) + "
+               "input_batching_dims (%d)",
                x->rank, uwd.n, iwd.n, ibd.n);
   int64_t ivsize = ivd < idx->rank ? idx->dims[ivd] : 1;
   if (sdod.n != ivsize)
-    return ts_vfy_error(v, i, ls, "scatter_dims_to_operand_dims has %d values but the index vector has %lld", sdod.n,
-                        ll(ivsize));
+    return ts_vfy_error(v, i, ls, "scatter_dims_to_operand_dims has %d values but the index vector has %lld",
+                        sdod.n, ll(ivsize));
   TS_CHECK(check_dim_list(v, i, ls, "scatter_dims_to_operand_dims", &sdod, x));
   int wo = 0, so = 0;
   for (int d = 0; d < u->rank; d++) {
     if (list_has(&uwd, d)) {
       while (list_has(&iwd, wo) || list_has(&ibd, wo)) wo++;
       if (u->dims[d] > x->dims[wo])
-        return err(v, i, "update window dimension %d of %s is larger than operand dimension %d of %s", d, S(v, u), wo,
-                   S(v, x));
+        return err(v, i, "update window dimension %d of %s is larger than operand dimension %d of %s", d,
+                   S(v, u), wo, S(v, x));
       wo++;
     } else if (u->dims[d] != batch[so++]) {
-      return err(v, i, "update scatter dimension %d of %s does not match the indices %s", d, S(v, u), S(v, idx));
+      return err(v, i, "update scatter dimension %d of %s does not match the indices %s", d, S(v, u),
+                 S(v, idx));
     }
   }
   ts_elem_t *acc = ts_arena_alloc(v->scratch, sizeof *acc * (size_t)n);
@@ -1245,7 +1294,8 @@ static ts_status_t sort_op(ts_vctx_t *v, const ts_hlo_instr_t *i, ts_opcode_t op
   ts_loc_t loc;
   TS_CHECK(get_one_dim(v, i, op, "dimensions", &d, &loc));
   const ts_shape_t *x = i->ops[0]->shape;
-  if (d < 0 || d >= x->rank) return ts_vfy_error(v, i, loc, "sort dimension %lld is out of range for %s", ll(d), S(v, x));
+  if (d < 0 || d >= x->rank)
+    return ts_vfy_error(v, i, loc, "sort dimension %lld is out of range for %s", ll(d), S(v, x));
   const ts_hlo_comp_t *c;
   TS_CHECK(get_comp(v, i, op, "to_apply", true, &c));
   const ts_shape_t **params = ts_arena_alloc(v->scratch, sizeof *params * (size_t)(2 * i->nops));
@@ -1352,8 +1402,7 @@ static ts_status_t conditional(ts_vctx_t *v, const ts_hlo_instr_t *i, ts_opcode_
     char what[32];
     snprintf(what, sizeof what, "branch %d", b);
     const ts_shape_t *arg = i->ops[b + 1]->shape;
-    TS_CHECK(check_sig(v, i, pred_form ? names[b] : "branch_computations", bs[b], 1, &arg, out,
-                       false, what));
+    TS_CHECK(check_sig(v, i, pred_form ? names[b] : "branch_computations", bs[b], 1, &arg, out, false, what));
   }
   return TS_OK;
 }
@@ -1407,7 +1456,8 @@ static ts_status_t scaled(ts_vctx_t *v, const ts_hlo_instr_t *i, int64_t d, int6
 }
 
 /* all-gather and reduce-scatter: dimension d scaled by the group size. */
-static ts_status_t gather_scatter(ts_vctx_t *v, const ts_hlo_instr_t *i, ts_opcode_t op, const ts_shape_t *out) {
+static ts_status_t gather_scatter(ts_vctx_t *v, const ts_hlo_instr_t *i, ts_opcode_t op,
+                                  const ts_shape_t *out) {
   bool mul = op == TS_OP_ALL_GATHER;
   TS_CHECK(want_min_nops(v, i, op, 1));
   for (int k = 0; k < i->nops; k++) TS_CHECK(want_array(v, i, k));
@@ -1434,8 +1484,8 @@ static ts_status_t gather_scatter(ts_vctx_t *v, const ts_hlo_instr_t *i, ts_opco
   if (!want) {
     for (int k = 0; k < i->nops; k++)
       if (i->ops[k]->shape->dims[d] % g)
-        return err(v, i, "reduce-scatter dimension %lld of %s is not divisible by the group size %lld (%s)", ll(d),
-                   S(v, i->ops[k]->shape), ll(g), grp.why);
+        return err(v, i, "reduce-scatter dimension %lld of %s is not divisible by the group size %lld (%s)",
+                   ll(d), S(v, i->ops[k]->shape), ll(g), grp.why);
   }
   char note[256];
   snprintf(note, sizeof note, " (group size %lld: %s)", ll(g), grp.why);
@@ -1451,7 +1501,8 @@ static ts_status_t all_to_all(ts_vctx_t *v, const ts_hlo_instr_t *i, ts_opcode_t
   ts_i64_list_t dims;
   ts_loc_t loc;
   TS_CHECK(get_list(v, i, op, "dimensions", false, &dims, &loc));
-  if (dims.n > 1) return ts_vfy_error(v, i, loc, "all-to-all dimensions must have at most one value, got %d", dims.n);
+  if (dims.n > 1)
+    return ts_vfy_error(v, i, loc, "all-to-all dimensions must have at most one value, got %d", dims.n);
   if (dims.n == 1) {
     int64_t d = dims.v[0];
     for (int k = 0; k < i->nops; k++) {
@@ -1459,8 +1510,8 @@ static ts_status_t all_to_all(ts_vctx_t *v, const ts_hlo_instr_t *i, ts_opcode_t
       if (d < 0 || d >= x->rank)
         return ts_vfy_error(v, i, loc, "all-to-all dimension %lld is out of range for %s", ll(d), S(v, x));
       if (x->dims[d] % g && x->dims[d] % alt)
-        return err(v, i, "all-to-all split dimension %lld of %s is not divisible by the group size %lld (%s)", ll(d),
-                   S(v, x), ll(g), grp.why);
+        return err(v, i, "all-to-all split dimension %lld of %s is not divisible by the group size %lld (%s)",
+                   ll(d), S(v, x), ll(g), grp.why);
     }
   } else if (i->nops == 1 && out->elem == TS_TUPLE) {
     ts_shape_t *want = operands_shape(v, i, true);
@@ -1472,7 +1523,8 @@ static ts_status_t all_to_all(ts_vctx_t *v, const ts_hlo_instr_t *i, ts_opcode_t
   return check_result(v, i, out, want);
 }
 
-static ts_status_t collective_permute(ts_vctx_t *v, const ts_hlo_instr_t *i, ts_opcode_t op, const ts_shape_t *out) {
+static ts_status_t collective_permute(ts_vctx_t *v, const ts_hlo_instr_t *i, ts_opcode_t op,
+                                      const ts_shape_t *out) {
   TS_CHECK(want_min_nops(v, i, op, 1));
   const ts_hlo_attr_t *a;
   TS_CHECK(attr(v, i, op, "source_target_pairs", TS_ATTR_INT_LISTS, true, &a));
@@ -1492,7 +1544,8 @@ static ts_status_t collective_permute(ts_vctx_t *v, const ts_hlo_instr_t *i, ts_
   return check_result(v, i, out, i->ops[0]->shape);
 }
 
-static ts_status_t collective_broadcast(ts_vctx_t *v, const ts_hlo_instr_t *i, ts_opcode_t op, const ts_shape_t *out) {
+static ts_status_t collective_broadcast(ts_vctx_t *v, const ts_hlo_instr_t *i, ts_opcode_t op,
+                                        const ts_shape_t *out) {
   TS_CHECK(want_min_nops(v, i, op, 1));
   ts_vgroup_t grp;
   TS_CHECK(ts_vfy_group_size(v, i, &grp));
@@ -1514,7 +1567,8 @@ static ts_status_t constant_op(ts_vctx_t *v, const ts_hlo_instr_t *i, ts_opcode_
   TS_CHECK(want_nops(v, i, op, 0));
   if (!i->literal || !i->literal->shape) return TS_OK;
   if (!same_shape_x(i->literal->shape, out, false, false))
-    return err(v, i, "literal shape %s does not match the result shape %s", S(v, i->literal->shape), S(v, out));
+    return err(v, i, "literal shape %s does not match the result shape %s", S(v, i->literal->shape),
+               S(v, out));
   return TS_OK;
 }
 
@@ -1532,14 +1586,16 @@ static ts_status_t rng_op(ts_vctx_t *v, const ts_hlo_instr_t *i, ts_opcode_t op,
   return check_result(v, i, out, want);
 }
 
-static ts_status_t rng_bit_generator(ts_vctx_t *v, const ts_hlo_instr_t *i, ts_opcode_t op, const ts_shape_t *out) {
+static ts_status_t rng_bit_generator(ts_vctx_t *v, const ts_hlo_instr_t *i, ts_opcode_t op,
+                                     const ts_shape_t *out) {
   TS_CHECK(want_nops(v, i, op, 1));
   TS_CHECK(want_array(v, i, 0));
   const ts_shape_t *st = i->ops[0]->shape;
   if (out->elem != TS_TUPLE || out->ntuple != 2 || !is_array(out->tuple[1]))
     return err(v, i, "rng-bit-generator result must be (state, bits), got %s", S(v, out));
   if (!same_shape_x(out->tuple[0], st, false, false))
-    return err(v, i, "rng-bit-generator result state %s does not match the operand %s", S(v, out->tuple[0]), S(v, st));
+    return err(v, i, "rng-bit-generator result state %s does not match the operand %s", S(v, out->tuple[0]),
+               S(v, st));
   return TS_OK;
 }
 
@@ -1599,7 +1655,8 @@ static ts_status_t fft_op(ts_vctx_t *v, const ts_hlo_instr_t *i, ts_opcode_t op,
   return check_result_note(v, i, out, want, false, NULL);
 }
 
-static ts_status_t cholesky_like(ts_vctx_t *v, const ts_hlo_instr_t *i, ts_opcode_t op, const ts_shape_t *out) {
+static ts_status_t cholesky_like(ts_vctx_t *v, const ts_hlo_instr_t *i, ts_opcode_t op,
+                                 const ts_shape_t *out) {
   int n = op == TS_OP_CHOLESKY ? 1 : 2;
   TS_CHECK(want_nops(v, i, op, n));
   for (int k = 0; k < n; k++) TS_CHECK(want_array(v, i, k));
@@ -1609,12 +1666,14 @@ static ts_status_t cholesky_like(ts_vctx_t *v, const ts_hlo_instr_t *i, ts_opcod
   return check_result(v, i, out, i->ops[n - 1]->shape);
 }
 
-static ts_status_t dynamic_reshape(ts_vctx_t *v, const ts_hlo_instr_t *i, ts_opcode_t op, const ts_shape_t *out) {
+static ts_status_t dynamic_reshape(ts_vctx_t *v, const ts_hlo_instr_t *i, ts_opcode_t op,
+                                   const ts_shape_t *out) {
   TS_CHECK(want_min_nops(v, i, op, 1));
   TS_CHECK(want_array(v, i, 0));
   TS_CHECK(want_out_array(v, i, out));
   if (i->nops != out->rank + 1)
-    return err(v, i, "dynamic-reshape to rank %d takes %d size operands, got %d", out->rank, out->rank, i->nops - 1);
+    return err(v, i, "dynamic-reshape to rank %d takes %d size operands, got %d", out->rank, out->rank,
+               i->nops - 1);
   for (int k = 1; k < i->nops; k++) {
     const ts_shape_t *s = i->ops[k]->shape;
     if (!is_scalar(s) || !is_int(s->elem))
@@ -1648,7 +1707,8 @@ static ts_status_t tokens(ts_vctx_t *v, const ts_hlo_instr_t *i, ts_opcode_t op,
 static ts_status_t dispatch(ts_vctx_t *v, const ts_hlo_instr_t *i, ts_opcode_t op, const ts_shape_t *out);
 
 /* `-done`: the result is element `k` of the start's (or update's) tuple. */
-static ts_status_t done_op(ts_vctx_t *v, const ts_hlo_instr_t *i, ts_opcode_t op, const ts_shape_t *out, int k) {
+static ts_status_t done_op(ts_vctx_t *v, const ts_hlo_instr_t *i, ts_opcode_t op, const ts_shape_t *out,
+                           int k) {
   TS_CHECK(want_nops(v, i, op, 1));
   const ts_shape_t *s = i->ops[0]->shape;
   if (s->elem != TS_TUPLE || s->ntuple <= k) return TS_OK;
@@ -1661,7 +1721,8 @@ static ts_status_t async_start(ts_vctx_t *v, const ts_hlo_instr_t *i, ts_opcode_
   ts_shape_t *ops = operands_shape(v, i, true);
   NOMEM_IF(!ops);
   if (!same_shape_x(out->tuple[0], ops, false, false))
-    return err(v, i, "async-start operand shapes %s do not match the operands %s", S(v, out->tuple[0]), S(v, ops));
+    return err(v, i, "async-start operand shapes %s do not match the operands %s", S(v, out->tuple[0]),
+               S(v, ops));
   const ts_hlo_comp_t *c;
   TS_CHECK(get_comp(v, i, op, "calls", false, &c));
   if (c) {
@@ -1675,7 +1736,8 @@ static ts_status_t async_start(ts_vctx_t *v, const ts_hlo_instr_t *i, ts_opcode_
   return TS_OK;
 }
 
-static ts_status_t all_gather_start(ts_vctx_t *v, const ts_hlo_instr_t *i, ts_opcode_t op, const ts_shape_t *out) {
+static ts_status_t all_gather_start(ts_vctx_t *v, const ts_hlo_instr_t *i, ts_opcode_t op,
+                                    const ts_shape_t *out) {
   /* (operand(s), result) */
   if (out->elem != TS_TUPLE || out->ntuple != 2)
     return err(v, i, "all-gather-start result must be (operands, result), got %s", S(v, out));
@@ -1687,13 +1749,14 @@ static ts_status_t all_gather_start(ts_vctx_t *v, const ts_hlo_instr_t *i, ts_op
   return gather_scatter(v, i, TS_OP_ALL_GATHER, out->tuple[1]);
 }
 
-static ts_status_t permute_start(ts_vctx_t *v, const ts_hlo_instr_t *i, ts_opcode_t op, const ts_shape_t *out) {
+static ts_status_t permute_start(ts_vctx_t *v, const ts_hlo_instr_t *i, ts_opcode_t op,
+                                 const ts_shape_t *out) {
   /* (operand, result, context...) */
   if (out->elem != TS_TUPLE || out->ntuple < 2)
     return err(v, i, "collective-permute-start result must be (operand, result, ...), got %s", S(v, out));
   if (i->nops == 1 && !same_shape_x(out->tuple[0], i->ops[0]->shape, false, false))
-    return err(v, i, "collective-permute-start operand shape %s does not match the operand %s", S(v, out->tuple[0]),
-               S(v, i->ops[0]->shape));
+    return err(v, i, "collective-permute-start operand shape %s does not match the operand %s",
+               S(v, out->tuple[0]), S(v, i->ops[0]->shape));
   return collective_permute(v, i, TS_OP_COLLECTIVE_PERMUTE, out->tuple[1]);
 }
 
@@ -1704,7 +1767,8 @@ static ts_status_t copy_start(ts_vctx_t *v, const ts_hlo_instr_t *i, ts_opcode_t
     return err(v, i, "copy-start result must be (destination, source, context), got %s", S(v, out));
   for (int k = 0; k < 2; k++)
     if (!same_shape_x(out->tuple[k], i->ops[0]->shape, false, false))
-      return err(v, i, "copy-start result %s does not match the operand %s", S(v, out), S(v, i->ops[0]->shape));
+      return err(v, i, "copy-start result %s does not match the operand %s", S(v, out),
+                 S(v, i->ops[0]->shape));
   return TS_OK;
 }
 
@@ -1717,24 +1781,67 @@ static ts_status_t dispatch(ts_vctx_t *v, const ts_hlo_instr_t *i, ts_opcode_t o
     if (any_unbounded(i->ops[k]->shape)) return TS_OK; /* `?` dims: no static rule applies */
   if (any_unbounded(out) && op != TS_OP_RESHAPE) return TS_OK;
   switch (op) {
-  case TS_OP_ABS: case TS_OP_ACOS: case TS_OP_ACOSH: case TS_OP_ASIN: case TS_OP_ASINH: case TS_OP_ATAN:
-  case TS_OP_ATANH: case TS_OP_CBRT: case TS_OP_CEIL: case TS_OP_COSINE: case TS_OP_COSH:
-  case TS_OP_COUNT_LEADING_ZEROS: case TS_OP_ERF: case TS_OP_EXPONENTIAL: case TS_OP_EXPONENTIAL_MINUS_ONE:
-  case TS_OP_FLOOR: case TS_OP_IMAG: case TS_OP_IS_FINITE: case TS_OP_LOG: case TS_OP_LOG_PLUS_ONE:
-  case TS_OP_LOGISTIC: case TS_OP_NEGATE: case TS_OP_NOT: case TS_OP_POPCNT: case TS_OP_REAL:
-  case TS_OP_REDUCE_PRECISION: case TS_OP_ROUND_NEAREST_AFZ: case TS_OP_ROUND_NEAREST_EVEN: case TS_OP_RSQRT:
-  case TS_OP_SIGN: case TS_OP_SINE: case TS_OP_SINH: case TS_OP_SQRT: case TS_OP_TAN: case TS_OP_TANH:
-    return unary(v, i, op, out);
-  case TS_OP_COPY: case TS_OP_OPT_BARRIER: case TS_OP_DOMAIN: case TS_OP_ADD_DEPENDENCY:
-    return passthrough(v, i, op, out);
-  case TS_OP_ADD: case TS_OP_AND: case TS_OP_ATAN2: case TS_OP_COMPARE: case TS_OP_COMPLEX: case TS_OP_DIVIDE:
-  case TS_OP_MAXIMUM: case TS_OP_MINIMUM: case TS_OP_MULHI: case TS_OP_MULTIPLY: case TS_OP_OR: case TS_OP_POWER:
-  case TS_OP_REMAINDER: case TS_OP_SHIFT_LEFT: case TS_OP_SHIFT_RIGHT_ARITHMETIC: case TS_OP_SHIFT_RIGHT_LOGICAL:
-  case TS_OP_SUBTRACT: case TS_OP_XOR:
-    return binary(v, i, op, out);
+  case TS_OP_ABS:
+  case TS_OP_ACOS:
+  case TS_OP_ACOSH:
+  case TS_OP_ASIN:
+  case TS_OP_ASINH:
+  case TS_OP_ATAN:
+  case TS_OP_ATANH:
+  case TS_OP_CBRT:
+  case TS_OP_CEIL:
+  case TS_OP_COSINE:
+  case TS_OP_COSH:
+  case TS_OP_COUNT_LEADING_ZEROS:
+  case TS_OP_ERF:
+  case TS_OP_EXPONENTIAL:
+  case TS_OP_EXPONENTIAL_MINUS_ONE:
+  case TS_OP_FLOOR:
+  case TS_OP_IMAG:
+  case TS_OP_IS_FINITE:
+  case TS_OP_LOG:
+  case TS_OP_LOG_PLUS_ONE:
+  case TS_OP_LOGISTIC:
+  case TS_OP_NEGATE:
+  case TS_OP_NOT:
+  case TS_OP_POPCNT:
+  case TS_OP_REAL:
+  case TS_OP_REDUCE_PRECISION:
+  case TS_OP_ROUND_NEAREST_AFZ:
+  case TS_OP_ROUND_NEAREST_EVEN:
+  case TS_OP_RSQRT:
+  case TS_OP_SIGN:
+  case TS_OP_SINE:
+  case TS_OP_SINH:
+  case TS_OP_SQRT:
+  case TS_OP_TAN:
+  case TS_OP_TANH: return unary(v, i, op, out);
+  case TS_OP_COPY:
+  case TS_OP_OPT_BARRIER:
+  case TS_OP_DOMAIN:
+  case TS_OP_ADD_DEPENDENCY: return passthrough(v, i, op, out);
+  case TS_OP_ADD:
+  case TS_OP_AND:
+  case TS_OP_ATAN2:
+  case TS_OP_COMPARE:
+  case TS_OP_COMPLEX:
+  case TS_OP_DIVIDE:
+  case TS_OP_MAXIMUM:
+  case TS_OP_MINIMUM:
+  case TS_OP_MULHI:
+  case TS_OP_MULTIPLY:
+  case TS_OP_OR:
+  case TS_OP_POWER:
+  case TS_OP_REMAINDER:
+  case TS_OP_SHIFT_LEFT:
+  case TS_OP_SHIFT_RIGHT_ARITHMETIC:
+  case TS_OP_SHIFT_RIGHT_LOGICAL:
+  case TS_OP_SUBTRACT:
+  case TS_OP_XOR: return binary(v, i, op, out);
   case TS_OP_SELECT: return select_op(v, i, op, out);
   case TS_OP_CLAMP: return clamp_op(v, i, op, out);
-  case TS_OP_CONVERT: case TS_OP_STOCHASTIC_CONVERT: return convert_op(v, i, op, out);
+  case TS_OP_CONVERT:
+  case TS_OP_STOCHASTIC_CONVERT: return convert_op(v, i, op, out);
   case TS_OP_BITCAST_CONVERT: return bitcast_convert(v, i, op, out);
   case TS_OP_BROADCAST: return broadcast_op(v, i, op, out);
   case TS_OP_RESHAPE: return reshape_op(v, i, op, out);
@@ -1747,10 +1854,12 @@ static ts_status_t dispatch(ts_vctx_t *v, const ts_hlo_instr_t *i, ts_opcode_t o
   case TS_OP_CONCATENATE: return concatenate(v, i, op, out);
   case TS_OP_PAD: return pad_op(v, i, op, out);
   case TS_OP_IOTA: return iota_op(v, i, op, out);
-  case TS_OP_GET_DIMENSION_SIZE: case TS_OP_SET_DIMENSION_SIZE: return get_dimension_size(v, i, op, out);
+  case TS_OP_GET_DIMENSION_SIZE:
+  case TS_OP_SET_DIMENSION_SIZE: return get_dimension_size(v, i, op, out);
   case TS_OP_TUPLE: return tuple_op(v, i, op, out);
   case TS_OP_GET_TUPLE_ELEMENT: return gte_op(v, i, op, out);
-  case TS_OP_REDUCE: case TS_OP_REDUCE_WINDOW: return reduce_op(v, i, op, out);
+  case TS_OP_REDUCE:
+  case TS_OP_REDUCE_WINDOW: return reduce_op(v, i, op, out);
   case TS_OP_SELECT_AND_SCATTER: return select_and_scatter(v, i, op, out);
   case TS_OP_DOT: return dot_op(v, i, op, out);
   case TS_OP_CONVOLUTION: return convolution(v, i, op, out);
@@ -1759,34 +1868,41 @@ static ts_status_t dispatch(ts_vctx_t *v, const ts_hlo_instr_t *i, ts_opcode_t o
   case TS_OP_SORT: return sort_op(v, i, op, out);
   case TS_OP_TOPK: return topk_op(v, i, op, out);
   case TS_OP_MAP: return map_op(v, i, op, out);
-  case TS_OP_CALL: case TS_OP_FUSION: return call_like(v, i, op, out);
+  case TS_OP_CALL:
+  case TS_OP_FUSION: return call_like(v, i, op, out);
   case TS_OP_WHILE: return while_op(v, i, op, out);
   case TS_OP_CONDITIONAL: return conditional(v, i, op, out);
-  case TS_OP_ALL_REDUCE: case TS_OP_ALL_REDUCE_START: return all_reduce(v, i, TS_OP_ALL_REDUCE, out);
-  case TS_OP_ALL_GATHER: case TS_OP_REDUCE_SCATTER: return gather_scatter(v, i, op, out);
+  case TS_OP_ALL_REDUCE:
+  case TS_OP_ALL_REDUCE_START: return all_reduce(v, i, TS_OP_ALL_REDUCE, out);
+  case TS_OP_ALL_GATHER:
+  case TS_OP_REDUCE_SCATTER: return gather_scatter(v, i, op, out);
   case TS_OP_ALL_GATHER_START: return all_gather_start(v, i, op, out);
   case TS_OP_ALL_TO_ALL: return all_to_all(v, i, op, out);
   case TS_OP_COLLECTIVE_PERMUTE: return collective_permute(v, i, op, out);
   case TS_OP_COLLECTIVE_PERMUTE_START: return permute_start(v, i, op, out);
   case TS_OP_COLLECTIVE_BROADCAST: return collective_broadcast(v, i, op, out);
   case TS_OP_ALL_REDUCE_DONE: return passthrough(v, i, op, out);
-  case TS_OP_ALL_GATHER_DONE: case TS_OP_COLLECTIVE_PERMUTE_DONE: case TS_OP_ASYNC_DONE:
-    return done_op(v, i, op, out, 1);
+  case TS_OP_ALL_GATHER_DONE:
+  case TS_OP_COLLECTIVE_PERMUTE_DONE:
+  case TS_OP_ASYNC_DONE: return done_op(v, i, op, out, 1);
   case TS_OP_COPY_START: return copy_start(v, i, op, out);
   case TS_OP_COPY_DONE: return done_op(v, i, op, out, 0);
   case TS_OP_ASYNC_START: return async_start(v, i, op, out);
-  case TS_OP_ASYNC_UPDATE:
-    TS_CHECK(want_nops(v, i, op, 1));
-    return check_result(v, i, out, i->ops[0]->shape);
-  case TS_OP_PARTITION_ID: case TS_OP_REPLICA_ID: return scalar_u32(v, i, op, out);
+  case TS_OP_ASYNC_UPDATE: TS_CHECK(want_nops(v, i, op, 1)); return check_result(v, i, out, i->ops[0]->shape);
+  case TS_OP_PARTITION_ID:
+  case TS_OP_REPLICA_ID: return scalar_u32(v, i, op, out);
   case TS_OP_CONSTANT: return constant_op(v, i, op, out);
   case TS_OP_RNG: return rng_op(v, i, op, out);
   case TS_OP_RNG_BIT_GENERATOR: return rng_bit_generator(v, i, op, out);
-  case TS_OP_BATCH_NORM_GRAD: case TS_OP_BATCH_NORM_INFERENCE: case TS_OP_BATCH_NORM_TRAINING:
-    return batch_norm(v, i, op, out);
+  case TS_OP_BATCH_NORM_GRAD:
+  case TS_OP_BATCH_NORM_INFERENCE:
+  case TS_OP_BATCH_NORM_TRAINING: return batch_norm(v, i, op, out);
   case TS_OP_FFT: return fft_op(v, i, op, out);
-  case TS_OP_CHOLESKY: case TS_OP_TRIANGULAR_SOLVE: return cholesky_like(v, i, op, out);
-  case TS_OP_AFTER_ALL: case TS_OP_INFEED: case TS_OP_OUTFEED: return tokens(v, i, op, out);
+  case TS_OP_CHOLESKY:
+  case TS_OP_TRIANGULAR_SOLVE: return cholesky_like(v, i, op, out);
+  case TS_OP_AFTER_ALL:
+  case TS_OP_INFEED:
+  case TS_OP_OUTFEED: return tokens(v, i, op, out);
   default:
     /* parameter (checked with the computation), custom-call, bitcast
      * (layout-dependent), send/recv, scan, shuffle, ragged-*, scaled-dot,

@@ -45,7 +45,8 @@ static ts_status_t comp_error(ts_vctx_t *v, const ts_hlo_comp_t *c, const char *
   return TS_ERR_VERIFY;
 }
 
-static ts_status_t module_error(ts_vctx_t *v, ts_loc_t loc, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static ts_status_t module_error(ts_vctx_t *v, ts_loc_t loc, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
 static ts_status_t module_error(ts_vctx_t *v, ts_loc_t loc, const char *fmt, ...) {
   ts_buf_t b = {0};
   ts_buf_printf(&b, "module '%s': ", v->m->name ? v->m->name : "?");
@@ -161,10 +162,10 @@ static bool pairset_has(const pairset_t *s, uint64_t k) {
 
 typedef struct {
   ts_vctx_t *v;
-  int n;                    /* instructions in the module */
+  int n; /* instructions in the module */
   const ts_hlo_instr_t **instrs;
-  ptrmap_t index;           /* instruction -> position in instrs */
-  ptrmap_t comps;           /* computation -> position in m->comps */
+  ptrmap_t index; /* instruction -> position in instrs */
+  ptrmap_t comps; /* computation -> position in m->comps */
 } walk_t;
 
 /* Well-formed shape: known type, non-negative dims (or `?` marked dynamic),
@@ -210,8 +211,9 @@ static ts_status_t check_instrs(walk_t *w) {
         break;
       }
       if (i->parent != c) {
-        st = ts_vfy_error(v, i, (ts_loc_t){0, 0}, "listed in computation '%s' but its parent is %s%s%s", c->name,
-                          i->parent ? "'" : "", i->parent ? i->parent->name : "NULL", i->parent ? "'" : "");
+        st = ts_vfy_error(v, i, (ts_loc_t){0, 0}, "listed in computation '%s' but its parent is %s%s%s",
+                          c->name, i->parent ? "'" : "", i->parent ? i->parent->name : "NULL",
+                          i->parent ? "'" : "");
         break;
       }
       int prev = ptrmap_put(&w->index, i, w->n);
@@ -264,8 +266,8 @@ static ts_status_t check_names(walk_t *w) {
   for (int k = 0; k < w->n && st == TS_OK; k++) {
     const ts_hlo_instr_t *i = w->instrs[k], *other = ts_strmap_get(&names, i->name, strlen(i->name));
     if (other)
-      st = ts_vfy_error(w->v, i, (ts_loc_t){0, 0}, "name is already used by an instruction in computation '%s'",
-                        other->parent->name);
+      st = ts_vfy_error(w->v, i, (ts_loc_t){0, 0},
+                        "name is already used by an instruction in computation '%s'", other->parent->name);
     else if (!ts_strmap_put(&names, i->name, strlen(i->name), (void *)i))
       st = TS_ERR_NOMEM;
   }
@@ -288,8 +290,8 @@ static ts_status_t check_edges(walk_t *w) {
         return ts_vfy_error(v, i, (ts_loc_t){0, 0}, "%s %d '%s' is not an instruction of the module", what, n,
                             o->name ? o->name : "?");
       if (o->parent != i->parent)
-        return ts_vfy_error(v, i, (ts_loc_t){0, 0}, "%s %d '%s' is in computation '%s', not '%s'", what, n, o->name,
-                            o->parent->name, i->parent->name);
+        return ts_vfy_error(v, i, (ts_loc_t){0, 0}, "%s %d '%s' is in computation '%s', not '%s'", what, n,
+                            o->name, o->parent->name, i->parent->name);
     }
   }
   return TS_OK;
@@ -325,7 +327,8 @@ static ts_status_t check_users(walk_t *w) {
         break;
       }
       if (!pairset_has(&uses, pair(d, ui))) {
-        st = ts_vfy_error(v, def, (ts_loc_t){0, 0}, "users list names '%s', which does not use it", user->name);
+        st = ts_vfy_error(v, def, (ts_loc_t){0, 0}, "users list names '%s', which does not use it",
+                          user->name);
         break;
       }
       if (!pairset_add(&listed, pair(d, ui))) {
@@ -339,7 +342,8 @@ static ts_status_t check_users(walk_t *w) {
         const ts_hlo_instr_t *i = w->instrs[k];
         for (int e = 0; e < i->nops; e++)
           if (i->ops[e] == def && !pairset_has(&listed, pair(d, k))) {
-            st = ts_vfy_error(v, def, (ts_loc_t){0, 0}, "used by '%s' but missing from its users list", i->name);
+            st = ts_vfy_error(v, def, (ts_loc_t){0, 0}, "used by '%s' but missing from its users list",
+                              i->name);
             goto done;
           }
       }
@@ -357,11 +361,13 @@ static ts_status_t check_root(walk_t *w, const ts_hlo_comp_t *c) {
   if (!c->root) return comp_error(v, c, "has no root instruction");
   if (c->root->parent != c || ptrmap_get(&w->index, c->root) < 0)
     return comp_error(v, c, "root '%s' is not one of its instructions", c->root->name ? c->root->name : "?");
-  if (!c->root->is_root) return ts_vfy_error(v, c->root, (ts_loc_t){0, 0}, "is the root of computation '%s' but not marked as root", c->name);
+  if (!c->root->is_root)
+    return ts_vfy_error(v, c->root, (ts_loc_t){0, 0},
+                        "is the root of computation '%s' but not marked as root", c->name);
   for (int k = 0; k < c->ninstrs; k++)
     if (c->instrs[k]->is_root && c->instrs[k] != c->root)
-      return ts_vfy_error(v, c->instrs[k], (ts_loc_t){0, 0}, "marked as root, but the root of computation '%s' is '%s'",
-                          c->name, c->root->name);
+      return ts_vfy_error(v, c->instrs[k], (ts_loc_t){0, 0},
+                          "marked as root, but the root of computation '%s' is '%s'", c->name, c->root->name);
   return TS_OK;
 }
 
@@ -378,9 +384,10 @@ static ts_status_t check_params(walk_t *w, const ts_hlo_comp_t *c) {
     if (i->op != TS_OP_PARAMETER) continue;
     int64_t p = i->param_number;
     if (p < 0 || p >= n)
-      st = ts_vfy_error(v, i, (ts_loc_t){0, 0},
-                        "parameter number %lld leaves a gap: computation '%s' has %d parameter%s, numbered 0..%d",
-                        (long long)p, c->name, n, n == 1 ? "" : "s", n - 1);
+      st = ts_vfy_error(
+          v, i, (ts_loc_t){0, 0},
+          "parameter number %lld leaves a gap: computation '%s' has %d parameter%s, numbered 0..%d",
+          (long long)p, c->name, n, n == 1 ? "" : "s", n - 1);
     else if (by[p])
       st = ts_vfy_error(v, i, (ts_loc_t){0, 0}, "parameter number %lld is also used by '%s'", (long long)p,
                         by[p]->name);
@@ -389,7 +396,8 @@ static ts_status_t check_params(walk_t *w, const ts_hlo_comp_t *c) {
   }
   if (st == TS_OK) {
     if (c->nparams != n || (n > 0 && !c->params))
-      st = comp_error(v, c, "parameter table lists %d parameters but it has %d parameter instructions", c->nparams, n);
+      st = comp_error(v, c, "parameter table lists %d parameters but it has %d parameter instructions",
+                      c->nparams, n);
     for (int p = 0; st == TS_OK && p < n; p++)
       if (c->params[p] != by[p])
         st = comp_error(v, c, "parameter table entry %d is not parameter(%d) '%s'", p, p, by[p]->name);
@@ -463,7 +471,8 @@ static ts_status_t check_call_graph(walk_t *w) {
     first[c] = e;
     const ts_hlo_comp_t *comp = m->comps[c];
     for (int k = 0; k < comp->ninstrs; k++)
-      for (int j = 0; j < comp->instrs[k]->ncalled; j++) callee[e++] = ptrmap_get(&w->comps, comp->instrs[k]->called[j]);
+      for (int j = 0; j < comp->instrs[k]->ncalled; j++)
+        callee[e++] = ptrmap_get(&w->comps, comp->instrs[k]->called[j]);
   }
   first[nc] = e;
   for (int s = 0; s < nc && st == TS_OK; s++) {
@@ -566,8 +575,10 @@ done:
 static ts_status_t check_structure(walk_t *w) {
   ts_vctx_t *v = w->v;
   const ts_hlo_module_t *m = v->m;
-  if (m->ncomps < 0 || (m->ncomps > 0 && !m->comps)) return module_error(v, (ts_loc_t){0, 0}, "malformed computation list");
-  if (m->nattrs < 0 || (m->nattrs > 0 && !m->attrs)) return module_error(v, (ts_loc_t){0, 0}, "malformed header attributes");
+  if (m->ncomps < 0 || (m->ncomps > 0 && !m->comps))
+    return module_error(v, (ts_loc_t){0, 0}, "malformed computation list");
+  if (m->nattrs < 0 || (m->nattrs > 0 && !m->attrs))
+    return module_error(v, (ts_loc_t){0, 0}, "malformed header attributes");
   for (int a = 0; a < m->nattrs; a++)
     if (!m->attrs[a].name) return module_error(v, (ts_loc_t){0, 0}, "header attribute %d has no name", a);
   ts_strmap_t names = {0};
@@ -615,7 +626,9 @@ static ts_status_t check_structure(walk_t *w) {
 
 /* ---- entry signature ---------------------------------------------------- */
 
-static bool same_ignoring_layout(const ts_shape_t *a, const ts_shape_t *b) { return ts_shape_equal(a, b, false); }
+static bool same_ignoring_layout(const ts_shape_t *a, const ts_shape_t *b) {
+  return ts_shape_equal(a, b, false);
+}
 
 static ts_status_t check_entry_layout(ts_vctx_t *v) {
   const ts_hlo_module_t *m = v->m;
@@ -627,7 +640,8 @@ static ts_status_t check_entry_layout(ts_vctx_t *v) {
   if (a->v.sig.nparams < 0 || (a->v.sig.nparams > 0 && !a->v.sig.params) || !a->v.sig.result)
     return module_error(v, a->loc, "entry_computation_layout is malformed");
   if (a->v.sig.nparams != e->nparams)
-    return module_error(v, a->loc, "entry_computation_layout has %d parameter%s but the entry computation '%s' has %d",
+    return module_error(v, a->loc,
+                        "entry_computation_layout has %d parameter%s but the entry computation '%s' has %d",
                         a->v.sig.nparams, a->v.sig.nparams == 1 ? "" : "s", e->name, e->nparams);
   for (int k = 0; k < e->nparams; k++) {
     const ts_shape_t *want = a->v.sig.params[k], *got = e->params[k]->shape;
@@ -637,7 +651,8 @@ static ts_status_t check_entry_layout(ts_vctx_t *v) {
                           ts_vfy_shape_str(v, got), k, ts_vfy_shape_str(v, want));
   }
   if (!same_ignoring_layout(a->v.sig.result, e->root->shape))
-    return ts_vfy_error(v, e->root, (ts_loc_t){0, 0}, "entry root shape %s does not match entry_computation_layout result %s",
+    return ts_vfy_error(v, e->root, (ts_loc_t){0, 0},
+                        "entry root shape %s does not match entry_computation_layout result %s",
                         ts_vfy_shape_str(v, e->root->shape), ts_vfy_shape_str(v, a->v.sig.result));
   return TS_OK;
 }
@@ -678,7 +693,8 @@ static ts_status_t check_groups(ts_vctx_t *v, const ts_hlo_instr_t *i, const ts_
 
 ts_status_t ts_vfy_group_size(ts_vctx_t *v, const ts_hlo_instr_t *i, ts_vgroup_t *g) {
   ts_opcode_t op = i->op;
-  if ((op == TS_OP_ASYNC_START || op == TS_OP_ASYNC_UPDATE || op == TS_OP_ASYNC_DONE) && i->async_wrapped < TS_OP_COUNT)
+  if ((op == TS_OP_ASYNC_START || op == TS_OP_ASYNC_UPDATE || op == TS_OP_ASYNC_DONE) &&
+      i->async_wrapped < TS_OP_COUNT)
     op = i->async_wrapped;
   const ts_hlo_attr_t *rg = ts_hlo_instr_attr(i, "replica_groups");
   const ts_hlo_attr_t *ch = ts_hlo_instr_attr(i, "channel_id");
@@ -686,16 +702,17 @@ ts_status_t ts_vfy_group_size(ts_vctx_t *v, const ts_hlo_instr_t *i, ts_vgroup_t
   if (rg && (rg->kind != TS_ATTR_REPLICA_GROUPS || !rg->v.rg || rg->v.rg->ngroups < 0 ||
              (rg->v.rg->ngroups > 0 && !rg->v.rg->groups)))
     return ts_vfy_error(v, i, rg->loc, "attribute replica_groups must be replica groups");
-  if (ch && ch->kind != TS_ATTR_INT) return ts_vfy_error(v, i, ch->loc, "attribute channel_id must be an integer");
+  if (ch && ch->kind != TS_ATTR_INT)
+    return ts_vfy_error(v, i, ch->loc, "attribute channel_id must be an integer");
   if (ug && ug->kind != TS_ATTR_BOOL)
     return ts_vfy_error(v, i, ug->loc, "attribute use_global_device_ids must be a bool");
   bool global = ug && ug->v.b;
   if (global && !ch) return ts_vfy_error(v, i, ug->loc, "use_global_device_ids=true needs a channel_id");
   /* the mode table: cross-replica, cross-partition, cross-replica-and-partition, flattened ids */
-  bool by_partition = ch && !global &&
-                      (op == TS_OP_ALL_TO_ALL || op == TS_OP_COLLECTIVE_PERMUTE ||
-                       op == TS_OP_COLLECTIVE_PERMUTE_START || op == TS_OP_COLLECTIVE_BROADCAST ||
-                       op == TS_OP_RAGGED_ALL_TO_ALL);
+  bool by_partition =
+      ch && !global &&
+      (op == TS_OP_ALL_TO_ALL || op == TS_OP_COLLECTIVE_PERMUTE || op == TS_OP_COLLECTIVE_PERMUTE_START ||
+       op == TS_OP_COLLECTIVE_BROADCAST || op == TS_OP_RAGGED_ALL_TO_ALL);
   bool both = ch && !global && !by_partition;
   int64_t rc = v->replica_count, np = v->num_partitions, all = rc * np;
   *g = (ts_vgroup_t){0};
@@ -717,13 +734,14 @@ ts_status_t ts_vfy_group_size(ts_vctx_t *v, const ts_hlo_instr_t *i, ts_vgroup_t
     g->hint = "pass --replica-count N or set replica_count";
   } else if (by_partition) {
     g->size = g->alt = np;
-    g->why = ts_arena_printf(v->scratch, "no replica_groups, a channel_id and num_partitions=%lld", (long long)np);
+    g->why =
+        ts_arena_printf(v->scratch, "no replica_groups, a channel_id and num_partitions=%lld", (long long)np);
     g->hint = "pass --num-partitions N or set num_partitions";
   } else {
     g->size = all;
     g->alt = global ? all : rc;
-    g->why = ts_arena_printf(v->scratch, "no replica_groups, a channel_id and replica_count*num_partitions=%lld",
-                             (long long)all);
+    g->why = ts_arena_printf(
+        v->scratch, "no replica_groups, a channel_id and replica_count*num_partitions=%lld", (long long)all);
     g->hint = "pass --replica-count N / --num-partitions N or set replica_count / num_partitions";
   }
   if (!g->why) return TS_ERR_NOMEM;
@@ -740,11 +758,12 @@ static ts_status_t check_devices(ts_vctx_t *v, const ts_hlo_instr_t *i, const ts
   if (n > 0 && !ids) return ts_vfy_error(v, i, (ts_loc_t){0, 0}, "sharding has a malformed device list");
   for (int k = 0; k < n; k++)
     if (ids[k] < 0 || ids[k] >= total)
-      return ts_vfy_error(v, i, (ts_loc_t){0, 0},
-                          "sharding device %lld is out of range: the module has %lld devices (replica_count=%lld, "
-                          "num_partitions=%lld): %s",
-                          (long long)ids[k], (long long)total, (long long)v->replica_count,
-                          (long long)v->num_partitions, sharding_str(v, s));
+      return ts_vfy_error(
+          v, i, (ts_loc_t){0, 0},
+          "sharding device %lld is out of range: the module has %lld devices (replica_count=%lld, "
+          "num_partitions=%lld): %s",
+          (long long)ids[k], (long long)total, (long long)v->replica_count, (long long)v->num_partitions,
+          sharding_str(v, s));
   return TS_OK;
 }
 
@@ -753,15 +772,15 @@ static ts_status_t check_leaf_sharding(ts_vctx_t *v, const ts_hlo_instr_t *i, co
                                        const ts_shape_t *shape) {
   if (shape->elem == TS_TOKEN) return TS_OK;
   if (s->kind == TS_SHARD_TUPLE)
-    return ts_vfy_error(v, i, (ts_loc_t){0, 0}, "nested tuple sharding %s for the array %s", sharding_str(v, s),
-                        ts_vfy_shape_str(v, shape));
+    return ts_vfy_error(v, i, (ts_loc_t){0, 0}, "nested tuple sharding %s for the array %s",
+                        sharding_str(v, s), ts_vfy_shape_str(v, shape));
   if (s->kind == TS_SHARD_TILED) {
     int sub = s->last_tile_dim_replicate ? 1 : s->nsubgroups;
     int data = s->tile_dims.n - sub;
     if (data != shape->rank)
-      return ts_vfy_error(v, i, (ts_loc_t){0, 0},
-                          "sharding %s tiles %d data dimension%s but the shape %s has rank %d", sharding_str(v, s),
-                          data, data == 1 ? "" : "s", ts_vfy_shape_str(v, shape), shape->rank);
+      return ts_vfy_error(
+          v, i, (ts_loc_t){0, 0}, "sharding %s tiles %d data dimension%s but the shape %s has rank %d",
+          sharding_str(v, s), data, data == 1 ? "" : "s", ts_vfy_shape_str(v, shape), shape->rank);
   }
   if (s->kind == TS_SHARD_TILED || s->kind == TS_SHARD_MAXIMAL) TS_CHECK(check_devices(v, i, s));
   return TS_OK;
@@ -776,7 +795,8 @@ static ts_status_t check_tuple_leaves(ts_vctx_t *v, const ts_hlo_instr_t *i, con
     if (!e) return ts_vfy_error(v, i, (ts_loc_t){0, 0}, "tuple sharding element %d is NULL", *next - 1);
     return check_leaf_sharding(v, i, e, shape);
   }
-  for (int k = 0; k < shape->ntuple; k++) TS_CHECK(check_tuple_leaves(v, i, s, shape->tuple[k], next, depth + 1));
+  for (int k = 0; k < shape->ntuple; k++)
+    TS_CHECK(check_tuple_leaves(v, i, s, shape->tuple[k], next, depth + 1));
   return TS_OK;
 }
 
@@ -809,8 +829,9 @@ static ts_status_t check_sharding(ts_vctx_t *v, const ts_hlo_instr_t *i) {
     return TS_OK;
   }
   if (s->ntuple != leaves)
-    return ts_vfy_error(v, i, (ts_loc_t){0, 0}, "tuple sharding has %d element%s but the shape %s has %d leaves",
-                        s->ntuple, s->ntuple == 1 ? "" : "s", ts_vfy_shape_str(v, shape), leaves);
+    return ts_vfy_error(v, i, (ts_loc_t){0, 0},
+                        "tuple sharding has %d element%s but the shape %s has %d leaves", s->ntuple,
+                        s->ntuple == 1 ? "" : "s", ts_vfy_shape_str(v, shape), leaves);
   int next = 0;
   return check_tuple_leaves(v, i, s, shape, &next, 0);
 }
@@ -858,7 +879,8 @@ ts_status_t ts_hlo_verify(const ts_hlo_module_t *m, const ts_hlo_verify_opts_t *
   v.scratch = ts_arena_create();
   if (!v.scratch) return TS_ERR_NOMEM;
   ts_status_t st = verify(&v);
-  if (st == TS_ERR_NOMEM && diag && !diag->text) ts_diag_plain(diag, "out of memory verifying module '%s'", m->name);
+  if (st == TS_ERR_NOMEM && diag && !diag->text)
+    ts_diag_plain(diag, "out of memory verifying module '%s'", m->name);
   ts_arena_destroy(v.scratch);
   return st;
 }

@@ -8,10 +8,10 @@
 
 typedef struct {
   const ts_hlo_module_t *m;
-  ts_source_t src;        /* m->source, or a text-less one named after the module */
+  ts_source_t src; /* m->source, or a text-less one named after the module */
   ts_diag_t *diag;
-  ts_arena_t *scratch;    /* inferred shapes and printed names; dies with the call */
-  int64_t replica_count;  /* effective: opts override the header */
+  ts_arena_t *scratch;   /* inferred shapes and printed names; dies with the call */
+  int64_t replica_count; /* effective: opts override the header */
   int64_t num_partitions;
 } ts_vctx_t;
 
@@ -25,14 +25,14 @@ const char *ts_vfy_shape_str(ts_vctx_t *v, const ts_shape_t *s);
 
 /* The participants in each group of a collective. */
 typedef struct {
-  int64_t size;      /* from replica_groups, else the mode table of
-                        hlo_text_format.md section 7 */
-  int64_t alt;       /* a second size XLA also accepts (legacy per-replica
-                        counts in cross-replica-and-partition mode); == size
-                        otherwise */
-  bool from_header;  /* no replica_groups: the size came from the counts */
-  const char *why;   /* where the size came from, for messages */
-  const char *hint;  /* how to change it, when from_header */
+  int64_t size;     /* from replica_groups, else the mode table of
+                       hlo_text_format.md section 7 */
+  int64_t alt;      /* a second size XLA also accepts (legacy per-replica
+                       counts in cross-replica-and-partition mode); == size
+                       otherwise */
+  bool from_header; /* no replica_groups: the size came from the counts */
+  const char *why;  /* where the size came from, for messages */
+  const char *hint; /* how to change it, when from_header */
 } ts_vgroup_t;
 
 /* Validates collective `i`'s replica_groups and mode attributes and
