@@ -83,6 +83,8 @@ typedef struct {
   size_t npcomps, cappcomps;
 
   ts_strmap_t shapes; /* source text of a simple array shape -> the shape */
+  ts_strmap_t attr_owner; /* attribute name -> the instruction or module that has it */
+  ts_strmap_t renamed;    /* a taken instruction name -> the last N given as `stem.N` */
   char *namebuf; /* NUL-terminated copy of a name for the builder */
   size_t namecap;
 } parser_t;
@@ -239,9 +241,11 @@ static ts_status_t pop_ptrs(parser_t *p, size_t mark, void ***out, int *n) {
   return TS_OK;
 }
 
+/* A NUL-terminated copy of s[0..n) in the name buffer, with room for a
+ * `.N` suffix after it. */
 static char *name_copy(parser_t *p, const char *s, size_t n) {
-  if (n + 1 > p->namecap) {
-    size_t cap = n + 1 > 64 ? n + 1 : 64;
+  if (n + 24 > p->namecap) {
+    size_t cap = n + 24 > 64 ? n + 24 : 64;
     char *b = ts_realloc(p->namebuf, cap);
     if (!b) return NULL;
     p->namebuf = b;
@@ -2163,6 +2167,33 @@ static ts_status_t parse_ctrl_preds(parser_t *p, ts_hlo_instr_t *i) {
   return resolve_refs(p, mark, i->ctrl_preds, true);
 }
 
+/* Was attribute `name` already given on `owner` (an instruction or the
+ * module), whose attributes are attrs[0..n)? A short list is scanned; past
+ * that the names go to a map whose values say who owns them, so the map is
+ * never cleared and a long attribute list costs no quadratic scan. */
+enum { ATTR_SCAN_MAX = 16 };
+
+static ts_status_t attr_seen(parser_t *p, const void *owner, const ts_hlo_attr_t *attrs, int n, const char *s,
+                             size_t len, bool *seen) {
+  *seen = false;
+  if (n < ATTR_SCAN_MAX) {
+    for (int k = 0; k < n && !*seen; k++)
+      *seen = strncmp(attrs[k].name, s, len) == 0 && attrs[k].name[len] == '\0';
+    return TS_OK;
+  }
+  if (n == ATTR_SCAN_MAX)
+    for (int k = 0; k < n; k++)
+      if (!ts_strmap_put(&p->attr_owner, attrs[k].name, strlen(attrs[k].name), (void *)owner)) return nomem(p);
+  *seen = ts_strmap_get(&p->attr_owner, s, len) == owner;
+  return TS_OK;
+}
+
+/* Records a newly added attribute for attr_seen. */
+static ts_status_t attr_added(parser_t *p, const void *owner, const ts_hlo_attr_t *a, int n) {
+  if (n > ATTR_SCAN_MAX && !ts_strmap_put(&p->attr_owner, a->name, strlen(a->name), (void *)owner)) return nomem(p);
+  return TS_OK;
+}
+
 static ts_status_t parse_instr_attr(parser_t *p, ts_hlo_instr_t *i, bool *has_ctrl) {
   ts_tok_t nt;
   TS_CHECK(parse_attr_name(p, &nt, "an attribute name such as dimensions="));
@@ -2176,10 +2207,9 @@ static ts_status_t parse_instr_attr(parser_t *p, ts_hlo_instr_t *i, bool *has_ct
     *has_ctrl = true;
     return parse_ctrl_preds(p, i);
   }
-  for (int k = 0; k < i->nattrs; k++) /* known names share the table's strings */
-    if (spec ? i->attrs[k].name == spec->name
-             : strncmp(i->attrs[k].name, nt.s, nt.n) == 0 && i->attrs[k].name[nt.n] == '\0')
-      return err_at(p, tloc(&nt), "attribute '%.*s' given twice", (int)nt.n, nt.s);
+  bool seen;
+  TS_CHECK(attr_seen(p, i, i->attrs, i->nattrs, nt.s, nt.n, &seen));
+  if (seen) return err_at(p, tloc(&nt), "attribute '%.*s' given twice", (int)nt.n, nt.s);
   ts_hlo_attr_t a;
   memset(&a, 0, sizeof a);
   a.loc = tloc(&nt);
@@ -2187,7 +2217,7 @@ static ts_status_t parse_instr_attr(parser_t *p, ts_hlo_instr_t *i, bool *has_ct
   if (!a.name) return nomem(p);
   TS_CHECK(parse_attr_value(p, spec ? spec->syn : A_RAW, &a, i));
   if (ts_hlo_instr_add_attr(i, &a) != TS_OK) return nomem(p);
-  return TS_OK;
+  return attr_added(p, i, &a, i->nattrs);
 }
 
 /* Opcode token -> opcode, with the async sugar `<op>-start/-update/-done`
@@ -2220,9 +2250,42 @@ static ts_status_t check_arity(parser_t *p, ts_opcode_t op, ts_opcode_t wrapped,
 
 /* Appends an instruction to the current computation; its operands are the
  * references above `mark`. */
+/* The module-unique name ts_hlo_instr_add would pick for `name` (the name,
+ * else `stem.N` with the first free N above the name's own numeric suffix),
+ * found without trying every N from the start: names are only ever added, so
+ * the answer for a name never goes down and the last one is remembered.
+ * Reused names (`x` in thousands of computations) would otherwise cost a
+ * quadratic number of probes. Returns NULL when out of memory. */
+static const char *unique_name(parser_t *p, const char *name, size_t n) {
+  if (!ts_strmap_get(&p->m->names, name, n)) return name_copy(p, name, n);
+  size_t stem = n;
+  while (stem > 0 && name[stem - 1] >= '0' && name[stem - 1] <= '9') stem--;
+  int64_t next = 0;
+  if (stem > 0 && stem < n && name[stem - 1] == '.') {
+    for (size_t k = stem; k < n && next < INT64_MAX / 10 - 10; k++) next = next * 10 + (name[k] - '0');
+    stem--;
+  } else {
+    stem = n;
+  }
+  int64_t last = (int64_t)(intptr_t)ts_strmap_get(&p->renamed, name, n);
+  if (last > next) next = last;
+  if (!name_copy(p, name, stem)) return NULL;
+  for (;;) {
+    int len = snprintf(p->namebuf + stem, 24, ".%lld", (long long)++next);
+    if (!ts_strmap_get(&p->m->names, p->namebuf, stem + (size_t)len)) break;
+  }
+  if (!last) { /* the key must outlive the map */
+    const char *key = ts_arena_strndup(p->arena, name, n);
+    if (!key) return NULL;
+    name = key;
+  }
+  if (!ts_strmap_put(&p->renamed, name, n, (void *)(intptr_t)next)) return NULL;
+  return p->namebuf;
+}
+
 static ts_status_t make_instr(parser_t *p, ts_opcode_t op, ts_opcode_t wrapped, const ts_shape_t *shape,
                               const char *name, size_t n, ts_loc_t loc, size_t mark, ts_hlo_instr_t **out) {
-  const char *nm = name_copy(p, name, n);
+  const char *nm = unique_name(p, name, n);
   ts_hlo_instr_t *i;
   if (!nm || ts_hlo_instr_add(p->comp, op, shape, NULL, 0, nm, &i) != TS_OK) return nomem(p);
   i->loc = loc;
@@ -2633,9 +2696,9 @@ static ts_status_t parse_header_attr(parser_t *p) {
   TS_CHECK(parse_attr_name(p, &nt, "a module attribute such as num_partitions="));
   if (nt.n >= 2 && nt.s[0] == '_' && nt.s[1] == '_') /* "__stack_frames" and future sections */
     return err_at(p, tloc(&nt), "module attribute names starting with '__' are reserved");
-  for (int k = 0; k < p->m->nattrs; k++)
-    if (strlen(p->m->attrs[k].name) == nt.n && memcmp(p->m->attrs[k].name, nt.s, nt.n) == 0)
-      return err_at(p, tloc(&nt), "module attribute '%.*s' given twice", (int)nt.n, nt.s);
+  bool seen;
+  TS_CHECK(attr_seen(p, p->m, p->m->attrs, p->m->nattrs, nt.s, nt.n, &seen));
+  if (seen) return err_at(p, tloc(&nt), "module attribute '%.*s' given twice", (int)nt.n, nt.s);
   const attr_spec_t *spec = find_attr(header_attrs, sizeof header_attrs / sizeof *header_attrs, nt.s, nt.n);
   ts_hlo_attr_t a;
   memset(&a, 0, sizeof a);
@@ -2647,7 +2710,7 @@ static ts_status_t parse_header_attr(parser_t *p) {
   if (a.kind == TS_ATTR_INT && a.v.i < 1)
     return err_at(p, tloc(&vt), "%s must be positive, got %lld", a.name, (long long)a.v.i);
   if (ts_hlo_module_add_attr(p->m, &a) != TS_OK) return nomem(p);
-  return TS_OK;
+  return attr_added(p, p->m, &a, p->m->nattrs);
 }
 
 /* FileNames / FunctionNames / FileLocations / StackFrames (section 2.2),
@@ -2694,7 +2757,7 @@ static ts_status_t resolve_comp_refs(parser_t *p) {
   }
   for (size_t k = 0; k < p->npcomps; k++) {
     ts_hlo_instr_t *i = p->pcomps[k].instr;
-    if (!i) continue;
+    if (!i || (k > 0 && p->pcomps[k - 1].instr == i)) continue; /* an instruction's refs are adjacent */
     int n = 0;
     for (int a = 0; a < i->nattrs; a++)
       if (i->attrs[a].kind == TS_ATTR_COMP || i->attrs[a].kind == TS_ATTR_COMP_LIST)
@@ -2771,6 +2834,8 @@ ts_status_t ts_hlo_parse(const ts_source_t *src, const ts_hlo_parse_opts_t *opts
   ts_free(p.infer);
   ts_free(p.namebuf);
   ts_strmap_free(&p.shapes);
+  ts_strmap_free(&p.attr_owner);
+  ts_strmap_free(&p.renamed);
   if (st != TS_OK) {
     ts_hlo_module_destroy(p.m);
     return st;
