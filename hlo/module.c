@@ -179,6 +179,7 @@ void ts_hlo_module_destroy(ts_hlo_module_t *m) {
   if (!m) return;
   ts_strmap_free(&m->names);
   ts_strmap_free(&m->comp_names);
+  ts_strmap_free(&m->name_next);
   ts_arena_destroy(m->arena);
   ts_free(m);
 }
@@ -201,7 +202,8 @@ ts_hlo_comp_t *ts_hlo_module_find_comp(const ts_hlo_module_t *m, const char *nam
 }
 
 /* Picks a module-unique name: `base` if free, else `stem.N` with the first
- * free N above any numeric suffix `base` already has (XLA's name uniquer). */
+ * free N above any numeric suffix `base` already has (XLA's name uniquer).
+ * The next N per stem is remembered so that many clashes stay linear. */
 static const char *unique_name(ts_hlo_module_t *m, const char *base) {
   size_t len = strlen(base);
   if (!ts_strmap_get(&m->names, base, len)) return ts_arena_strndup(m->arena, base, len);
@@ -214,10 +216,15 @@ static const char *unique_name(ts_hlo_module_t *m, const char *base) {
   } else {
     stem = len;
   }
-  for (;;) {
-    char *cand = ts_arena_printf(m->arena, "%.*s.%lld", (int)stem, base, (long long)++n);
-    if (!cand || !ts_strmap_get(&m->names, cand, strlen(cand))) return cand;
-  }
+  int64_t next = (int64_t)(intptr_t)ts_strmap_get(&m->name_next, base, stem);
+  if (next > n) n = next;
+  char *cand;
+  do {
+    cand = ts_arena_printf(m->arena, "%.*s.%lld", (int)stem, base, (long long)++n);
+  } while (cand && ts_strmap_get(&m->names, cand, strlen(cand)));
+  /* The key must outlive the map: the stem of the new name, in the arena. */
+  if (cand && n < INTPTR_MAX) ts_strmap_put(&m->name_next, cand, stem, (void *)(intptr_t)n);
+  return cand;
 }
 
 static ts_status_t add_user(ts_hlo_module_t *m, ts_hlo_instr_t *def, ts_hlo_instr_t *user) {

@@ -322,6 +322,7 @@ struct ts_hlo_module {
   int next_id;
   ts_strmap_t names;             /* instruction names, module-wide */
   ts_strmap_t comp_names;
+  ts_strmap_t name_next;          /* name stem -> next free `.N` (renaming) */
 };
 
 /* ---- building and editing ----------------------------------------------- */

@@ -165,8 +165,27 @@ static void test_tables(void) {
   EXPECT(ts_elem_is_signed_int(TS_S4) && ts_elem_is_unsigned_int(TS_U1) && !ts_elem_is_array(TS_TOKEN));
 }
 
+/* Clashing names get `.N` suffixes above any suffix already present, and
+ * the next N per stem is remembered (50k clashes stay linear). */
+static void test_unique_names(void) {
+  ts_hlo_module_t *m = ts_hlo_module_create("names");
+  ts_hlo_comp_t *c;
+  EXPECT(ts_hlo_comp_add(m, "c", &c) == TS_OK);
+  ts_shape_t *s = ts_hlo_shape_array(m, TS_F32, 0, NULL);
+  ts_hlo_instr_t *i = NULL;
+  for (int k = 0; k < 50000; k++) EXPECT(ts_hlo_instr_add(c, TS_OP_CONSTANT, s, NULL, 0, "add", &i) == TS_OK);
+  EXPECT(strcmp(i->name, "add.49999") == 0);
+  EXPECT(ts_hlo_instr_add(c, TS_OP_CONSTANT, s, NULL, 0, "x.7", &i) == TS_OK && strcmp(i->name, "x.7") == 0);
+  EXPECT(ts_hlo_instr_add(c, TS_OP_CONSTANT, s, NULL, 0, "x.7", &i) == TS_OK && strcmp(i->name, "x.8") == 0);
+  EXPECT(ts_hlo_instr_add(c, TS_OP_CONSTANT, s, NULL, 0, "x", &i) == TS_OK && strcmp(i->name, "x") == 0);
+  EXPECT(ts_hlo_instr_add(c, TS_OP_CONSTANT, s, NULL, 0, "x", &i) == TS_OK && strcmp(i->name, "x.9") == 0);
+  EXPECT(ts_hlo_instr_add(c, TS_OP_CONSTANT, s, NULL, 0, NULL, &i) == TS_OK && strcmp(i->name, "constant") == 0);
+  ts_hlo_module_destroy(m);
+}
+
 int main(void) {
   test_tables();
+  test_unique_names();
   test_shapes();
   test_build_and_print();
   if (failures) return 1;
