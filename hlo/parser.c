@@ -84,7 +84,6 @@ typedef struct {
 
   ts_strmap_t shapes; /* source text of a simple array shape -> the shape */
   ts_strmap_t attr_owner; /* attribute name -> the instruction or module that has it */
-  ts_strmap_t renamed;    /* a taken instruction name -> the last N given as `stem.N` */
   char *namebuf; /* NUL-terminated copy of a name for the builder */
   size_t namecap;
 } parser_t;
@@ -241,11 +240,10 @@ static ts_status_t pop_ptrs(parser_t *p, size_t mark, void ***out, int *n) {
   return TS_OK;
 }
 
-/* A NUL-terminated copy of s[0..n) in the name buffer, with room for a
- * `.N` suffix after it. */
+/* A NUL-terminated copy of s[0..n) for the builder, which wants C strings. */
 static char *name_copy(parser_t *p, const char *s, size_t n) {
-  if (n + 24 > p->namecap) {
-    size_t cap = n + 24 > 64 ? n + 24 : 64;
+  if (n + 1 > p->namecap) {
+    size_t cap = n + 1 > 64 ? n + 1 : 64;
     char *b = ts_realloc(p->namebuf, cap);
     if (!b) return NULL;
     p->namebuf = b;
@@ -2250,42 +2248,9 @@ static ts_status_t check_arity(parser_t *p, ts_opcode_t op, ts_opcode_t wrapped,
 
 /* Appends an instruction to the current computation; its operands are the
  * references above `mark`. */
-/* The module-unique name ts_hlo_instr_add would pick for `name` (the name,
- * else `stem.N` with the first free N above the name's own numeric suffix),
- * found without trying every N from the start: names are only ever added, so
- * the answer for a name never goes down and the last one is remembered.
- * Reused names (`x` in thousands of computations) would otherwise cost a
- * quadratic number of probes. Returns NULL when out of memory. */
-static const char *unique_name(parser_t *p, const char *name, size_t n) {
-  if (!ts_strmap_get(&p->m->names, name, n)) return name_copy(p, name, n);
-  size_t stem = n;
-  while (stem > 0 && name[stem - 1] >= '0' && name[stem - 1] <= '9') stem--;
-  int64_t next = 0;
-  if (stem > 0 && stem < n && name[stem - 1] == '.') {
-    for (size_t k = stem; k < n && next < INT64_MAX / 10 - 10; k++) next = next * 10 + (name[k] - '0');
-    stem--;
-  } else {
-    stem = n;
-  }
-  int64_t last = (int64_t)(intptr_t)ts_strmap_get(&p->renamed, name, n);
-  if (last > next) next = last;
-  if (!name_copy(p, name, stem)) return NULL;
-  for (;;) {
-    int len = snprintf(p->namebuf + stem, 24, ".%lld", (long long)++next);
-    if (!ts_strmap_get(&p->m->names, p->namebuf, stem + (size_t)len)) break;
-  }
-  if (!last) { /* the key must outlive the map */
-    const char *key = ts_arena_strndup(p->arena, name, n);
-    if (!key) return NULL;
-    name = key;
-  }
-  if (!ts_strmap_put(&p->renamed, name, n, (void *)(intptr_t)next)) return NULL;
-  return p->namebuf;
-}
-
 static ts_status_t make_instr(parser_t *p, ts_opcode_t op, ts_opcode_t wrapped, const ts_shape_t *shape,
                               const char *name, size_t n, ts_loc_t loc, size_t mark, ts_hlo_instr_t **out) {
-  const char *nm = unique_name(p, name, n);
+  const char *nm = name_copy(p, name, n);
   ts_hlo_instr_t *i;
   if (!nm || ts_hlo_instr_add(p->comp, op, shape, NULL, 0, nm, &i) != TS_OK) return nomem(p);
   i->loc = loc;
@@ -2835,7 +2800,6 @@ ts_status_t ts_hlo_parse(const ts_source_t *src, const ts_hlo_parse_opts_t *opts
   ts_free(p.namebuf);
   ts_strmap_free(&p.shapes);
   ts_strmap_free(&p.attr_owner);
-  ts_strmap_free(&p.renamed);
   if (st != TS_OK) {
     ts_hlo_module_destroy(p.m);
     return st;
