@@ -881,7 +881,7 @@ static ts_status_t pad_op(ts_vctx_t *v, const ts_hlo_instr_t *i, ts_opcode_t op,
 static ts_status_t iota_op(ts_vctx_t *v, const ts_hlo_instr_t *i, ts_opcode_t op, const ts_shape_t *out) {
   TS_CHECK(want_nops(v, i, op, 0));
   TS_CHECK(want_out_array(v, i, out));
-  int64_t d;
+  int64_t d = 0; /* set by get_one_dim; initialised for gcc -O3 */
   TS_CHECK(get_int(v, i, op, "iota_dimension", true, 0, &d));
   if (d < 0 || d >= out->rank)
     return err(v, i, "iota_dimension %lld is out of range for %s", ll(d), S(v, out));
@@ -894,7 +894,7 @@ static ts_status_t get_dimension_size(ts_vctx_t *v, const ts_hlo_instr_t *i, ts_
   TS_CHECK(want_nops(v, i, op, n));
   TS_CHECK(want_array(v, i, 0));
   const ts_shape_t *x = i->ops[0]->shape;
-  int64_t d;
+  int64_t d = 0; /* set by get_one_dim; initialised for gcc -O3 */
   ts_loc_t loc;
   TS_CHECK(get_one_dim(v, i, op, "dimensions", &d, &loc));
   if (d < 0 || d >= x->rank)
@@ -1290,7 +1290,7 @@ static ts_status_t scatter_op(ts_vctx_t *v, const ts_hlo_instr_t *i, ts_opcode_t
 static ts_status_t sort_op(ts_vctx_t *v, const ts_hlo_instr_t *i, ts_opcode_t op, const ts_shape_t *out) {
   TS_CHECK(want_min_nops(v, i, op, 1));
   TS_CHECK(same_operands(v, i, 0, i->nops, false));
-  int64_t d;
+  int64_t d = 0; /* set by get_one_dim; initialised for gcc -O3 */
   ts_loc_t loc;
   TS_CHECK(get_one_dim(v, i, op, "dimensions", &d, &loc));
   const ts_shape_t *x = i->ops[0]->shape;
@@ -1461,7 +1461,7 @@ static ts_status_t gather_scatter(ts_vctx_t *v, const ts_hlo_instr_t *i, ts_opco
   bool mul = op == TS_OP_ALL_GATHER;
   TS_CHECK(want_min_nops(v, i, op, 1));
   for (int k = 0; k < i->nops; k++) TS_CHECK(want_array(v, i, k));
-  int64_t d;
+  int64_t d = 0; /* set by get_one_dim; initialised for gcc -O3 */
   ts_loc_t loc;
   TS_CHECK(get_one_dim(v, i, op, "dimensions", &d, &loc));
   for (int k = 0; k < i->nops; k++)
