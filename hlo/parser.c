@@ -470,22 +470,7 @@ static ts_status_t parse_tiles(parser_t *p, ts_layout_t *l) {
   return TS_OK;
 }
 
-/* Skips a parenthesized group of tokens, balanced, from the current '('. */
-static ts_status_t skip_parens(parser_t *p) {
-  ts_tok_t open = p->tok;
-  int depth = 0;
-  do {
-    if (p->tok.kind == TK_LPAREN) {
-      if (++depth > p->max_depth) return err_at(p, tloc(&p->tok), "nesting deeper than %d levels", p->max_depth);
-    } else if (p->tok.kind == TK_RPAREN) {
-      depth--;
-    } else if (p->tok.kind == TK_EOF) {
-      return err_at(p, tloc(&open), "unterminated '(': no matching ')' before the end of the file");
-    }
-    TS_CHECK(next(p));
-  } while (depth > 0);
-  return TS_OK;
-}
+static ts_status_t skip_group(parser_t *p);
 
 /* `{1,0:T(8,128)E(4)S(1)}`, with the current token the '{'. */
 static ts_status_t parse_layout(parser_t *p, int rank, ts_layout_t **out) {
@@ -546,7 +531,7 @@ static ts_status_t parse_layout(parser_t *p, int rank, ts_layout_t **out) {
         /* D(...), L(n), #(..), *(..), SC(..), P(shape), M(n): kept verbatim */
         size_t start = t->off;
         st = next(p);
-        if (st == TS_OK) st = skip_parens(p);
+        if (st == TS_OK) st = skip_group(p);
         if (st == TS_OK) ts_buf_append(&other, p->src->text + start, p->prev_end - start);
       } else {
         char buf[64];
