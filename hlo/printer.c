@@ -182,6 +182,23 @@ static void put_literal(ts_buf_t *b, const ts_literal_t *lit) {
   put_array_level(b, lit, 0, &k);
 }
 
+/* The standalone form of `literal=` on custom-call: every array carries its
+ * shape, `f32[2]{0} {1, 2}` or `(f32[] 1, s32[2]{0} {1, 2})`. */
+static void put_standalone_literal(ts_buf_t *b, const ts_literal_t *lit) {
+  if (lit->shape->elem == TS_TUPLE) {
+    ts_buf_putc(b, '(');
+    for (int k = 0; k < lit->ntuple; k++) {
+      if (k) ts_buf_puts(b, ", ");
+      put_standalone_literal(b, lit->tuple[k]);
+    }
+    ts_buf_putc(b, ')');
+    return;
+  }
+  ts_shape_print(b, lit->shape, true);
+  ts_buf_putc(b, ' ');
+  put_literal(b, lit);
+}
+
 /* ---- shardings ---- */
 
 static const char *subgroup_name(ts_subgroup_t g) {
@@ -386,7 +403,7 @@ static void put_attr_value(ts_buf_t *b, const ts_hlo_attr_t *a) {
     }
     ts_buf_putc(b, '}');
     break;
-  case TS_ATTR_LITERAL: put_literal(b, a->v.literal); break;
+  case TS_ATTR_LITERAL: put_standalone_literal(b, a->v.literal); break;
   case TS_ATTR_LAYOUT_SIG:
     ts_buf_puts(b, "{(");
     for (int k = 0; k < a->v.sig.nparams; k++) {
@@ -510,9 +527,10 @@ static void put_comp(ts_buf_t *b, const ts_hlo_comp_t *c) {
   ts_buf_putc(b, '\n');
 }
 
-/* Module attributes whose names start with "__" are not `name=value` header
- * attributes but verbatim sections (the stack-frame tables). */
-static bool is_section(const ts_hlo_attr_t *a) { return strncmp(a->name, "__", 2) == 0; }
+/* The stack-frame tables are kept as one verbatim module attribute that
+ * prints as its own section after the header line, not as `name=value`.
+ * (The parser reserves header attribute names starting with "__".) */
+static bool is_section(const ts_hlo_attr_t *a) { return strcmp(a->name, "__stack_frames") == 0; }
 
 ts_status_t ts_hlo_print(const ts_hlo_module_t *m, ts_buf_t *out) {
   ts_buf_puts(out, "HloModule ");
