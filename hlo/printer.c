@@ -4,6 +4,7 @@
 #include "ts_hlo.h"
 
 #include <math.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -266,6 +267,19 @@ void ts_sharding_print(ts_buf_t *b, const ts_sharding_t *s) {
 
 /* ---- attribute values ---- */
 
+/* ` stride=2x1`: one int64 field of every window dimension, `x`-joined. */
+static void put_window_field(ts_buf_t *b, const char *label, const ts_window_t *w, size_t offset) {
+  ts_buf_puts(b, label);
+  for (int d = 0; d < w->n; d++) {
+    int64_t v;
+    memcpy(&v, (const char *)&w->dims[d] + offset, sizeof v);
+    if (d) ts_buf_putc(b, 'x');
+    put_i64(b, v);
+  }
+}
+
+/* Like XLA, prints size always and every other field only when some
+ * dimension differs from the default. */
 static void put_window(ts_buf_t *b, const ts_window_t *w) {
   bool stride = false, pad = false, lhs = false, rhs = false, rev = false;
   for (int d = 0; d < w->n; d++) {
@@ -277,33 +291,22 @@ static void put_window(ts_buf_t *b, const ts_window_t *w) {
     rev |= x->reversal;
   }
   ts_buf_putc(b, '{');
-  if (w->n) {
-    ts_buf_puts(b, "size=");
-    for (int d = 0; d < w->n; d++) ts_buf_printf(b, "%s%lld", d ? "x" : "", (long long)w->dims[d].size);
-  }
-  if (stride) {
-    ts_buf_puts(b, " stride=");
-    for (int d = 0; d < w->n; d++) ts_buf_printf(b, "%s%lld", d ? "x" : "", (long long)w->dims[d].stride);
-  }
+  if (w->n) put_window_field(b, "size=", w, offsetof(ts_window_dim_t, size));
+  if (stride) put_window_field(b, " stride=", w, offsetof(ts_window_dim_t, stride));
   if (pad) {
     ts_buf_puts(b, " pad=");
     for (int d = 0; d < w->n; d++)
       ts_buf_printf(b, "%s%lld_%lld", d ? "x" : "", (long long)w->dims[d].pad_lo,
                     (long long)w->dims[d].pad_hi);
   }
-  if (lhs) {
-    ts_buf_puts(b, " lhs_dilate=");
-    for (int d = 0; d < w->n; d++)
-      ts_buf_printf(b, "%s%lld", d ? "x" : "", (long long)w->dims[d].lhs_dilate);
-  }
-  if (rhs) {
-    ts_buf_puts(b, " rhs_dilate=");
-    for (int d = 0; d < w->n; d++)
-      ts_buf_printf(b, "%s%lld", d ? "x" : "", (long long)w->dims[d].rhs_dilate);
-  }
+  if (lhs) put_window_field(b, " lhs_dilate=", w, offsetof(ts_window_dim_t, lhs_dilate));
+  if (rhs) put_window_field(b, " rhs_dilate=", w, offsetof(ts_window_dim_t, rhs_dilate));
   if (rev) {
     ts_buf_puts(b, " rhs_reversal=");
-    for (int d = 0; d < w->n; d++) ts_buf_printf(b, "%s%d", d ? "x" : "", w->dims[d].reversal ? 1 : 0);
+    for (int d = 0; d < w->n; d++) {
+      if (d) ts_buf_putc(b, 'x');
+      ts_buf_putc(b, w->dims[d].reversal ? '1' : '0');
+    }
   }
   ts_buf_putc(b, '}');
 }

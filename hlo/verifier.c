@@ -11,49 +11,12 @@
 
 /* ---- diagnostics -------------------------------------------------------- */
 
-ts_status_t ts_vfy_error(ts_vctx_t *v, const ts_hlo_instr_t *i, ts_loc_t loc, const char *fmt, ...) {
+/* One located error: `<prefix>'<who>': <message>`. */
+static ts_status_t verror(ts_vctx_t *v, ts_loc_t loc, const char *prefix, const char *who,
+                          const char *fmt, va_list ap) {
   ts_buf_t b = {0};
-  ts_buf_printf(&b, "'%s': ", i->name ? i->name : "?");
-  va_list ap;
-  va_start(ap, fmt);
+  ts_buf_printf(&b, "%s'%s': ", prefix, who ? who : "?");
   ts_buf_vprintf(&b, fmt, ap);
-  va_end(ap);
-  if (b.oom || !b.data) {
-    ts_buf_free(&b);
-    return TS_ERR_NOMEM;
-  }
-  ts_diag_error(v->diag, &v->src, loc.line > 0 ? loc : i->loc, "%s", b.data);
-  ts_buf_free(&b);
-  return TS_ERR_VERIFY;
-}
-
-static ts_status_t comp_error(ts_vctx_t *v, const ts_hlo_comp_t *c, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static ts_status_t comp_error(ts_vctx_t *v, const ts_hlo_comp_t *c, const char *fmt, ...) {
-  ts_buf_t b = {0};
-  ts_buf_printf(&b, "computation '%s': ", c->name ? c->name : "?");
-  va_list ap;
-  va_start(ap, fmt);
-  ts_buf_vprintf(&b, fmt, ap);
-  va_end(ap);
-  if (b.oom || !b.data) {
-    ts_buf_free(&b);
-    return TS_ERR_NOMEM;
-  }
-  ts_diag_error(v->diag, &v->src, c->loc, "%s", b.data);
-  ts_buf_free(&b);
-  return TS_ERR_VERIFY;
-}
-
-static ts_status_t module_error(ts_vctx_t *v, ts_loc_t loc, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static ts_status_t module_error(ts_vctx_t *v, ts_loc_t loc, const char *fmt, ...) {
-  ts_buf_t b = {0};
-  ts_buf_printf(&b, "module '%s': ", v->m->name ? v->m->name : "?");
-  va_list ap;
-  va_start(ap, fmt);
-  ts_buf_vprintf(&b, fmt, ap);
-  va_end(ap);
   if (b.oom || !b.data) {
     ts_buf_free(&b);
     return TS_ERR_NOMEM;
@@ -61,6 +24,34 @@ static ts_status_t module_error(ts_vctx_t *v, ts_loc_t loc, const char *fmt, ...
   ts_diag_error(v->diag, &v->src, loc, "%s", b.data);
   ts_buf_free(&b);
   return TS_ERR_VERIFY;
+}
+
+ts_status_t ts_vfy_error(ts_vctx_t *v, const ts_hlo_instr_t *i, ts_loc_t loc, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  ts_status_t st = verror(v, loc.line > 0 ? loc : i->loc, "", i->name, fmt, ap);
+  va_end(ap);
+  return st;
+}
+
+static ts_status_t comp_error(ts_vctx_t *v, const ts_hlo_comp_t *c, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static ts_status_t comp_error(ts_vctx_t *v, const ts_hlo_comp_t *c, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  ts_status_t st = verror(v, c->loc, "computation ", c->name, fmt, ap);
+  va_end(ap);
+  return st;
+}
+
+static ts_status_t module_error(ts_vctx_t *v, ts_loc_t loc, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static ts_status_t module_error(ts_vctx_t *v, ts_loc_t loc, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  ts_status_t st = verror(v, loc, "module ", v->m->name, fmt, ap);
+  va_end(ap);
+  return st;
 }
 
 const char *ts_vfy_shape_str(ts_vctx_t *v, const ts_shape_t *s) {

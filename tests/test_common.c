@@ -2,17 +2,11 @@
  * located diagnostics (the exact text every user-input error uses). */
 #include "ts_common.h"
 
+#include "ts_test.h"
+
 #include <stdio.h>
 #include <string.h>
 
-static int failures;
-#define EXPECT(cond)                                                   \
-  do {                                                                 \
-    if (!(cond)) {                                                     \
-      fprintf(stderr, "%s:%d: FAIL: %s\n", __FILE__, __LINE__, #cond); \
-      failures++;                                                      \
-    }                                                                  \
-  } while (0)
 
 static void test_status(void) {
   EXPECT(ts_status_exit_code(TS_OK) == 0);

@@ -2,17 +2,11 @@
  * API print as the hand-written canonical text below. */
 #include "ts_hlo.h"
 
+#include "ts_test.h"
+
 #include <stdio.h>
 #include <string.h>
 
-static int failures;
-#define EXPECT(cond)                                                   \
-  do {                                                                 \
-    if (!(cond)) {                                                     \
-      fprintf(stderr, "%s:%d: FAIL: %s\n", __FILE__, __LINE__, #cond); \
-      failures++;                                                      \
-    }                                                                  \
-  } while (0)
 
 static void expect_text(const char *got, const char *want) {
   if (strcmp(got, want) != 0) {

@@ -3,17 +3,11 @@
  * expected texts are written by hand from the rules, not captured. */
 #include "ts_hlo.h"
 
+#include "ts_test.h"
+
 #include <stdio.h>
 #include <string.h>
 
-static int failures;
-#define EXPECT(cond)                                                   \
-  do {                                                                 \
-    if (!(cond)) {                                                     \
-      fprintf(stderr, "%s:%d: FAIL: %s\n", __FILE__, __LINE__, #cond); \
-      failures++;                                                      \
-    }                                                                  \
-  } while (0)
 
 /* ---- building ---- */
 
