@@ -89,12 +89,12 @@ ts_status_t ts_read_file(const char *path, char **out, size_t *out_len, ts_diag_
   char chunk[65536];
   size_t n;
   while ((n = fread(chunk, 1, sizeof chunk, f)) > 0) ts_buf_append(&b, chunk, n);
-  bool failed = ferror(f);
+  int read_errno = ferror(f) ? errno : 0;
   if (!is_stdin) fclose(f);
-  if (failed) {
+  if (read_errno) { /* e.g. a directory: the user named the wrong thing */
     ts_buf_free(&b);
-    ts_diag_plain(diag, "cannot read '%s'", path);
-    return TS_ERR_SYSTEM;
+    ts_diag_plain(diag, "cannot read '%s': %s", path, strerror(read_errno));
+    return TS_ERR_INVALID_ARGUMENT;
   }
   if (b.oom) {
     ts_buf_free(&b);

@@ -37,7 +37,7 @@ int ts_cmd_opt(int argc, char **argv) {
   ts_hlo_verify_opts_t vopts = {0};
   int c;
   opterr = 0;
-  while ((c = getopt_long(argc, argv, "o:h", opts, NULL)) != -1) {
+  while ((c = getopt_long(argc, argv, ":o:h", opts, NULL)) != -1) {
     switch (c) {
     case 's': stage = optarg; break;
     case 'r':

@@ -1,0 +1,30 @@
+# The tessera command line: usage errors exit 2 with one clear message.
+function(ts_cli_test name rc line)
+  add_test(NAME cli.${name}
+           COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/check_cli.sh ${rc} ${line} $<TARGET_FILE:tessera> ${ARGN})
+  set_tests_properties(cli.${name} PROPERTIES LABELS unit TIMEOUT 30)
+endfunction()
+
+set(example ${CMAKE_SOURCE_DIR}/examples/mlp_sharded.hlo)
+ts_cli_test(no_command 2 "tessera: error: no command given")
+ts_cli_test(unknown_command 2 "tessera: error: unknown command 'frobnicate' (see 'tessera --help')" frobnicate)
+ts_cli_test(unknown_global_option 2 "tessera: error: unknown option '--frob'" --frob)
+ts_cli_test(opt_unknown_option 2 "tessera opt: error: unknown option '--frob'" opt --frob ${example})
+ts_cli_test(opt_unknown_stage 2 "tessera opt: error: unknown stage 'partitioned' (stages: parsed, verified)" opt --stage=partitioned ${example})
+ts_cli_test(opt_bad_count 2 "tessera opt: error: --num-partitions wants a positive integer, got '0'" opt --num-partitions 0 ${example})
+ts_cli_test(opt_missing_value 2 "tessera opt: error: option '--replica-count' needs a value" opt ${example} --replica-count)
+ts_cli_test(opt_no_file 2 "tessera opt: error: no module file given" opt)
+ts_cli_test(opt_two_files 2 "tessera opt: error: more than one module file given" opt ${example} ${example})
+ts_cli_test(opt_missing_file 2 "error: cannot open '/nonexistent/m.hlo': No such file or directory" opt /nonexistent/m.hlo)
+ts_cli_test(opt_directory 2 "error: cannot read '/': Is a directory" opt /)
+add_test(NAME cli.version COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/check_cli.sh 0 "tessera ${PROJECT_VERSION}" $<TARGET_FILE:tessera> --version)
+set_tests_properties(cli.version PROPERTIES LABELS unit TIMEOUT 30 ENVIRONMENT WANT_STREAM=stdout)
+
+# -o writes atomically: a failing run leaves an existing output file as it was.
+add_test(NAME cli.output_untouched_on_error
+         COMMAND sh -c "f=$(mktemp) && echo keep >$f && ! $<TARGET_FILE:tessera> opt -o $f ${CMAKE_CURRENT_SOURCE_DIR}/bad_input/unknown_opcode.hlo 2>/dev/null && test \"$(cat $f)\" = keep && rm -f $f")
+set_tests_properties(cli.output_untouched_on_error PROPERTIES LABELS unit TIMEOUT 30)
+# -o and stdin: the module read from '-' and written to a file equals stdout's.
+add_test(NAME cli.stdin_to_output
+         COMMAND sh -c "f=$(mktemp) && $<TARGET_FILE:tessera> opt -o $f - <${example} && $<TARGET_FILE:tessera> opt ${example} | cmp - $f && rm -f $f")
+set_tests_properties(cli.stdin_to_output PROPERTIES LABELS unit TIMEOUT 30)
