@@ -342,8 +342,12 @@ static size_t put_utf8(char *o, uint32_t cp) {
   return 4;
 }
 
-/* The string token's contents with C escapes resolved, in the arena. */
-static ts_status_t unescape(parser_t *p, const ts_tok_t *t, const char **out) {
+/* The string token's contents with C escapes resolved, in the arena. Strings
+ * live as C strings of valid UTF-8, so escapes that produce a NUL or raw
+ * bytes are an error, unless `bytes` is given: then *bytes says so and *out
+ * is NULL, and the caller keeps the token as written (opaque binary configs). */
+static ts_status_t unescape(parser_t *p, const ts_tok_t *t, const char **out, bool *bytes) {
+  if (bytes) *bytes = false;
   char *o;
   ALLOC_N(p, o, t->n + 1);
   *out = o;
@@ -397,16 +401,22 @@ static ts_status_t unescape(parser_t *p, const ts_tok_t *t, const char **out) {
       }
       goto bad;
     }
-    if (cp == 0)
+    if (cp == 0) {
+      if (bytes) goto binary;
       return err_at(p, tloc(t), "string escape '%.*s' produces a NUL character", (int)(s - esc), esc);
+    }
     *o++ = (char)cp;
     continue;
   bad:
     return err_at(p, tloc(t), "invalid escape sequence '%.*s' in string", (int)(s - esc), esc);
   }
   size_t n = (size_t)(o - *out);
-  if (ts_utf8_prefix(*out, n) != n) /* \xNN and octal escapes give raw bytes */
+  if (ts_utf8_prefix(*out, n) == n) return TS_OK;
+  if (!bytes) /* \xNN and octal escapes give raw bytes */
     return err_at(p, tloc(t), "string escapes produce text that is not valid UTF-8");
+binary:
+  *bytes = true;
+  *out = NULL;
   return TS_OK;
 }
 
@@ -1553,9 +1563,11 @@ static ts_status_t parse_dim_labels(parser_t *p, ts_conv_dnums_t **out) {
 /* ---- attributes ---- */
 
 /* How an attribute's value is written; names map to these through the
- * sorted tables below (hlo_text_format.md sections 2.1, 3 and 6). */
+ * sorted tables below (hlo_text_format.md sections 2.1, 3 and 6). A_BYTES is
+ * a string XLA treats as opaque bytes (custom-call descriptors, feed configs),
+ * which may unescape to binary. */
 typedef enum {
-  A_INT, A_BOOL, A_FLOAT, A_STRING, A_STRING_OR_BLOB, A_IDENT, A_INT_LIST, A_INT_LIST_OR_LISTS, A_INT_LISTS,
+  A_INT, A_BOOL, A_FLOAT, A_STRING, A_BYTES, A_BYTES_OR_BLOB, A_IDENT, A_INT_LIST, A_INT_LIST_OR_LISTS, A_INT_LISTS,
   A_BOOL_LIST, A_SLICE, A_PADDING, A_WINDOW, A_CONV, A_RG, A_COMP, A_COMP_OR_LIST, A_COMP_LIST, A_SHAPE,
   A_SHAPE_LIST, A_LITERAL, A_BLOB, A_SHARDING, A_CTRL, A_LAYOUT_SIG, A_ALIASES, A_DONORS, A_RAW,
 } attr_syntax_t;
@@ -1569,7 +1581,7 @@ static const attr_spec_t instr_attrs[] = {
     {"algorithm", A_IDENT},
     {"api_version", A_IDENT},
     {"async_execution_thread", A_STRING},
-    {"backend_config", A_STRING_OR_BLOB},
+    {"backend_config", A_BYTES_OR_BLOB},
     {"batch_group_count", A_INT},
     {"body", A_COMP},
     {"branch_computations", A_COMP_LIST},
@@ -1603,7 +1615,7 @@ static const attr_spec_t instr_attrs[] = {
     {"index", A_INT},
     {"index_vector_dim", A_INT},
     {"indices_are_sorted", A_BOOL},
-    {"infeed_config", A_STRING},
+    {"infeed_config", A_BYTES},
     {"inferred_dimension", A_INT},
     {"input_batching_dims", A_INT_LIST},
     {"inserted_window_dims", A_INT_LIST},
@@ -1631,7 +1643,7 @@ static const attr_spec_t instr_attrs[] = {
     {"operand_layout_constraints", A_SHAPE_LIST},
     {"operand_precision", A_BLOB},
     {"origin", A_BLOB},
-    {"outfeed_config", A_STRING},
+    {"outfeed_config", A_BYTES},
     {"outfeed_shape", A_SHAPE},
     {"output_to_operand_aliasing", A_BLOB},
     {"padding", A_PADDING},
@@ -1940,17 +1952,23 @@ static ts_status_t parse_attr_value(parser_t *p, attr_syntax_t syn, ts_hlo_attr_
     else if (t->kind == TK_INT) a->v.f = t->neg ? -(double)t->u : (double)t->u;
     else return expected(p, "a number");
     return next(p);
-  case A_STRING_OR_BLOB:
+  case A_BYTES_OR_BLOB:
     if (t->kind == TK_LBRACE) {
       a->kind = TS_ATTR_BLOB;
       return parse_blob(p, &a->v.s, "'{'");
     }
     /* fall through */
   case A_STRING:
-    if (t->kind != TK_STRING) return expected(p, syn == A_STRING ? "a string" : "a string or '{'");
+  case A_BYTES: {
+    if (t->kind != TK_STRING) return expected(p, syn == A_BYTES_OR_BLOB ? "a string or '{'" : "a string");
+    bool bytes;
     a->kind = TS_ATTR_STRING;
-    TS_CHECK(unescape(p, t, &a->v.s));
-    return next(p);
+    TS_CHECK(unescape(p, t, &a->v.s, syn == A_STRING ? NULL : &bytes));
+    if (a->v.s) return next(p);
+    /* Binary (a serialized descriptor such as "\001\000"): kept as written. */
+    a->kind = TS_ATTR_RAW;
+    return parse_raw_value(p, &a->v.s);
+  }
   case A_IDENT:
     if (t->kind != TK_IDENT || t->pct) return expected(p, "a word such as LT or kLoop");
     a->kind = TS_ATTR_IDENT;
@@ -2633,7 +2651,7 @@ static ts_status_t parse_computation(parser_t *p) {
       return err_at(p, tloc(&an), "unknown computation attribute '%.*s' (only execution_thread= is allowed)",
                     (int)an.n, an.s);
     if (p->tok.kind != TK_STRING) return expected(p, "a string");
-    TS_CHECK(unescape(p, &p->tok, &c->execution_thread));
+    TS_CHECK(unescape(p, &p->tok, &c->execution_thread, NULL));
     TS_CHECK(next(p));
   }
   return TS_OK;
