@@ -131,6 +131,17 @@ static ts_status_t expected(parser_t *p, const char *what) {
   return err_at(p, tloc(&p->tok), "expected %s, got %s", what, tok_text(p, &p->tok, buf, sizeof buf));
 }
 
+static ts_status_t expectedf(parser_t *p, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static ts_status_t expectedf(parser_t *p, const char *fmt, ...) {
+  char what[128];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(what, sizeof what, fmt, ap);
+  va_end(ap);
+  return expected(p, what);
+}
+
 /* ---- tokens ---- */
 
 static ts_status_t next(parser_t *p) {
@@ -198,15 +209,28 @@ static void *alloc(parser_t *p, size_t n) { return ts_arena_alloc(p->arena, n ? 
     if (!(ptr)) return nomem(p);                                         \
   } while (0)
 
+/* `arr` (malloc'd, freed by ts_hlo_parse) grown by doubling; NULL when out
+ * of memory, with the old array and *cap left as they were. */
+static void *grow(void *arr, size_t *cap, size_t elem_size) {
+  size_t n = *cap ? *cap * 2 : 64;
+  void *v = ts_realloc(arr, n * elem_size);
+  if (v) *cap = n;
+  return v;
+}
+
+/* Appends `value` to the parser-owned array `arr` of `n` elements. */
+#define APPEND(p, arr, n, cap, value)                                    \
+  do {                                                                   \
+    if ((n) == (cap)) {                                                  \
+      void *grown_ = grow((arr), &(cap), sizeof *(arr));                 \
+      if (!grown_) return nomem(p);                                      \
+      (arr) = grown_;                                                    \
+    }                                                                    \
+    (arr)[(n)++] = (value);                                              \
+  } while (0)
+
 static ts_status_t push(parser_t *p, slot_t v) {
-  if (p->nstk == p->capstk) {
-    size_t cap = p->capstk ? p->capstk * 2 : 256;
-    slot_t *s = ts_realloc(p->stk, cap * sizeof *s);
-    if (!s) return nomem(p);
-    p->stk = s;
-    p->capstk = cap;
-  }
-  p->stk[p->nstk++] = v;
+  APPEND(p, p->stk, p->nstk, p->capstk, v);
   return TS_OK;
 }
 
@@ -223,6 +247,17 @@ static ts_status_t pop_list(parser_t *p, size_t mark, ts_i64_list_t *out) {
     ALLOC_N(p, out->v, n);
     for (size_t k = 0; k < n; k++) out->v[k] = p->stk[mark + k].i;
   }
+  p->nstk = mark;
+  return TS_OK;
+}
+
+/* Moves the lists pushed above `mark` (as pointers) into an arena array. */
+static ts_status_t pop_lists(parser_t *p, size_t mark, ts_i64_list_t **out, int *n) {
+  size_t cnt = p->nstk - mark;
+  if (cnt > INT_MAX) return err_at(p, tloc(&p->tok), "list too long");
+  *n = (int)cnt;
+  ALLOC_N(p, *out, cnt);
+  for (size_t k = 0; k < cnt; k++) (*out)[k] = *(const ts_i64_list_t *)p->stk[mark + k].p;
   p->nstk = mark;
   return TS_OK;
 }
@@ -472,12 +507,7 @@ static ts_status_t parse_tiles(parser_t *p, ts_layout_t *l) {
     TS_CHECK(push_p(p, tile));
   }
   if (p->nstk == mark) return expected(p, "'(' after T in layout");
-  int n = (int)(p->nstk - mark);
-  ALLOC_N(p, l->tiles, n);
-  for (int k = 0; k < n; k++) l->tiles[k] = *(ts_i64_list_t *)p->stk[mark + (size_t)k].p;
-  l->ntiles = n;
-  p->nstk = mark;
-  return TS_OK;
+  return pop_lists(p, mark, &l->tiles, &l->ntiles);
 }
 
 static ts_status_t skip_group(parser_t *p);
@@ -718,11 +748,7 @@ static ts_status_t parse_float_value(parser_t *p, double *out, ts_elem_t e) {
   else if (t->kind == TK_INT) *out = t->neg ? -(double)t->u : (double)t->u;
   else if (IS_KW(t, "inf")) *out = INFINITY;
   else if (IS_KW(t, "nan")) *out = NAN;
-  else {
-    char what[48];
-    snprintf(what, sizeof what, "a number (%s)", ts_elem_name(e));
-    return expected(p, what);
-  }
+  else return expectedf(p, "a number (%s)", ts_elem_name(e));
   bool nan = isnan(*out);
   TS_CHECK(next(p));
   if (nan && p->tok.kind == TK_LPAREN) {
@@ -755,9 +781,7 @@ static ts_status_t parse_int_value(parser_t *p, int64_t *out, ts_elem_t e) {
     neg = t->neg && t->u;
     u = t->u;
   } else if (!hex_from_dxd(p, t, &u)) {
-    char what[48];
-    snprintf(what, sizeof what, e == TS_PRED ? "true or false" : "an integer (%s)", ts_elem_name(e));
-    return expected(p, what);
+    return e == TS_PRED ? expected(p, "true or false") : expectedf(p, "an integer (%s)", ts_elem_name(e));
   }
   int bits = e == TS_PRED ? 1 : ts_elem_bits(e);
   bool ok;
@@ -1303,11 +1327,7 @@ static ts_status_t parse_replica_groups(parser_t *p, ts_replica_groups_t **out) 
     }
   }
   TS_CHECK(expect(p, TK_RBRACE, "',' or '}' in the replica groups"));
-  rg->ngroups = (int)(p->nstk - mark);
-  ALLOC_N(p, rg->groups, rg->ngroups);
-  for (int k = 0; k < rg->ngroups; k++) rg->groups[k] = *(ts_i64_list_t *)p->stk[mark + (size_t)k].p;
-  p->nstk = mark;
-  return TS_OK;
+  return pop_lists(p, mark, &rg->groups, &rg->ngroups);
 }
 
 /* ---- window, padding, slice, dim labels ---- */
@@ -1808,11 +1828,7 @@ static ts_status_t parse_int_lists(parser_t *p, ts_hlo_attr_t *a) {
   }
   TS_CHECK(expect(p, TK_RBRACE, "',' or '}' in the list of lists"));
   a->kind = TS_ATTR_INT_LISTS;
-  a->v.lists.n = (int)(p->nstk - mark);
-  ALLOC_N(p, a->v.lists.lists, a->v.lists.n);
-  for (int k = 0; k < a->v.lists.n; k++) a->v.lists.lists[k] = *(ts_i64_list_t *)p->stk[mark + (size_t)k].p;
-  p->nstk = mark;
-  return TS_OK;
+  return pop_lists(p, mark, &a->v.lists.lists, &a->v.lists.n);
 }
 
 static int64_t pack_loc(ts_loc_t l) { return (int64_t)l.line << 32 | (uint32_t)l.col; }
@@ -1824,14 +1840,7 @@ static ts_status_t resolve_comp(parser_t *p, ts_hlo_instr_t *owner, ts_hlo_comp_
                                 ts_loc_t loc) {
   *slot = ts_strmap_get(&p->m->comp_names, s, n);
   if (*slot) return TS_OK;
-  if (p->npcomps == p->cappcomps) {
-    size_t cap = p->cappcomps ? p->cappcomps * 2 : 32;
-    pending_comp_t *v = ts_realloc(p->pcomps, cap * sizeof *v);
-    if (!v) return nomem(p);
-    p->pcomps = v;
-    p->cappcomps = cap;
-  }
-  p->pcomps[p->npcomps++] = (pending_comp_t){owner, slot, s, n, loc};
+  APPEND(p, p->pcomps, p->npcomps, p->cappcomps, ((pending_comp_t){owner, slot, s, n, loc}));
   return TS_OK;
 }
 
@@ -2135,14 +2144,8 @@ static ts_status_t resolve_refs(parser_t *p, size_t mark, ts_hlo_instr_t **arr, 
     }
     arr[k] = ts_strmap_get(&p->names, r[0].p, (size_t)r[1].i);
     if (arr[k]) continue;
-    if (p->npops == p->cappops) {
-      size_t cap = p->cappops ? p->cappops * 2 : 64;
-      pending_op_t *v = ts_realloc(p->pops, cap * sizeof *v);
-      if (!v) return nomem(p);
-      p->pops = v;
-      p->cappops = cap;
-    }
-    p->pops[p->npops++] = (pending_op_t){&arr[k], r[0].p, (size_t)r[1].i, unpack_loc(r[2].i), ctrl};
+    APPEND(p, p->pops, p->npops, p->cappops,
+           ((pending_op_t){&arr[k], r[0].p, (size_t)r[1].i, unpack_loc(r[2].i), ctrl}));
   }
   p->nstk = mark;
   return TS_OK;
@@ -2309,11 +2312,8 @@ static ts_status_t parse_operands(parser_t *p) {
       TS_CHECK(next(p));
     }
     if (p->tok.kind == TK_RPAREN) return next(p);
-    if (p->tok.kind != TK_COMMA) {
-      char what[96];
-      snprintf(what, sizeof what, "',' or ')' after operand '%.*s'", (int)(t.n < 60 ? t.n : 60), t.s);
-      return expected(p, what);
-    }
+    if (p->tok.kind != TK_COMMA)
+      return expectedf(p, "',' or ')' after operand '%.*s'", (int)(t.n < 60 ? t.n : 60), t.s);
     TS_CHECK(next(p));
   }
 }
@@ -2449,16 +2449,7 @@ static ts_status_t parse_instruction(parser_t *p) {
   if (p->names.count == known)
     return err_at(p, tloc(&name_tok), "instruction name '%.*s' defined twice in computation '%s'", (int)name_tok.n,
                   name_tok.s, p->comp->name);
-  if (infer) {
-    if (p->ninfer == p->capinfer) {
-      size_t cap = p->capinfer ? p->capinfer * 2 : 16;
-      ts_hlo_instr_t **v = ts_realloc(p->infer, cap * sizeof *v);
-      if (!v) return nomem(p);
-      p->infer = v;
-      p->capinfer = cap;
-    }
-    p->infer[p->ninfer++] = i;
-  }
+  if (infer) APPEND(p, p->infer, p->ninfer, p->capinfer, i);
 
   bool has_ctrl = false;
   while (p->tok.kind == TK_COMMA) {
@@ -2466,16 +2457,8 @@ static ts_status_t parse_instruction(parser_t *p) {
     TS_CHECK(parse_instr_attr(p, i, &has_ctrl));
   }
   TS_CHECK(check_required(p, i, &op_tok));
-  if (op == TS_OP_BROADCAST && !has_attr(i, "dimensions")) {
-    if (p->nbc == p->capbc) {
-      size_t cap = p->capbc ? p->capbc * 2 : 16;
-      bcast_check_t *v = ts_realloc(p->bc, cap * sizeof *v);
-      if (!v) return nomem(p);
-      p->bc = v;
-      p->capbc = cap;
-    }
-    p->bc[p->nbc++] = (bcast_check_t){i, tloc(&op_tok)};
-  }
+  if (op == TS_OP_BROADCAST && !has_attr(i, "dimensions"))
+    APPEND(p, p->bc, p->nbc, p->capbc, ((bcast_check_t){i, tloc(&op_tok)}));
   if (is_root) {
     if (p->comp_has_root)
       return err_at(p, tloc(&root_tok), "second ROOT instruction '%s' in computation '%s' (the first is '%s')",
@@ -2621,11 +2604,7 @@ static ts_status_t parse_computation(parser_t *p) {
   }
   TS_CHECK(next(p));
   if (p->tok.kind == TK_LPAREN) TS_CHECK(parse_signature(p));
-  if (p->tok.kind != TK_LBRACE) {
-    char what[96];
-    snprintf(what, sizeof what, "'{' to open computation '%.60s'", c->name);
-    return expected(p, what);
-  }
+  if (p->tok.kind != TK_LBRACE) return expectedf(p, "'{' to open computation '%.60s'", c->name);
   p->comp = c;
   p->comp_open = tloc(&p->tok);
   p->comp_first_id = p->m->next_id;
@@ -2687,11 +2666,7 @@ static ts_status_t parse_stack_frames(parser_t *p) {
   static const char *const sections[] = {"FileNames", "FunctionNames", "FileLocations", "StackFrames"};
   ts_tok_t start = p->tok;
   for (int s = 0; s < 4; s++) {
-    if (p->tok.kind != TK_IDENT || !tok_eq(&p->tok, sections[s])) {
-      char what[48];
-      snprintf(what, sizeof what, "'%s'", sections[s]);
-      return expected(p, what);
-    }
+    if (p->tok.kind != TK_IDENT || !tok_eq(&p->tok, sections[s])) return expectedf(p, "'%s'", sections[s]);
     TS_CHECK(next(p));
     while (p->tok.kind == TK_INT) {
       TS_CHECK(next(p));
