@@ -512,6 +512,38 @@ static ts_status_t parse_tiles(parser_t *p, ts_layout_t *l) {
 
 static ts_status_t skip_group(parser_t *p);
 
+/* The extensions after ':' in a layout, up to its '}'. T, E and S are
+ * parsed; the rest are appended verbatim to `other`. */
+static ts_status_t parse_layout_ext(parser_t *p, ts_layout_t *l, ts_buf_t *other) {
+  bool has_e = false, has_s = false;
+  while (p->tok.kind != TK_RBRACE) {
+    const ts_tok_t *t = &p->tok;
+    char buf[64];
+    if (!next_is(p, TK_LPAREN) || (t->kind != TK_IDENT && t->kind != TK_HASH && t->kind != TK_STAR))
+      return err_at(p, tloc(t), "unexpected %s in layout", tok_text(p, t, buf, sizeof buf));
+    if (IS_KW(t, "T")) {
+      if (l->ntiles) return err_at(p, tloc(t), "layout has two tilings 'T'");
+      TS_CHECK(next(p));
+      TS_CHECK(parse_tiles(p, l));
+    } else if (IS_KW(t, "E") || IS_KW(t, "S")) {
+      bool e = t->s[0] == 'E';
+      bool *given = e ? &has_e : &has_s;
+      if (*given) return err_at(p, tloc(t), "layout has two %s '%c'", e ? "element sizes" : "memory spaces", t->s[0]);
+      *given = true;
+      TS_CHECK(next(p));
+      TS_CHECK(next(p));
+      TS_CHECK(parse_nonneg(p, e ? &l->element_size_bits : &l->memory_space, e ? "element size" : "memory space"));
+      TS_CHECK(expect(p, TK_RPAREN, "')'"));
+    } else { /* D(...), L(n), #(..), *(..), SC(..), P(shape), M(n) */
+      size_t start = t->off;
+      TS_CHECK(next(p));
+      TS_CHECK(skip_group(p));
+      ts_buf_append(other, p->src->text + start, p->prev_end - start);
+    }
+  }
+  return TS_OK;
+}
+
 /* `{1,0:T(8,128)E(4)S(1)}`, with the current token the '{'. */
 static ts_status_t parse_layout(parser_t *p, int rank, ts_layout_t **out) {
   ts_tok_t open = p->tok;
@@ -552,32 +584,7 @@ static ts_status_t parse_layout(parser_t *p, int rank, ts_layout_t **out) {
   if (p->tok.kind == TK_COLON) {
     TS_CHECK(next(p));
     ts_buf_t other = {0};
-    ts_status_t st = TS_OK;
-    while (st == TS_OK && p->tok.kind != TK_RBRACE) {
-      const ts_tok_t *t = &p->tok;
-      if (IS_KW(t, "T") && next_is(p, TK_LPAREN)) {
-        if (l->ntiles) { st = err_at(p, tloc(t), "layout has two tilings 'T'"); break; }
-        st = next(p);
-        if (st == TS_OK) st = parse_tiles(p, l);
-      } else if ((IS_KW(t, "E") || IS_KW(t, "S")) && next_is(p, TK_LPAREN)) {
-        bool e = t->s[0] == 'E';
-        int64_t v = 0;
-        st = next(p);
-        if (st == TS_OK) st = next(p);
-        if (st == TS_OK) st = parse_nonneg(p, &v, e ? "element size" : "memory space");
-        if (st == TS_OK) st = expect(p, TK_RPAREN, "')'");
-        if (e) l->element_size_bits = v; else l->memory_space = v;
-      } else if ((t->kind == TK_IDENT || t->kind == TK_HASH || t->kind == TK_STAR) && next_is(p, TK_LPAREN)) {
-        /* D(...), L(n), #(..), *(..), SC(..), P(shape), M(n): kept verbatim */
-        size_t start = t->off;
-        st = next(p);
-        if (st == TS_OK) st = skip_group(p);
-        if (st == TS_OK) ts_buf_append(&other, p->src->text + start, p->prev_end - start);
-      } else {
-        char buf[64];
-        st = err_at(p, tloc(t), "unexpected %s in layout", tok_text(p, t, buf, sizeof buf));
-      }
-    }
+    ts_status_t st = parse_layout_ext(p, l, &other);
     if (st == TS_OK && other.oom) st = nomem(p);
     if (st == TS_OK && other.len && !(l->other = ts_arena_strndup(p->arena, other.data, other.len)))
       st = nomem(p);
