@@ -983,9 +983,11 @@ static ts_status_t parse_dims_list(parser_t *p, ts_i64_list_t *out, int64_t *tot
   return pop_list(p, mark, out);
 }
 
-/* `T(p0,...)`, which must be a permutation of 0..rank-1. */
+/* `T(p0,...)`, which must be a permutation of 0..rank-1 (rank <= 64, the
+ * most expand_iota handles). */
 static ts_status_t parse_perm(parser_t *p, int rank, ts_i64_list_t *out) {
   ts_tok_t t = p->tok;
+  if (rank > 64) return err_at(p, tloc(&t), "iota reshape has too many dimensions");
   TS_CHECK(next(p)); /* T */
   TS_CHECK(expect(p, TK_LPAREN, "'(' after T"));
   size_t mark = p->nstk;
@@ -1055,28 +1057,37 @@ static int cmp_i64(const void *a, const void *b) {
   return (x > y) - (x < y);
 }
 
+/* `<=[reshape]` or `<=[reshape]T(perm)` after the device array `dims` (`noun`
+ * in messages, located at `at`); *ids gets the expanded device ids. */
+static ts_status_t parse_iota(parser_t *p, const ts_tok_t *at, const ts_i64_list_t *dims, int64_t total,
+                              const char *noun, bool perm_required, ts_i64_list_t *reshape, ts_i64_list_t *perm,
+                              ts_i64_list_t *ids) {
+  char b1[96], b2[96];
+  int64_t rtotal;
+  if (p->tok.kind != TK_LEQ) return expectedf(p, "'<=' after the %s dimensions", noun);
+  TS_CHECK(next(p));
+  TS_CHECK(parse_dims_list(p, reshape, &rtotal, "iota reshape dimension"));
+  if (IS_KW(&p->tok, "T") && next_is(p, TK_LPAREN))
+    TS_CHECK(parse_perm(p, reshape->n, perm));
+  else if (perm_required && reshape->n > 1)
+    return err_at(p, tloc(at), "iota reshape %s has rank %d and needs a transpose T(...)",
+                  list_text(reshape, b1, sizeof b1), reshape->n);
+  if (rtotal != total)
+    return err_at(p, tloc(at), "iota reshape %s has %lld devices but the %s %s %s %lld",
+                  list_text(reshape, b1, sizeof b1), (long long)rtotal, noun, list_text(dims, b2, sizeof b2),
+                  noun[strlen(noun) - 1] == 's' ? "have" : "has", (long long)total);
+  return expand_iota(p, reshape, perm, total, ids);
+}
+
 /* `devices=[dims]0,1,...` or `devices=[dims]<=[reshape]T(perm)`. */
 static ts_status_t parse_tile_assignment(parser_t *p, ts_sharding_t *s, const ts_tok_t *attr) {
   int64_t total;
-  char b1[96], b2[96];
+  char b1[96];
   TS_CHECK(parse_dims_list(p, &s->tile_dims, &total, "tile assignment dimension"));
   if (p->tok.kind == TK_LEQ) {
     s->iota = true;
-    TS_CHECK(next(p));
-    int64_t rtotal;
-    TS_CHECK(parse_dims_list(p, &s->iota_reshape, &rtotal, "iota reshape dimension"));
-    if (IS_KW(&p->tok, "T") && next_is(p, TK_LPAREN)) {
-      if (s->iota_reshape.n > 64) return err_at(p, tloc(&p->tok), "iota reshape has too many dimensions");
-      TS_CHECK(parse_perm(p, s->iota_reshape.n, &s->iota_perm));
-    } else if (s->iota_reshape.n > 1) {
-      return err_at(p, tloc(attr), "iota reshape %s has rank %d and needs a transpose T(...)",
-                    list_text(&s->iota_reshape, b1, sizeof b1), s->iota_reshape.n);
-    }
-    if (rtotal != total)
-      return err_at(p, tloc(attr), "iota reshape %s has %lld devices but the tile assignment %s has %lld",
-                    list_text(&s->iota_reshape, b1, sizeof b1), (long long)rtotal,
-                    list_text(&s->tile_dims, b2, sizeof b2), (long long)total);
-    return expand_iota(p, &s->iota_reshape, &s->iota_perm, total, &s->devices);
+    return parse_iota(p, attr, &s->tile_dims, total, "tile assignment", true, &s->iota_reshape, &s->iota_perm,
+                      &s->devices);
   }
   size_t mark = p->nstk;
   for (;;) {
@@ -1278,26 +1289,14 @@ static ts_status_t parse_replica_groups(parser_t *p, ts_replica_groups_t **out) 
   *out = rg;
   if (p->tok.kind == TK_LBRACKET) {
     ts_tok_t at = p->tok;
-    ts_i64_list_t gs;
-    int64_t total, rtotal;
-    char b1[96], b2[96];
+    ts_i64_list_t gs, all;
+    int64_t total;
+    char buf[96];
     TS_CHECK(parse_dims_list(p, &gs, &total, "replica group dimension"));
     if (gs.n != 2)
       return err_at(p, tloc(&at), "iota replica groups need exactly two dimensions [groups,size], got %s",
-                    list_text(&gs, b1, sizeof b1));
-    if (p->tok.kind != TK_LEQ) return expected(p, "'<=' after the replica group dimensions");
-    TS_CHECK(next(p));
-    TS_CHECK(parse_dims_list(p, &rg->iota_reshape, &rtotal, "iota reshape dimension"));
-    if (IS_KW(&p->tok, "T") && next_is(p, TK_LPAREN)) {
-      if (rg->iota_reshape.n > 64) return err_at(p, tloc(&p->tok), "iota reshape has too many dimensions");
-      TS_CHECK(parse_perm(p, rg->iota_reshape.n, &rg->iota_perm));
-    }
-    if (rtotal != total)
-      return err_at(p, tloc(&at), "iota reshape %s has %lld devices but the replica groups %s have %lld",
-                    list_text(&rg->iota_reshape, b1, sizeof b1), (long long)rtotal, list_text(&gs, b2, sizeof b2),
-                    (long long)total);
-    ts_i64_list_t all;
-    TS_CHECK(expand_iota(p, &rg->iota_reshape, &rg->iota_perm, total, &all));
+                    list_text(&gs, buf, sizeof buf));
+    TS_CHECK(parse_iota(p, &at, &gs, total, "replica groups", false, &rg->iota_reshape, &rg->iota_perm, &all));
     rg->iota = true;
     rg->iota_groups = gs.v[0];
     rg->iota_group_size = gs.v[1];
