@@ -1135,6 +1135,31 @@ static ts_status_t parse_blob(parser_t *p, const char **out, const char *what) {
   return after_blob(p, end);
 }
 
+/* `{manual, replicated}` after last_tile_dims=. */
+static ts_status_t parse_subgroups(parser_t *p, ts_sharding_t *s) {
+  static const char *const names[] = {"manual", "replicated", "maximal", "unreduced"};
+  static const ts_subgroup_t kinds[] = {TS_SUBGROUP_MANUAL, TS_SUBGROUP_REPLICATED, TS_SUBGROUP_MAXIMAL,
+                                        TS_SUBGROUP_UNREDUCED};
+  TS_CHECK(expect(p, TK_LBRACE, "'{' after last_tile_dims="));
+  size_t mark = p->nstk;
+  for (;;) {
+    int k = 0;
+    bool word = p->tok.kind == TK_IDENT && !p->tok.pct;
+    while (k < 4 && !(word && tok_eq(&p->tok, names[k]))) k++;
+    if (k == 4) return expected(p, "manual, replicated, maximal or unreduced");
+    TS_CHECK(push_i(p, kinds[k]));
+    TS_CHECK(next(p));
+    if (p->tok.kind != TK_COMMA) break;
+    TS_CHECK(next(p));
+  }
+  TS_CHECK(expect(p, TK_RBRACE, "',' or '}' in last_tile_dims"));
+  s->nsubgroups = (int)(p->nstk - mark);
+  ALLOC_N(p, s->subgroups, s->nsubgroups);
+  for (int k = 0; k < s->nsubgroups; k++) s->subgroups[k] = (ts_subgroup_t)p->stk[mark + (size_t)k].i;
+  p->nstk = mark;
+  return TS_OK;
+}
+
 static ts_status_t parse_single_sharding(parser_t *p, ts_sharding_t **out) {
   ts_tok_t open = p->tok;
   if (open.kind != TK_LBRACE) return expected(p, "'{' to start a sharding");
@@ -1197,25 +1222,7 @@ static ts_status_t parse_single_sharding(parser_t *p, ts_sharding_t **out) {
         has_subgroups = true;
         subgroup_tok = t;
         TS_CHECK(next(p));
-        TS_CHECK(expect(p, TK_LBRACE, "'{' after last_tile_dims="));
-        size_t mark = p->nstk;
-        for (;;) {
-          ts_tok_t g = p->tok;
-          static const char *const groups[] = {"manual", "replicated", "maximal", "unreduced"};
-          int k = -1;
-          for (int j = 0; j < 4; j++)
-            if (g.kind == TK_IDENT && !g.pct && tok_eq(&g, groups[j])) k = j;
-          if (k < 0) return expected(p, "manual, replicated, maximal or unreduced");
-          TS_CHECK(push_i(p, k));
-          TS_CHECK(next(p));
-          if (p->tok.kind != TK_COMMA) break;
-          TS_CHECK(next(p));
-        }
-        TS_CHECK(expect(p, TK_RBRACE, "',' or '}' in last_tile_dims"));
-        s->nsubgroups = (int)(p->nstk - mark);
-        ALLOC_N(p, s->subgroups, s->nsubgroups);
-        for (int k = 0; k < s->nsubgroups; k++) s->subgroups[k] = (ts_subgroup_t)p->stk[mark + (size_t)k].i;
-        p->nstk = mark;
+        TS_CHECK(parse_subgroups(p, s));
       } else if (tok_eq(&t, "metadata")) {
         if (s->metadata) return err_at(p, tloc(&t), "'metadata=' given twice");
         TS_CHECK(next(p));
