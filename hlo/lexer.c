@@ -227,6 +227,16 @@ static bool to_double(const char *p, size_t n, double *out) {
   return true;
 }
 
+/* Makes t the float s[i..end); false after reporting a number too long to
+ * convert. */
+static bool lex_float(ts_lexer_t *lx, ts_tok_t *t, size_t i, size_t end) {
+  t->kind = TK_FLOAT;
+  if (to_double(lx->src->text + i, end - i, &t->f)) return true;
+  lex_error(lx, t, loc_at(lx, i), "number is too long (%zu characters)", end - i);
+  lx->at.pos = end;
+  return false;
+}
+
 static void lex_number(ts_lexer_t *lx, ts_tok_t *t) {
   const char *s = lx->src->text;
   size_t i = t->off, end = 0;
@@ -238,12 +248,7 @@ static void lex_number(ts_lexer_t *lx, ts_tok_t *t) {
     t->f = s[i + 1] == 'i' ? -INFINITY : -NAN;
     end = i + 4;
   } else if ((end = match_decimal(s, i)) != 0) {
-    t->kind = TK_FLOAT;
-    if (!to_double(s + i, end - i, &t->f)) {
-      lex_error(lx, t, loc_at(lx, i), "number is too long (%zu characters)", end - i);
-      lx->at.pos = end;
-      return;
-    }
+    if (!lex_float(lx, t, i, end)) return;
   } else if ((end = match_dim_labels(s, i)) != 0) {
     t->kind = TK_DIM_LABELS;
   } else if ((end = match_dxd(s, i)) != 0 && !is_number_tail(s[end])) {
@@ -252,12 +257,7 @@ static void lex_number(ts_lexer_t *lx, ts_tok_t *t) {
     t->kind = TK_PAD;
   } else if ((end = match_hex(s, i, &hex_float)) != 0) {
     if (hex_float) {
-      t->kind = TK_FLOAT;
-      if (!to_double(s + i, end - i, &t->f)) {
-        lex_error(lx, t, loc_at(lx, i), "number is too long (%zu characters)", end - i);
-        lx->at.pos = end;
-        return;
-      }
+      if (!lex_float(lx, t, i, end)) return;
     } else {
       t->kind = TK_INT;
       t->neg = s[i] == '-';
