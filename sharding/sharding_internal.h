@@ -1,0 +1,30 @@
+/* Shared inside sharding/: the canonicalising constructor and array helpers. */
+#ifndef TS_SHARDING_INTERNAL_H
+#define TS_SHARDING_INTERNAL_H
+
+#include "ts_sharding.h"
+
+/* Tile-assignment ranks above this are rejected (XLA's arrays are far
+ * smaller); it keeps index scratch on the stack. */
+#define SH_MAX_RANK 64
+
+/* Builds a canonical TILED (or collapsed) value from a tile-assignment
+ * array. Inputs are not retained. Checks device ids (>= 0, unique). */
+ts_status_t sh_make_tiled(ts_arena_t *a, int ndims, const int64_t *dims, const int64_t *devices, int nsub,
+                          const ts_subgroup_t *sub, ts_sharding_value_t **out);
+
+/* dst = src (shape dims, rank r) transposed by perm: dst dim i is src dim
+ * perm[i]. dst must not alias src. */
+void sh_transpose(int r, const int64_t *dims, const int64_t *src, const int *perm, int64_t *dst);
+
+/* Row-major flat index <-> multi-index. */
+int64_t sh_flat(int r, const int64_t *dims, const int64_t *index);
+void sh_unflat(int r, const int64_t *dims, int64_t flat, int64_t *index);
+
+int64_t sh_product(int n, const int64_t *v);
+
+/* Arena copies; NULL on OOM (n == 0 gives a non-NULL pointer). */
+int64_t *sh_dup(ts_arena_t *a, const int64_t *v, int64_t n);
+int64_t *sh_alloc(ts_arena_t *a, int64_t n);
+
+#endif
