@@ -220,6 +220,12 @@ static void test_tile_lookup(void) {
   EXPECT(v && ts_sharding_tile_index(v, 6, idx) == TS_OK && idx[0] == 0 && idx[1] == 3);
   EXPECT(v && ts_sharding_tile_index(v, 8, idx) == TS_ERR_INVALID_ARGUMENT);
   EXPECT(v && ts_sharding_tile_device(v, (const int64_t[]){2, 0}, &dev) == TS_ERR_INVALID_ARGUMENT);
+  /* every device: index -> device round trip, over a partially manual value */
+  v = S("{devices=[2,3,2]<=[3,2,2]T(2,0,1) last_tile_dims={manual}}", "8,9");
+  for (int64_t d = 0; v && d < 12; d++) {
+    EXPECT(ts_sharding_tile_index(v, d, idx) == TS_OK && ts_sharding_tile_device(v, idx, &dev) == TS_OK);
+    EXPECT(dev == d);
+  }
   EXPECT(ts_sharding_num_devices(S("{replicated}", "8")) == 0);
   EXPECT(ts_sharding_num_devices(S("{maximal device=3}", "8")) == 1);
 }
@@ -401,6 +407,74 @@ static void test_print(void) {
   EXPECT(!ts_sharding_iota_form((const int64_t[]){1, 0}, 2, &rank, reshape, perm));
 }
 
+/* Every iota form the HLO parser expands (its own code in hlo/parser.c) is
+ * found again by ts_sharding_iota_form, in merged form (no size-1 dims, no
+ * two transposed dims that are adjacent in the reshape), and expands back
+ * to the same devices. All reshapes of up to 4 dims of sizes 1..4 with every
+ * permutation. */
+static int next_perm(int64_t *p, int n) {
+  int i = n - 2;
+  while (i >= 0 && p[i] >= p[i + 1]) i--;
+  if (i < 0) return 0;
+  int j = n - 1;
+  while (p[j] <= p[i]) j--;
+  int64_t t = p[i];
+  p[i] = p[j];
+  p[j] = t;
+  for (int a = i + 1, b = n - 1; a < b; a++, b--) t = p[a], p[a] = p[b], p[b] = t;
+  return 1;
+}
+
+static void iota_text(ts_buf_t *b, int64_t n, int r, const int64_t *reshape, const int64_t *perm) {
+  ts_buf_printf(b, "{devices=[%lld]<=[", (long long)n);
+  for (int k = 0; k < r; k++) ts_buf_printf(b, "%s%lld", k ? "," : "", (long long)reshape[k]);
+  ts_buf_puts(b, "]");
+  if (r > 1) {
+    ts_buf_puts(b, "T(");
+    for (int k = 0; k < r; k++) ts_buf_printf(b, "%s%lld", k ? "," : "", (long long)perm[k]);
+    ts_buf_puts(b, ")");
+  }
+  ts_buf_puts(b, "}");
+}
+
+static void test_iota_forms(void) {
+  int cases = 0;
+  for (int r = 1; r <= 4; r++) {
+    int64_t dims[4];
+    int total_shapes = 1;
+    for (int k = 0; k < r; k++) total_shapes *= 4;
+    for (int code = 0; code < total_shapes; code++) {
+      int64_t n = 1;
+      for (int k = 0, c = code; k < r; k++, c /= 4) n *= dims[k] = c % 4 + 1;
+      if (n < 2) continue;
+      int64_t perm[4] = {0, 1, 2, 3};
+      do {
+        ts_buf_t b = {0};
+        iota_text(&b, n, r, dims, perm);
+        ts_sharding_value_t *v = S(b.data, "-");
+        int rank = 0;
+        int64_t rs[64], pm[64];
+        bool found = v && ts_sharding_iota_form(v->devices, v->ntiles, &rank, rs, pm);
+        EXPECT(found);
+        for (int k = 0; found && k < rank; k++) {
+          EXPECT(rs[k] > 1);
+          if (k + 1 < rank) EXPECT(pm[k + 1] != pm[k] + 1);
+        }
+        if (found) {
+          ts_buf_t b2 = {0};
+          iota_text(&b2, n, rank, rs, pm);
+          ts_sharding_value_t *w = S(b2.data, "-");
+          EXPECT(w && v && !memcmp(w->devices, v->devices, sizeof(int64_t) * (size_t)n));
+          ts_buf_free(&b2);
+        }
+        ts_buf_free(&b);
+        cases++;
+      } while (next_perm(perm, r));
+    }
+  }
+  EXPECT(cases > 1000);
+}
+
 /* ---- meshes ---- */
 
 static void test_mesh(void) {
@@ -569,6 +643,7 @@ int main(void) {
   test_reshape();
   test_reshard();
   test_print();
+  test_iota_forms();
   test_mesh();
   test_frontend_attrs();
   test_sdy_meshes();
