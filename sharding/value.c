@@ -67,8 +67,6 @@ static int cmp_i64(const void *x, const void *y) {
   return (a > b) - (a < b);
 }
 
-static int cmp_pair(const void *x, const void *y) { return cmp_i64(x, y); }
-
 /* ---- canonical construction ---- */
 
 static ts_sharding_value_t *new_value(ts_arena_t *a, ts_shard_kind_t kind) {
@@ -103,7 +101,7 @@ static ts_status_t store_tiled(ts_arena_t *a, int ndims, const int64_t *dims, co
     pairs[2 * k] = devices[k];
     pairs[2 * k + 1] = k;
   }
-  qsort(pairs, (size_t)n, 2 * sizeof *pairs, cmp_pair);
+  qsort(pairs, (size_t)n, 2 * sizeof *pairs, cmp_i64); /* by device */
   v->ndims = ndims;
   v->data_rank = ndims - nsub;
   v->nsubgroups = nsub;

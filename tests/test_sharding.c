@@ -629,6 +629,29 @@ static void test_sdy_shardings(void) {
   EXPECT(ts_sharding_from_sdy(A, xyz, "#sdy.sharding<@mesh, [{\"x\"}, {\"x\"}]>", 1, &s88, &e) == TS_ERR_VERIFY);
   EXPECT(ts_sharding_from_sdy(A, xyz, "#sdy.sharding<@mesh, [{\"x\"}, {}>", 1, &s88, &e) == TS_ERR_PARSE);
   EXPECT(ts_sharding_from_sdy(A, xyz, "#sdy.sharding<@mesh, [{\"y\":(3)2}, {}]>", 1, &s88, &e) == TS_ERR_VERIFY);
+  /* every proper prefix of valid text is an error, never a crash (ASan) */
+  static const char *const texts[] = {
+      "#sdy.sharding_per_value<[<@mesh, [{\"x\", ?}p1, {\"y\":(2)2}], replicated={\"z\"}>, <mesh<[\"a\"=2]>, [{}]>]>",
+      "{m = #sdy.mesh<[\"a\"=2, \"b\"=2], device_ids=[0,2,1,3]>, e = #sdy.mesh<[]>}",
+      "{xla.sdy.sharding=\"#sdy.sharding<@mesh, [{\\\"x\\\"}]>\", k={a={b}}, n=3}",
+  };
+  for (int t = 0; t < 3; t++) {
+    size_t n = strlen(texts[t]);
+    for (size_t k = 0; k <= n; k++) {
+      char *p = malloc(k + 1);
+      memcpy(p, texts[t], k);
+      p[k] = 0;
+      ts_sdy_meshes_t *ms = NULL;
+      const char *v = NULL;
+      ts_status_t st = t == 0   ? ts_sharding_from_sdy(A, xyz, p, 0, NULL, &e)
+                       : t == 1 ? ts_sharding_sdy_meshes_parse(A, p, &ms)
+                                : ts_sharding_frontend_attr(A, p, "n", &v);
+      if (k < n) EXPECT(st != TS_OK);
+      else EXPECT(st == TS_OK);
+      free(p);
+    }
+  }
+  EXPECT(ts_sharding_frontend_attr(A, texts[2], "xla.sdy.sharding", &(const char *){NULL}) == TS_OK);
 }
 
 int main(void) {
