@@ -27,16 +27,30 @@ void ts_log(ts_log_level_t lvl, const char *fmt, ...) {
 }
 
 /* Appends the source line holding `loc` and a caret under its column. Tabs
- * in the prefix are kept so the caret lines up in a terminal. */
+ * in the prefix are kept so the caret lines up in a terminal. A line longer
+ * than LINE_MAX_SHOWN (a minified dump) is cut to a window around the caret,
+ * with "..." where text was left out. */
+enum { LINE_MAX_SHOWN = 200, LINE_CONTEXT = 80 };
+
 static void put_source_line(ts_buf_t *b, const ts_source_t *src, ts_loc_t loc) {
   const char *p = src->text, *end = src->text + src->len;
   for (int line = 1; line < loc.line && p < end; p++)
     if (*p == '\n') line++;
   const char *eol = p;
   while (eol < end && *eol != '\n' && *eol != '\r') eol++;
-  ts_buf_append(b, p, (size_t)(eol - p));
-  ts_buf_putc(b, '\n');
-  for (int i = 1; i < loc.col && p + i - 1 < eol; i++) ts_buf_putc(b, p[i - 1] == '\t' ? '\t' : ' ');
+  const char *caret = p + (loc.col > 1 ? loc.col - 1 : 0);
+  if (caret > eol) caret = eol;
+  const char *from = p, *to = eol;
+  if (eol - p > LINE_MAX_SHOWN) {
+    if (caret - p > LINE_CONTEXT) from = caret - LINE_CONTEXT;
+    if (eol - caret > LINE_CONTEXT) to = caret + LINE_CONTEXT;
+  }
+  const char *dots = from > p ? "..." : "";
+  ts_buf_puts(b, dots);
+  ts_buf_append(b, from, (size_t)(to - from));
+  ts_buf_puts(b, to < eol ? "...\n" : "\n");
+  ts_buf_puts(b, from > p ? "   " : "");
+  for (const char *q = from; q < caret; q++) ts_buf_putc(b, *q == '\t' ? '\t' : ' ');
   ts_buf_puts(b, "^\n");
 }
 

@@ -14,7 +14,12 @@
 /* Shortest decimal text that reads back as the same double. */
 static void put_double(ts_buf_t *b, double v) {
   if (isnan(v)) {
+    /* The default quiet NaN prints bare; any other payload as nan(0x...). */
+    uint64_t bits;
+    memcpy(&bits, &v, sizeof bits);
+    uint64_t payload = bits & ((UINT64_C(1) << 52) - 1);
     ts_buf_puts(b, signbit(v) ? "-nan" : "nan");
+    if (payload != UINT64_C(1) << 51) ts_buf_printf(b, "(0x%llx)", (unsigned long long)payload);
     return;
   }
   if (isinf(v)) {
@@ -49,8 +54,8 @@ static void put_string(ts_buf_t *b, const char *s) {
     case '\t': ts_buf_puts(b, "\\t"); break;
     case '\r': ts_buf_puts(b, "\\r"); break;
     default:
-      if (c < 0x20 || c == 0x7f)
-        ts_buf_printf(b, "\\x%02x", c);
+      if (c < 0x20 || c == 0x7f) /* octal: unambiguous before any next char */
+        ts_buf_printf(b, "\\%03o", c);
       else
         ts_buf_putc(b, (char)c);
     }

@@ -81,6 +81,17 @@ static void test_diag(void) {
   ts_diag_plain(&d, "no module file given");
   EXPECT(d.text && strcmp(d.text, "error: no module file given\n") == 0);
   ts_diag_free(&d);
+  /* A very long line is cut to a window around the caret. */
+  char long_text[1200];
+  memset(long_text, 'a', sizeof long_text - 1);
+  long_text[sizeof long_text - 1] = '\0';
+  long_text[600] = 'X';
+  ts_source_t long_src = {"long.hlo", long_text, strlen(long_text)};
+  ts_diag_error(&d, &long_src, (ts_loc_t){1, 601}, "here");
+  char want[400];
+  snprintf(want, sizeof want, "long.hlo:1:601: error: here\n...%.80sX%.79s...\n%83s^\n", long_text, long_text, "");
+  EXPECT(d.text && strcmp(d.text, want) == 0);
+  ts_diag_free(&d);
   /* A location past the end of the text still prints, without reading out of bounds. */
   ts_diag_error(&d, &src, (ts_loc_t){40, 3}, "past the end");
   EXPECT(d.text && strncmp(d.text, "m.hlo:40:3: error: past the end\n", 32) == 0);
