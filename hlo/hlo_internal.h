@@ -59,6 +59,13 @@ void ts_lex_next(ts_lexer_t *lx, ts_tok_t *t);
  * are skipped. On success *end is one past the matching '}' and the lexer
  * continues after it. Returns false after reporting an error. */
 bool ts_lex_blob(ts_lexer_t *lx, const ts_tok_t *open, size_t *end);
+/* Scans the value of an attribute the parser does not know, verbatim, from
+ * token `first`: up to a ',' or line break outside brackets and strings, a
+ * closing bracket it did not open, a comment, or the end. Real dumps carry
+ * attributes newer than any parser, with characters no token covers
+ * (`sparsity=L.1@2:4`). On success *end is one past the value's last
+ * non-blank byte and the lexer continues there. */
+bool ts_lex_raw_value(ts_lexer_t *lx, const ts_tok_t *first, size_t *end);
 /* Moves the lexer to just after token t (t must not span lines). */
 void ts_lex_reset_after(ts_lexer_t *lx, const ts_tok_t *t);
 /* Length of the longest valid UTF-8 prefix of text[0..len). */

@@ -488,6 +488,51 @@ void ts_lex_next(ts_lexer_t *lx, ts_tok_t *t) {
   lx->at.pos = p + t->len;
 }
 
+/* ---- verbatim attribute values ---- */
+
+bool ts_lex_raw_value(ts_lexer_t *lx, const ts_tok_t *first, size_t *end) {
+  const char *s = lx->src->text;
+  size_t len = lx->src->len, p = first->off, last = first->off;
+  ts_tok_t dummy;
+  int depth = 0;
+  ts_lex_reset_after(lx, first);
+  lx->at.pos = first->off;
+  for (; p < len; p++) {
+    char c = s[p];
+    if (depth == 0 && (c == ',' || c == '\n' || c == '\r' || (c == '/' && (s[p + 1] == '/' || s[p + 1] == '*'))))
+      break;
+    if (c == '\n') {
+      lx->at.line++;
+      lx->at.line_start = p + 1;
+    } else if (c == '"' || c == '\'') {
+      size_t q = p + 1;
+      while (q < len && s[q] != c && s[q] != '\n') q += s[q] == '\\' && q + 1 < len ? 2 : 1;
+      if (q >= len || s[q] != c) {
+        lex_error(lx, &dummy, loc_at(lx, p), "unterminated string: %c has no closing %c", c, c);
+        return false;
+      }
+      p = q;
+    } else if (c == '(' || c == '[' || c == '{') {
+      if (++depth > lx->max_nesting) {
+        lex_error(lx, &dummy, loc_at(lx, p), "nesting deeper than %d levels", lx->max_nesting);
+        return false;
+      }
+    } else if (c == ')' || c == ']' || c == '}') {
+      if (depth == 0) break;
+      depth--;
+    }
+    if (c != ' ' && c != '\t' && c != '\n') last = p + 1;
+  }
+  if (depth > 0) {
+    lex_error(lx, &dummy, (ts_loc_t){first->line, first->col},
+              "unterminated attribute value: a bracket has no match before the end of the file");
+    return false;
+  }
+  lx->at.pos = last;
+  *end = last;
+  return true;
+}
+
 /* ---- brace blobs ---- */
 
 bool ts_lex_blob(ts_lexer_t *lx, const ts_tok_t *open, size_t *end) {

@@ -1758,41 +1758,15 @@ static ts_status_t skip_group(parser_t *p) {
   return TS_OK;
 }
 
-/* The value of an attribute the parser does not know, verbatim: an int,
- * float, bool, string, identifier, brace blob, `[..]<=[..]T(..)`, DxD, pad,
- * dim labels or a shape (hlo_text_format.md section 11, item 13). */
+/* The value of an attribute the parser does not know, verbatim
+ * (hlo_text_format.md section 11, item 13): never rejected, printed back
+ * as read. */
 static ts_status_t parse_raw_value(parser_t *p, const char **out) {
-  size_t start = p->tok.off;
-  ts_elem_t e;
-  switch (p->tok.kind) {
-  case TK_LBRACE: return parse_blob(p, out, "a value");
-  case TK_LBRACKET:
-    TS_CHECK(skip_group(p));
-    if (p->tok.kind == TK_LEQ) {
-      TS_CHECK(next(p));
-      if (p->tok.kind != TK_LBRACKET) return expected(p, "'[' after '<='");
-      TS_CHECK(skip_group(p));
-      if (IS_KW(&p->tok, "T") && next_is(p, TK_LPAREN)) {
-        TS_CHECK(next(p));
-        TS_CHECK(skip_group(p));
-      }
-    }
-    break;
-  case TK_LPAREN: TS_CHECK(skip_group(p)); break;
-  case TK_IDENT:
-    if (elem_of(&p->tok, &e) && next_is(p, TK_LBRACKET)) {
-      ts_shape_t *ignored;
-      TS_CHECK(parse_shape(p, &ignored, 0));
-      break;
-    }
-    /* fall through */
-  case TK_STRING: case TK_INT: case TK_FLOAT: case TK_DXD: case TK_PAD: case TK_DIM_LABELS:
-    TS_CHECK(next(p));
-    break;
-  default: return expected(p, "an attribute value");
-  }
-  if (!(*out = ts_arena_strndup(p->arena, p->src->text + start, p->prev_end - start))) return nomem(p);
-  return TS_OK;
+  ts_tok_t first = p->tok;
+  size_t end;
+  if (!ts_lex_raw_value(&p->lx, &first, &end)) return TS_ERR_PARSE;
+  if (!(*out = ts_arena_strndup(p->arena, p->src->text + first.off, end - first.off))) return nomem(p);
+  return after_blob(p, end);
 }
 
 static ts_status_t parse_bool(parser_t *p, bool *v) {
