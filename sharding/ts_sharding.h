@@ -257,4 +257,29 @@ ts_status_t ts_sharding_sdy_module_meshes(ts_arena_t *a, const ts_hlo_module_t *
 ts_status_t ts_sharding_from_sdy(ts_arena_t *a, const ts_sdy_meshes_t *meshes, const char *text, int nshapes,
                                  const ts_shape_t *const *shapes, ts_sharding_value_t **out);
 
+/* ---- propagation -------------------------------------------------------- */
+
+/* What a propagation run did, counted over instructions. */
+typedef struct {
+  int annotated;   /* had a sharding before the pass (kept as written) */
+  int propagated;  /* got a sharding from a neighbour (at least one leaf) */
+  int defaulted;   /* reached by nothing: the default sharding */
+  int rounds;      /* forward + backward rounds run */
+  bool converged;  /* the last round changed nothing */
+} ts_sharding_propagate_stats_t;
+
+typedef struct {
+  int max_rounds;                        /* 0: 64 */
+  ts_sharding_propagate_stats_t *stats;  /* filled when non-NULL */
+} ts_sharding_propagate_opts_t;
+
+/* Gives every instruction of `m` a sharding (instr->sharding, in the
+ * module arena), starting from the existing annotations, which are never
+ * changed. Priority rules and the ops covered: sharding/propagate.c. A run
+ * that reaches max_rounds without converging still assigns every
+ * instruction (stats->converged says so). opts and diag may be NULL; the
+ * errors are TS_ERR_NOMEM and TS_ERR_INTERNAL (a module that does not
+ * verify). */
+ts_status_t ts_sharding_propagate(ts_hlo_module_t *m, const ts_sharding_propagate_opts_t *opts, ts_diag_t *diag);
+
 #endif

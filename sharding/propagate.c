@@ -1,0 +1,703 @@
+/* Sharding propagation: gives every instruction a sharding, starting from the
+ * user's annotations (GSPMD §3.5; XLA's ShardingPropagation, first cut).
+ *
+ * Priority rules (the contract the tests pin down):
+ *   1. A `sharding=` present before the pass is a user annotation (this
+ *      includes `custom-call(...), custom_call_target="Sharding"`): it is
+ *      never overwritten, only read. One the value library cannot read (the
+ *      V3 named form) is kept and propagates nothing.
+ *   2. Every array leaf of every other instruction holds one candidate at a
+ *      time. Rounds run until nothing changes (at most opts->max_rounds, 64
+ *      by default): a forward pass (each instruction pulls from its
+ *      operands, and a called computation's parameters from the caller's
+ *      operands) over the computations in module order, instructions in
+ *      topological order; then a backward pass (each instruction pulls from
+ *      its users, and a callee's root from its caller) over the computations
+ *      in reverse module order, instructions in reverse topological order.
+ *   3. Among the candidates one visit sees, the more specific wins: score
+ *      2 x (devices tiling data dims) + 1 for manual or maximal, so a 4-way
+ *      tiling beats a 2-way one, manual/maximal beat replicated, and partial
+ *      replication counts only its data tiles. Ties go to the first
+ *      candidate: operands in operand order (a dot's lhs before its rhs),
+ *      the caller before the loop back edge.
+ *   4. A leaf once set is replaced only by a strictly more specific
+ *      candidate; so a forward result wins over a backward one of the same
+ *      score (forward passes run first), and every leaf changes a bounded
+ *      number of times: the iteration terminates.
+ *   5. Whatever still has no sharding at the end gets {replicated}, or
+ *      {maximal device=D} when every user annotation is maximal on D.
+ * Manual shardings flow like any other (a manual region stays manual);
+ * shard_as/shard_like groups are not used yet.
+ *
+ * Op rules: elementwise ops (and convert, compare, select, clamp, map, the
+ * Sharding custom-call) pass a sharding between operands and result of the
+ * same dimensions; broadcast maps operand dims through `dimensions` (new
+ * dims untiled; backward, the tiling of dims the operand lacks becomes a
+ * replicated subgroup); transpose and reshape use ts_sharding_transpose /
+ * ts_sharding_reshape (a reshape that cannot keep the tiling offers
+ * {replicated} forward and nothing backward); reduce drops the reduced dims,
+ * their tiling becoming a replicated subgroup (backward: reduced dims
+ * untiled); dot keeps batch and non-contracting dims from each operand
+ * (output dims: batch, lhs free, rhs free), contracting tiling becoming a
+ * replicated subgroup, and backward offers an operand the output's view of
+ * it and then the other operand's batch/contracting tiling; tuple,
+ * get-tuple-element, opt-barrier move leaves; while ties operand, result,
+ * body parameter and root, and condition parameter together leaf by leaf;
+ * call and conditional link operands to the called parameters and the
+ * result to the roots. Other ops propagate nothing (their leaves end up
+ * with the default). */
+#include "sharding_internal.h"
+
+#include <string.h>
+
+#define DEFAULT_ROUNDS 64
+#define MAX_TARGETS 64 /* called computations looked at per instruction */
+
+typedef enum { LINK_WHILE_BODY, LINK_WHILE_COND, LINK_CALL, LINK_BRANCH } link_role_t;
+
+/* A called computation as seen from its caller: params take their values
+ * from caller->ops[base + p] (base 0 for call/while, 1 + branch for
+ * conditional, where only parameter 0 exists). */
+typedef struct {
+  ts_hlo_instr_t *caller;
+  ts_hlo_comp_t *comp;
+  link_role_t role;
+  int base;
+} link_t;
+
+typedef struct {
+  int n;
+  link_t *v;
+} links_t;
+
+typedef struct {
+  int n;                      /* leaves */
+  const ts_shape_t **shape;   /* leaf shapes */
+  ts_sharding_value_t **v;    /* current candidate per leaf; NULL: none */
+  bool fixed;                 /* user annotation: never written */
+  const links_t *links;       /* callers of the instruction's computation */
+} node_t;
+
+typedef struct {
+  ts_hlo_module_t *m;
+  ts_arena_t *a;              /* values and scratch; syntax goes to m->arena */
+  node_t *nodes;              /* by instr->id */
+  links_t *comp_links;        /* by computation index */
+  ts_hlo_instr_t ***order;    /* per computation: topological order */
+  ts_sharding_value_t **cand; /* best candidate per leaf of the visited instruction */
+  int64_t *cand_score;
+  bool changed;
+} ctx_t;
+
+/* ---- values ------------------------------------------------------------- */
+
+static int64_t score(const ts_sharding_value_t *v) {
+  if (!v) return -1;
+  switch (v->kind) {
+  case TS_SHARD_TILED: {
+    bool manual = false;
+    for (int k = 0; k < v->nsubgroups; k++) manual |= v->subgroups[k] == TS_SUBGROUP_MANUAL;
+    return 2 * sh_product(v->data_rank, v->dims) + manual;
+  }
+  case TS_SHARD_MANUAL:
+  case TS_SHARD_MAXIMAL: return 3;
+  case TS_SHARD_REPLICATED:
+  case TS_SHARD_UNREDUCED: return 2;
+  default: return -1; /* UNKNOWN, TUPLE: no information */
+  }
+}
+
+/* The sharding of an array of rank `to_rank` whose dim map[k] holds the
+ * data of dim k of an array sharded `v` (map[k] < 0: the dim is gone and
+ * its tiling becomes a replicated subgroup). Target dims that no source
+ * maps to are untiled. Non-tiled values map to themselves; *out is NULL
+ * when v does not fit (rank or map). */
+static ts_status_t remap(ts_arena_t *a, const ts_sharding_value_t *v, int from_rank, int to_rank, const int *map,
+                         ts_sharding_value_t **out) {
+  *out = NULL;
+  if (!v) return TS_OK;
+  if (v->kind != TS_SHARD_TILED) {
+    *out = (ts_sharding_value_t *)v;
+    return TS_OK;
+  }
+  if (v->data_rank != from_rank || to_rank + v->nsubgroups + 1 > SH_MAX_RANK) return TS_OK;
+  int src[SH_MAX_RANK], perm[SH_MAX_RANK], np = 0;
+  for (int j = 0; j < to_rank; j++) src[j] = -1;
+  for (int k = 0; k < from_rank; k++) {
+    if (map[k] >= to_rank || (map[k] >= 0 && src[map[k]] >= 0)) return TS_OK;
+    if (map[k] >= 0) src[map[k]] = k;
+  }
+  int64_t dims[SH_MAX_RANK], dropped = 1;
+  ts_subgroup_t sub[SH_MAX_RANK];
+  int nd = 0;
+  for (int j = 0; j < to_rank; j++) {
+    if (src[j] >= 0) perm[np++] = src[j];
+    dims[nd++] = src[j] >= 0 ? v->dims[src[j]] : 1;
+  }
+  for (int k = 0; k < v->nsubgroups; k++) {
+    perm[np++] = v->data_rank + k;
+    dims[nd++] = v->dims[v->data_rank + k];
+    sub[k] = v->subgroups[k];
+  }
+  int nsub = v->nsubgroups;
+  for (int k = 0; k < from_rank; k++)
+    if (map[k] < 0) {
+      perm[np++] = k;
+      dropped *= v->dims[k];
+    }
+  if (dropped > 1 || nd == 0) {
+    dims[nd++] = dropped;
+    sub[nsub++] = TS_SUBGROUP_REPLICATED;
+  }
+  int64_t *devs = ts_malloc(sizeof(int64_t) * (size_t)v->ntiles);
+  if (!devs) return TS_ERR_NOMEM;
+  sh_transpose(v->ndims, v->dims, v->devices, perm, devs);
+  ts_status_t st = sh_make_tiled(a, nd, dims, devs, nsub, sub, out);
+  ts_free(devs);
+  return st;
+}
+
+/* ---- the graph ---------------------------------------------------------- */
+
+static const ts_hlo_attr_t *list_attr(const ts_hlo_instr_t *i, const char *name) {
+  const ts_hlo_attr_t *a = ts_hlo_instr_attr(i, name);
+  return a && a->kind == TS_ATTR_INT_LIST ? a : NULL;
+}
+
+static bool is_sharding_call(const ts_hlo_instr_t *i) {
+  if (i->op != TS_OP_CUSTOM_CALL) return false;
+  const ts_hlo_attr_t *t = ts_hlo_instr_attr(i, "custom_call_target");
+  return t && t->kind == TS_ATTR_STRING && strcmp(t->v.s, "Sharding") == 0;
+}
+
+static bool is_elementwise(const ts_hlo_instr_t *i) {
+  switch (i->op) {
+  case TS_OP_ABS: case TS_OP_ACOS: case TS_OP_ACOSH: case TS_OP_ADD: case TS_OP_AND: case TS_OP_ASIN:
+  case TS_OP_ASINH: case TS_OP_ATAN: case TS_OP_ATAN2: case TS_OP_ATANH: case TS_OP_BITCAST_CONVERT:
+  case TS_OP_CBRT: case TS_OP_CEIL: case TS_OP_CLAMP: case TS_OP_COUNT_LEADING_ZEROS: case TS_OP_COMPARE:
+  case TS_OP_COMPLEX: case TS_OP_CONVERT: case TS_OP_COPY: case TS_OP_COSINE: case TS_OP_COSH:
+  case TS_OP_DIVIDE: case TS_OP_ERF: case TS_OP_EXPONENTIAL: case TS_OP_EXPONENTIAL_MINUS_ONE:
+  case TS_OP_FLOOR: case TS_OP_IMAG: case TS_OP_IS_FINITE: case TS_OP_LOG: case TS_OP_LOG_PLUS_ONE:
+  case TS_OP_LOGISTIC: case TS_OP_MAP: case TS_OP_MAXIMUM: case TS_OP_MINIMUM: case TS_OP_MULHI:
+  case TS_OP_MULTIPLY: case TS_OP_NEGATE: case TS_OP_NOT: case TS_OP_OR: case TS_OP_POPCNT: case TS_OP_POWER:
+  case TS_OP_REAL: case TS_OP_REDUCE_PRECISION: case TS_OP_REMAINDER: case TS_OP_ROUND_NEAREST_AFZ:
+  case TS_OP_ROUND_NEAREST_EVEN: case TS_OP_RSQRT: case TS_OP_SELECT: case TS_OP_SHIFT_LEFT:
+  case TS_OP_SHIFT_RIGHT_ARITHMETIC: case TS_OP_SHIFT_RIGHT_LOGICAL: case TS_OP_SIGN: case TS_OP_SINE:
+  case TS_OP_SINH: case TS_OP_SQRT: case TS_OP_STOCHASTIC_CONVERT: case TS_OP_SUBTRACT: case TS_OP_TAN:
+  case TS_OP_TANH: case TS_OP_XOR:
+    return true;
+  default: return is_sharding_call(i);
+  }
+}
+
+static bool same_dims(const ts_shape_t *x, const ts_shape_t *y) {
+  return ts_shape_is_array(x) && ts_shape_is_array(y) && x->rank == y->rank &&
+         (x->rank == 0 || !memcmp(x->dims, y->dims, sizeof *x->dims * (size_t)x->rank));
+}
+
+/* The computations a while/call/conditional runs, with their roles. */
+static int targets(const ts_hlo_instr_t *i, link_t *t) {
+  int n = 0;
+  for (int k = 0; k < i->nattrs && n < MAX_TARGETS; k++) {
+    const ts_hlo_attr_t *a = &i->attrs[k];
+    if (a->kind != TS_ATTR_COMP && a->kind != TS_ATTR_COMP_LIST) continue;
+    for (int c = 0; c < a->v.comps.n && n < MAX_TARGETS; c++) {
+      link_t l = {(ts_hlo_instr_t *)i, a->v.comps.comps[c], LINK_CALL, 0};
+      if (i->op == TS_OP_WHILE && !strcmp(a->name, "body")) l.role = LINK_WHILE_BODY;
+      else if (i->op == TS_OP_WHILE && !strcmp(a->name, "condition")) l.role = LINK_WHILE_COND;
+      else if (i->op == TS_OP_CALL && (!strcmp(a->name, "to_apply") || !strcmp(a->name, "calls"))) l.role = LINK_CALL;
+      else if (i->op == TS_OP_CONDITIONAL && !strcmp(a->name, "true_computation")) l = (link_t){l.caller, l.comp, LINK_BRANCH, 1};
+      else if (i->op == TS_OP_CONDITIONAL && !strcmp(a->name, "false_computation")) l = (link_t){l.caller, l.comp, LINK_BRANCH, 2};
+      else if (i->op == TS_OP_CONDITIONAL && !strcmp(a->name, "branch_computations")) l = (link_t){l.caller, l.comp, LINK_BRANCH, 1 + c};
+      else continue;
+      if (l.comp) t[n++] = l;
+    }
+  }
+  return n;
+}
+
+static node_t *node(ctx_t *x, const ts_hlo_instr_t *i) { return &x->nodes[i->id]; }
+
+/* ---- candidates --------------------------------------------------------- */
+
+static void offer(ctx_t *x, const node_t *n, int leaf, const ts_sharding_value_t *v) {
+  if (!v || leaf < 0 || leaf >= n->n) return;
+  if (v->kind == TS_SHARD_TILED && (n->shape[leaf]->elem == TS_TOKEN || v->data_rank != n->shape[leaf]->rank)) return;
+  int64_t s = score(v);
+  if (s > x->cand_score[leaf]) {
+    x->cand_score[leaf] = s;
+    x->cand[leaf] = (ts_sharding_value_t *)v;
+  }
+}
+
+/* Leaves [from, from + count) of y to leaves [to, ...) of the visited node. */
+static void offer_leaves(ctx_t *x, const node_t *n, int to, const ts_hlo_instr_t *y, int from, int count) {
+  const node_t *ny = node(x, y);
+  for (int k = 0; k < count && from + k < ny->n; k++) offer(x, n, to + k, ny->v[from + k]);
+}
+
+static void offer_all(ctx_t *x, const node_t *n, const ts_hlo_instr_t *y) {
+  if (node(x, y)->n == n->n) offer_leaves(x, n, 0, y, 0, n->n);
+}
+
+static ts_status_t offer_remap(ctx_t *x, const node_t *n, int leaf, const ts_sharding_value_t *v, int from_rank,
+                               int to_rank, const int *map) {
+  ts_sharding_value_t *r = NULL;
+  TS_CHECK(remap(x->a, v, from_rank, to_rank, map, &r));
+  offer(x, n, leaf, r);
+  return TS_OK;
+}
+
+static int leaf_offset(const ts_shape_t *s, int64_t index) {
+  int off = 0;
+  for (int64_t k = 0; k < index && k < s->ntuple; k++) off += ts_shape_leaf_count(s->tuple[k]);
+  return off;
+}
+
+/* Dot dimension numbers, checked against the operand ranks. */
+typedef struct {
+  int lr, rr, nb;             /* lhs rank, rhs rank, batch dims */
+  int lmap[SH_MAX_RANK];      /* lhs dim -> output dim, -1 contracting */
+  int rmap[SH_MAX_RANK];
+  int l2r[SH_MAX_RANK];       /* lhs dim -> rhs dim (batch, contracting), else -1 */
+  int r2l[SH_MAX_RANK];
+} dot_dims_t;
+
+static bool dot_dims(const ts_hlo_instr_t *i, dot_dims_t *d) {
+  const ts_hlo_attr_t *lb = list_attr(i, "lhs_batch_dims"), *rb = list_attr(i, "rhs_batch_dims");
+  const ts_hlo_attr_t *lc = list_attr(i, "lhs_contracting_dims"), *rc = list_attr(i, "rhs_contracting_dims");
+  if (i->nops != 2 || !ts_shape_is_array(i->ops[0]->shape) || !ts_shape_is_array(i->ops[1]->shape)) return false;
+  d->lr = i->ops[0]->shape->rank;
+  d->rr = i->ops[1]->shape->rank;
+  int nb = lb ? lb->v.list.n : 0, nc = lc ? lc->v.list.n : 0;
+  if (d->lr > SH_MAX_RANK || d->rr > SH_MAX_RANK || nb != (rb ? rb->v.list.n : 0) || nc != (rc ? rc->v.list.n : 0))
+    return false;
+  for (int k = 0; k < d->lr; k++) d->lmap[k] = d->l2r[k] = -2;
+  for (int k = 0; k < d->rr; k++) d->rmap[k] = d->r2l[k] = -2;
+  for (int k = 0; k < nb + nc; k++) {
+    int64_t l = k < nb ? lb->v.list.v[k] : lc->v.list.v[k - nb], r = k < nb ? rb->v.list.v[k] : rc->v.list.v[k - nb];
+    if (l < 0 || l >= d->lr || r < 0 || r >= d->rr || d->lmap[l] != -2 || d->rmap[r] != -2) return false;
+    d->lmap[l] = d->rmap[r] = k < nb ? k : -1;
+    d->l2r[l] = (int)r;
+    d->r2l[r] = (int)l;
+  }
+  int out = nb;
+  for (int k = 0; k < d->lr; k++)
+    if (d->lmap[k] == -2) d->lmap[k] = out++, d->l2r[k] = -1;
+  for (int k = 0; k < d->rr; k++)
+    if (d->rmap[k] == -2) d->rmap[k] = out++, d->r2l[k] = -1;
+  d->nb = nb;
+  return ts_shape_is_array(i->shape) && out == i->shape->rank;
+}
+
+/* Forward: what the operands (or callees, or callers) say about x. */
+static ts_status_t pull_forward(ctx_t *x, ts_hlo_instr_t *i, const node_t *n) {
+  if (i->op == TS_OP_PARAMETER) {
+    for (int k = 0; n->links && k < n->links->n; k++) {
+      const link_t *l = &n->links->v[k];
+      int64_t op = l->base + (l->role == LINK_CALL ? i->param_number : 0);
+      if (l->role != LINK_CALL && i->param_number != 0) continue;
+      if (op < l->caller->nops) offer_all(x, n, l->caller->ops[op]);
+      if (l->role == LINK_WHILE_BODY && l->comp->root) offer_all(x, n, l->comp->root); /* back edge */
+    }
+    return TS_OK;
+  }
+  if (is_elementwise(i)) {
+    for (int k = 0; k < i->nops; k++)
+      if (same_dims(i->ops[k]->shape, i->shape)) offer(x, n, 0, node(x, i->ops[k])->v[0]);
+    return TS_OK;
+  }
+  const ts_hlo_attr_t *dims = list_attr(i, "dimensions");
+  int map[SH_MAX_RANK];
+  switch (i->op) {
+  case TS_OP_BROADCAST: {
+    const ts_shape_t *s = i->ops[0]->shape;
+    if (!dims || !ts_shape_is_array(s) || dims->v.list.n != s->rank || s->rank > SH_MAX_RANK) break;
+    for (int k = 0; k < s->rank; k++) map[k] = (int)dims->v.list.v[k];
+    return offer_remap(x, n, 0, node(x, i->ops[0])->v[0], s->rank, i->shape->rank, map);
+  }
+  case TS_OP_TRANSPOSE: {
+    ts_sharding_value_t *v = node(x, i->ops[0])->v[0], *r = NULL;
+    if (!dims || !v || dims->v.list.n != i->shape->rank) break;
+    if (v->kind == TS_SHARD_TILED && v->data_rank != dims->v.list.n) break;
+    TS_CHECK(ts_sharding_transpose(x->a, v, dims->v.list.n, dims->v.list.v, &r));
+    offer(x, n, 0, r);
+    break;
+  }
+  case TS_OP_RESHAPE: {
+    ts_sharding_value_t *v = node(x, i->ops[0])->v[0], *r = NULL;
+    if (!v || v->kind == TS_SHARD_TUPLE) break;
+    ts_status_t st = ts_sharding_reshape(x->a, v, i->ops[0]->shape, i->shape, &r);
+    if (st == TS_ERR_NOMEM) return st;
+    if (st != TS_OK || !r) TS_CHECK(ts_sharding_simple(x->a, TS_SHARD_REPLICATED, &r));
+    offer(x, n, 0, r);
+    break;
+  }
+  case TS_OP_REDUCE: {
+    int nin = i->nops / 2;
+    for (int k = 0; k < nin && dims; k++) {
+      const ts_shape_t *s = i->ops[k]->shape;
+      if (!ts_shape_is_array(s) || s->rank > SH_MAX_RANK) continue;
+      int out = 0;
+      for (int d = 0; d < s->rank; d++) map[d] = 0;
+      for (int r = 0; r < dims->v.list.n; r++)
+        if (dims->v.list.v[r] >= 0 && dims->v.list.v[r] < s->rank) map[dims->v.list.v[r]] = -1;
+      for (int d = 0; d < s->rank; d++)
+        if (map[d] == 0) map[d] = out++;
+      int leaf = i->shape->elem == TS_TUPLE ? k : 0;
+      if (leaf < n->n) TS_CHECK(offer_remap(x, n, leaf, node(x, i->ops[k])->v[0], s->rank, n->shape[leaf]->rank, map));
+    }
+    break;
+  }
+  case TS_OP_DOT: {
+    dot_dims_t d;
+    if (!dot_dims(i, &d)) break;
+    TS_CHECK(offer_remap(x, n, 0, node(x, i->ops[0])->v[0], d.lr, i->shape->rank, d.lmap));
+    TS_CHECK(offer_remap(x, n, 0, node(x, i->ops[1])->v[0], d.rr, i->shape->rank, d.rmap));
+    break;
+  }
+  case TS_OP_TUPLE:
+    for (int k = 0, off = 0; k < i->nops; k++) {
+      int c = node(x, i->ops[k])->n;
+      offer_leaves(x, n, off, i->ops[k], 0, c);
+      off += c;
+    }
+    break;
+  case TS_OP_GET_TUPLE_ELEMENT: {
+    const ts_hlo_attr_t *idx = ts_hlo_instr_attr(i, "index");
+    if (!idx || idx->kind != TS_ATTR_INT || i->ops[0]->shape->elem != TS_TUPLE) break;
+    offer_leaves(x, n, 0, i->ops[0], leaf_offset(i->ops[0]->shape, idx->v.i), n->n);
+    break;
+  }
+  case TS_OP_OPT_BARRIER: offer_all(x, n, i->ops[0]); break;
+  case TS_OP_WHILE:
+  case TS_OP_CALL:
+  case TS_OP_CONDITIONAL: {
+    link_t t[MAX_TARGETS];
+    if (i->op == TS_OP_WHILE && i->nops == 1) offer_all(x, n, i->ops[0]);
+    for (int k = 0, nt = targets(i, t); k < nt; k++)
+      if (t[k].role != LINK_WHILE_COND && t[k].comp->root) offer_all(x, n, t[k].comp->root);
+    break;
+  }
+  default: break;
+  }
+  return TS_OK;
+}
+
+/* Backward: what user u, through its operand k (== the visited node), says. */
+static ts_status_t from_user(ctx_t *x, const node_t *n, const ts_hlo_instr_t *u, int k) {
+  const node_t *nu = node(x, u);
+  const ts_shape_t *s = u->ops[k]->shape;
+  if (is_elementwise(u)) {
+    if (same_dims(s, u->shape)) offer(x, n, 0, nu->v[0]);
+    return TS_OK;
+  }
+  const ts_hlo_attr_t *dims = list_attr(u, "dimensions");
+  int map[SH_MAX_RANK];
+  switch (u->op) {
+  case TS_OP_BROADCAST: {
+    int r = u->shape->rank;
+    if (!dims || !ts_shape_is_array(s) || dims->v.list.n != s->rank || r > SH_MAX_RANK) break;
+    for (int j = 0; j < r; j++) map[j] = -1;
+    for (int d = 0; d < s->rank; d++)
+      if (dims->v.list.v[d] >= 0 && dims->v.list.v[d] < r) map[dims->v.list.v[d]] = d;
+    return offer_remap(x, n, 0, nu->v[0], r, s->rank, map);
+  }
+  case TS_OP_TRANSPOSE: {
+    int64_t inv[SH_MAX_RANK];
+    ts_sharding_value_t *v = nu->v[0], *r = NULL;
+    if (!dims || !v || dims->v.list.n != s->rank || s->rank > SH_MAX_RANK) break;
+    if (v->kind == TS_SHARD_TILED && v->data_rank != s->rank) break;
+    for (int d = 0; d < s->rank; d++) inv[d] = -1;
+    for (int d = 0; d < s->rank; d++)
+      if (dims->v.list.v[d] >= 0 && dims->v.list.v[d] < s->rank) inv[dims->v.list.v[d]] = d;
+    ts_status_t st = ts_sharding_transpose(x->a, v, s->rank, inv, &r);
+    if (st == TS_ERR_NOMEM) return st;
+    if (st == TS_OK) offer(x, n, 0, r);
+    break;
+  }
+  case TS_OP_RESHAPE: {
+    ts_sharding_value_t *v = nu->v[0], *r = NULL;
+    if (!v) break;
+    ts_status_t st = ts_sharding_reshape(x->a, v, u->shape, s, &r);
+    if (st == TS_ERR_NOMEM) return st;
+    if (st == TS_OK) offer(x, n, 0, r);
+    break;
+  }
+  case TS_OP_REDUCE: {
+    int nin = u->nops / 2;
+    if (k >= nin || !dims || !ts_shape_is_array(s) || s->rank > SH_MAX_RANK) break;
+    int leaf = u->shape->elem == TS_TUPLE ? k : 0;
+    if (leaf >= nu->n) break;
+    bool reduced[SH_MAX_RANK] = {false};
+    for (int r = 0; r < dims->v.list.n; r++)
+      if (dims->v.list.v[r] >= 0 && dims->v.list.v[r] < s->rank) reduced[dims->v.list.v[r]] = true;
+    int out = 0;
+    for (int d = 0; d < s->rank; d++)
+      if (!reduced[d]) map[out++] = d;
+    return offer_remap(x, n, 0, nu->v[leaf], out, s->rank, map);
+  }
+  case TS_OP_DOT: {
+    dot_dims_t d;
+    if (!dot_dims(u, &d)) break;
+    int self = k == 0 ? d.lr : d.rr, other = k == 0 ? d.rr : d.lr;
+    const int *self_map = k == 0 ? d.lmap : d.rmap, *other_to_self = k == 0 ? d.r2l : d.l2r;
+    for (int j = 0; j < u->shape->rank; j++) map[j] = -1;
+    for (int dd = 0; dd < self; dd++)
+      if (self_map[dd] >= 0) map[self_map[dd]] = dd;
+    TS_CHECK(offer_remap(x, n, 0, nu->v[0], u->shape->rank, self, map));
+    /* the other operand's batch and contracting tiling */
+    TS_CHECK(offer_remap(x, n, 0, node(x, u->ops[1 - k])->v[0], other, self, other_to_self));
+    break;
+  }
+  case TS_OP_TUPLE: {
+    int off = 0;
+    for (int j = 0; j < k; j++) off += node(x, u->ops[j])->n;
+    offer_leaves(x, n, 0, u, off, n->n);
+    break;
+  }
+  case TS_OP_GET_TUPLE_ELEMENT: {
+    const ts_hlo_attr_t *idx = ts_hlo_instr_attr(u, "index");
+    if (!idx || idx->kind != TS_ATTR_INT || s->elem != TS_TUPLE) break;
+    offer_leaves(x, n, leaf_offset(s, idx->v.i), u, 0, nu->n);
+    break;
+  }
+  case TS_OP_OPT_BARRIER: offer_all(x, n, u); break;
+  case TS_OP_WHILE:
+  case TS_OP_CALL:
+  case TS_OP_CONDITIONAL: {
+    link_t t[MAX_TARGETS];
+    if (u->op == TS_OP_WHILE) offer_all(x, n, u);
+    for (int j = 0, nt = targets(u, t); j < nt; j++) {
+      int p = t[j].role == LINK_CALL ? k : 0;
+      if (t[j].role == LINK_BRANCH && t[j].base != k) continue;
+      if (p < t[j].comp->nparams && t[j].comp->params[p]) offer_all(x, n, t[j].comp->params[p]);
+    }
+    break;
+  }
+  default: break;
+  }
+  return TS_OK;
+}
+
+static ts_status_t pull_backward(ctx_t *x, ts_hlo_instr_t *i, const node_t *n) {
+  for (int j = 0; j < i->nusers; j++) {
+    const ts_hlo_instr_t *u = i->users[j];
+    for (int k = 0; k < u->nops; k++)
+      if (u->ops[k] == i) TS_CHECK(from_user(x, n, u, k));
+  }
+  if (i->is_root)
+    for (int k = 0; n->links && k < n->links->n; k++) {
+      const link_t *l = &n->links->v[k];
+      if (l->role == LINK_WHILE_COND) continue;
+      offer_all(x, n, l->caller);
+      if (l->role == LINK_WHILE_BODY && l->comp->nparams > 0 && l->comp->params[0])
+        offer_all(x, n, l->comp->params[0]); /* loop-carried: root == parameter */
+    }
+  return TS_OK;
+}
+
+static ts_status_t visit(ctx_t *x, ts_hlo_instr_t *i, bool forward) {
+  node_t *n = node(x, i);
+  if (n->fixed || n->n == 0) return TS_OK;
+  for (int k = 0; k < n->n; k++) {
+    x->cand[k] = NULL;
+    x->cand_score[k] = -1;
+  }
+  TS_CHECK(forward ? pull_forward(x, i, n) : pull_backward(x, i, n));
+  for (int k = 0; k < n->n; k++)
+    if (x->cand[k] && x->cand_score[k] > score(n->v[k])) {
+      n->v[k] = x->cand[k];
+      x->changed = true;
+    }
+  return TS_OK;
+}
+
+/* ---- setup and result --------------------------------------------------- */
+
+static void collect_leaf_shapes(const ts_shape_t *s, const ts_shape_t **out, int *n) {
+  if (s->elem != TS_TUPLE) {
+    out[(*n)++] = s;
+    return;
+  }
+  for (int k = 0; k < s->ntuple; k++) collect_leaf_shapes(s->tuple[k], out, n);
+}
+
+static ts_status_t init_node(ctx_t *x, ts_hlo_instr_t *i, int *max_leaves) {
+  node_t *n = node(x, i);
+  n->n = ts_shape_leaf_count(i->shape);
+  n->shape = ts_arena_alloc(x->a, sizeof *n->shape * (size_t)(n->n ? n->n : 1));
+  n->v = ts_arena_alloc(x->a, sizeof *n->v * (size_t)(n->n ? n->n : 1));
+  if (!n->shape || !n->v) return TS_ERR_NOMEM;
+  memset(n->v, 0, sizeof *n->v * (size_t)(n->n ? n->n : 1));
+  int got = 0;
+  collect_leaf_shapes(i->shape, n->shape, &got);
+  if (n->n > *max_leaves) *max_leaves = n->n;
+  if (!i->sharding) return TS_OK;
+  n->fixed = true;
+  ts_sharding_value_t *v = NULL;
+  ts_status_t st = ts_sharding_from_syntax(x->a, i->sharding, i->shape, &v);
+  if (st == TS_ERR_NOMEM) return st;
+  if (st != TS_OK) return TS_OK; /* kept as written; propagates nothing */
+  if (v->kind == TS_SHARD_TUPLE) {
+    if (v->ntuple == n->n)
+      for (int k = 0; k < n->n; k++) n->v[k] = v->tuple[k];
+  } else {
+    for (int k = 0; k < n->n; k++) n->v[k] = v;
+  }
+  return TS_OK;
+}
+
+/* Topological order of one computation (operands first; ties in text
+ * order), by an explicit-stack depth-first walk. */
+static ts_status_t topo(ctx_t *x, const ts_hlo_comp_t *c, ts_hlo_instr_t **order, uint8_t *mark) {
+  int *next = ts_malloc(sizeof *next * (size_t)(c->ninstrs + 1));
+  ts_hlo_instr_t **stack = ts_malloc(sizeof *stack * (size_t)(c->ninstrs + 1));
+  if (!next || !stack) {
+    ts_free(next);
+    ts_free(stack);
+    return TS_ERR_NOMEM;
+  }
+  int no = 0;
+  for (int s = 0; s < c->ninstrs; s++) {
+    if (mark[c->instrs[s]->id]) continue;
+    int sp = 0;
+    stack[sp] = c->instrs[s];
+    next[sp++] = 0;
+    mark[c->instrs[s]->id] = 1;
+    while (sp > 0) {
+      ts_hlo_instr_t *i = stack[sp - 1];
+      if (next[sp - 1] < i->nops) {
+        ts_hlo_instr_t *op = i->ops[next[sp - 1]++];
+        if (op->parent == c && !mark[op->id] && sp < c->ninstrs) {
+          mark[op->id] = 1;
+          stack[sp] = op;
+          next[sp++] = 0;
+        }
+      } else {
+        order[no++] = i;
+        sp--;
+      }
+    }
+  }
+  (void)x;
+  ts_free(next);
+  ts_free(stack);
+  return no == c->ninstrs ? TS_OK : TS_ERR_INTERNAL;
+}
+
+static ts_status_t setup(ctx_t *x) {
+  ts_hlo_module_t *m = x->m;
+  int nid = m->next_id > 0 ? m->next_id : 1, max_leaves = 1;
+  x->nodes = ts_arena_alloc(x->a, sizeof *x->nodes * (size_t)nid);
+  x->comp_links = ts_arena_alloc(x->a, sizeof *x->comp_links * (size_t)(m->ncomps + 1));
+  x->order = ts_arena_alloc(x->a, sizeof *x->order * (size_t)(m->ncomps + 1));
+  uint8_t *mark = ts_arena_alloc(x->a, (size_t)nid);
+  if (!x->nodes || !x->comp_links || !x->order || !mark) return TS_ERR_NOMEM;
+  memset(x->nodes, 0, sizeof *x->nodes * (size_t)nid);
+  memset(x->comp_links, 0, sizeof *x->comp_links * (size_t)(m->ncomps + 1));
+  memset(mark, 0, (size_t)nid);
+  /* Links: count, then fill. */
+  for (int pass = 0; pass < 2; pass++) {
+    for (int c = 0; c < m->ncomps; c++)
+      for (int k = 0; k < m->comps[c]->ninstrs; k++) {
+        link_t t[MAX_TARGETS];
+        for (int j = 0, nt = targets(m->comps[c]->instrs[k], t); j < nt; j++)
+          for (int cc = 0; cc < m->ncomps; cc++)
+            if (m->comps[cc] == t[j].comp) {
+              links_t *l = &x->comp_links[cc];
+              if (pass == 1) l->v[l->n] = t[j];
+              l->n++;
+            }
+      }
+    for (int cc = 0; pass == 0 && cc < m->ncomps; cc++) {
+      links_t *l = &x->comp_links[cc];
+      if (!(l->v = ts_arena_alloc(x->a, sizeof *l->v * (size_t)(l->n + 1)))) return TS_ERR_NOMEM;
+      l->n = 0;
+    }
+  }
+  for (int c = 0; c < m->ncomps; c++) {
+    ts_hlo_comp_t *comp = m->comps[c];
+    if (!(x->order[c] = ts_arena_alloc(x->a, sizeof *x->order[c] * (size_t)(comp->ninstrs + 1)))) return TS_ERR_NOMEM;
+    for (int k = 0; k < comp->ninstrs; k++) {
+      if (comp->instrs[k]->id < 0 || comp->instrs[k]->id >= nid) return TS_ERR_INTERNAL;
+      TS_CHECK(init_node(x, comp->instrs[k], &max_leaves));
+      node(x, comp->instrs[k])->links = &x->comp_links[c];
+    }
+    TS_CHECK(topo(x, comp, x->order[c], mark));
+  }
+  x->cand = ts_arena_alloc(x->a, sizeof *x->cand * (size_t)max_leaves);
+  x->cand_score = ts_arena_alloc(x->a, sizeof *x->cand_score * (size_t)max_leaves);
+  return x->cand && x->cand_score ? TS_OK : TS_ERR_NOMEM;
+}
+
+/* The default for leaves nothing reached: maximal when every user
+ * annotation is maximal on one device, else replicated. */
+static ts_status_t default_value(ctx_t *x, ts_sharding_value_t **out) {
+  int64_t device = -1;
+  bool all_maximal = true;
+  for (int c = 0; c < x->m->ncomps; c++)
+    for (int k = 0; k < x->m->comps[c]->ninstrs; k++) {
+      const node_t *n = node(x, x->m->comps[c]->instrs[k]);
+      for (int l = 0; n->fixed && l < n->n; l++) {
+        const ts_sharding_value_t *v = n->v[l];
+        if (!v || v->kind != TS_SHARD_MAXIMAL || (device >= 0 && v->device != device)) all_maximal = false;
+        else device = v->device;
+      }
+    }
+  if (all_maximal && device >= 0) return ts_sharding_maximal(x->a, device, out);
+  return ts_sharding_simple(x->a, TS_SHARD_REPLICATED, out);
+}
+
+static ts_status_t write_back(ctx_t *x, ts_sharding_propagate_stats_t *stats) {
+  ts_sharding_value_t *def = NULL, *v = NULL;
+  TS_CHECK(default_value(x, &def));
+  for (int c = 0; c < x->m->ncomps; c++)
+    for (int k = 0; k < x->m->comps[c]->ninstrs; k++) {
+      ts_hlo_instr_t *i = x->m->comps[c]->instrs[k];
+      node_t *n = node(x, i);
+      if (n->fixed) {
+        stats->annotated++;
+        continue;
+      }
+      bool any = false;
+      for (int l = 0; l < n->n; l++) {
+        any |= n->v[l] != NULL;
+        if (!n->v[l]) n->v[l] = def;
+      }
+      if (any) stats->propagated++;
+      else stats->defaulted++;
+      if (i->shape->elem == TS_TUPLE) TS_CHECK(ts_sharding_tuple(x->a, n->n, n->v, &v));
+      else v = n->v[0];
+      TS_CHECK(ts_sharding_to_syntax(x->m->arena, v, &i->sharding));
+    }
+  return TS_OK;
+}
+
+ts_status_t ts_sharding_propagate(ts_hlo_module_t *m, const ts_sharding_propagate_opts_t *opts, ts_diag_t *diag) {
+  if (!m) return TS_ERR_INVALID_ARGUMENT;
+  ts_sharding_propagate_stats_t local = {0}, *stats = opts && opts->stats ? opts->stats : &local;
+  memset(stats, 0, sizeof *stats);
+  int max_rounds = opts && opts->max_rounds > 0 ? opts->max_rounds : DEFAULT_ROUNDS;
+  ctx_t x = {.m = m, .a = ts_arena_create()};
+  if (!x.a) return TS_ERR_NOMEM;
+  ts_status_t st;
+  TS_CHECK_GOTO(setup(&x), st, done);
+  stats->converged = false;
+  for (int round = 0; round < max_rounds && !stats->converged; round++) {
+    x.changed = false;
+    for (int c = 0; c < m->ncomps; c++)
+      for (int k = 0; k < m->comps[c]->ninstrs; k++) TS_CHECK_GOTO(visit(&x, x.order[c][k], true), st, done);
+    for (int c = m->ncomps - 1; c >= 0; c--)
+      for (int k = m->comps[c]->ninstrs - 1; k >= 0; k--) TS_CHECK_GOTO(visit(&x, x.order[c][k], false), st, done);
+    stats->rounds = round + 1;
+    stats->converged = !x.changed;
+  }
+  TS_CHECK_GOTO(write_back(&x, stats), st, done);
+done:
+  if (st != TS_OK && diag && !diag->text)
+    ts_diag_plain(diag, "sharding propagation of module '%s' failed: %s", m->name ? m->name : "",
+                  ts_status_string(st));
+  ts_arena_destroy(x.a);
+  return st;
+}
