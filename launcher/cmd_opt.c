@@ -1,12 +1,13 @@
 /* tessera opt: print a module after a pipeline stage. */
 #include "ts_hlo.h"
+#include "ts_sharding.h"
 #include "ts_launcher.h"
 
 #include <getopt.h>
 #include <stdio.h>
 #include <string.h>
 
-static const char *stages[] = {"parsed", "verified"};
+static const char *stages[] = {"parsed", "verified", "propagated"};
 
 static void usage(FILE *f) {
   fprintf(f,
@@ -17,7 +18,8 @@ static void usage(FILE *f) {
           "canonical HLO text, after a pipeline stage.\n"
           "\n"
           "  --stage=STAGE         parsed: parse only; verified (default): parse and\n"
-          "                        verify structure and shapes\n"
+          "                        verify structure and shapes; propagated: verify,\n"
+          "                        give every instruction a sharding, verify again\n"
           "  --replica-count N     override the module's replica_count\n"
           "  --num-partitions N    override the module's num_partitions\n"
           "  -o, --output FILE     write the module to FILE instead of stdout\n"
@@ -60,7 +62,7 @@ int ts_cmd_opt(int argc, char **argv) {
   size_t nstage = 0;
   while (nstage < sizeof stages / sizeof stages[0] && strcmp(stages[nstage], stage) != 0) nstage++;
   if (nstage == sizeof stages / sizeof stages[0]) {
-    fprintf(stderr, "tessera opt: error: unknown stage '%s' (stages: parsed, verified)\n", stage);
+    fprintf(stderr, "tessera opt: error: unknown stage '%s' (stages: parsed, verified, propagated)\n", stage);
     return 2;
   }
   if (optind != argc - 1) {
@@ -80,7 +82,11 @@ int ts_cmd_opt(int argc, char **argv) {
   TS_CHECK_GOTO(ts_read_file(path, &text, &len, &diag), st, done);
   ts_source_t src = {strcmp(path, "-") == 0 ? "<stdin>" : path, text, len};
   TS_CHECK_GOTO(ts_hlo_parse(&src, NULL, &m, &diag), st, done);
-  if (strcmp(stage, "verified") == 0) TS_CHECK_GOTO(ts_hlo_verify(m, &vopts, &diag), st, done);
+  if (strcmp(stage, "parsed") != 0) TS_CHECK_GOTO(ts_hlo_verify(m, &vopts, &diag), st, done);
+  if (strcmp(stage, "propagated") == 0) {
+    TS_CHECK_GOTO(ts_sharding_propagate(m, NULL, &diag), st, done);
+    TS_CHECK_GOTO(ts_hlo_verify(m, &vopts, &diag), st, done);
+  }
   TS_CHECK_GOTO(ts_hlo_print(m, &out), st, done);
   st = ts_cli_write_output(output, out.data, out.len, &diag);
 

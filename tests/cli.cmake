@@ -10,7 +10,7 @@ ts_cli_test(no_command 2 "tessera: error: no command given")
 ts_cli_test(unknown_command 2 "tessera: error: unknown command 'frobnicate' (see 'tessera --help')" frobnicate)
 ts_cli_test(unknown_global_option 2 "tessera: error: unknown option '--frob'" --frob)
 ts_cli_test(opt_unknown_option 2 "tessera opt: error: unknown option '--frob'" opt --frob ${example})
-ts_cli_test(opt_unknown_stage 2 "tessera opt: error: unknown stage 'partitioned' (stages: parsed, verified)" opt --stage=partitioned ${example})
+ts_cli_test(opt_unknown_stage 2 "tessera opt: error: unknown stage 'partitioned' (stages: parsed, verified, propagated)" opt --stage=partitioned ${example})
 ts_cli_test(opt_bad_count 2 "tessera opt: error: --num-partitions wants a positive integer, got '0'" opt --num-partitions 0 ${example})
 ts_cli_test(opt_missing_value 2 "tessera opt: error: option '--replica-count' needs a value" opt ${example} --replica-count)
 ts_cli_test(opt_no_file 2 "tessera opt: error: no module file given" opt)
@@ -28,3 +28,8 @@ set_tests_properties(cli.output_untouched_on_error PROPERTIES LABELS unit TIMEOU
 add_test(NAME cli.stdin_to_output
          COMMAND sh -c "f=$(mktemp) && $<TARGET_FILE:tessera> opt -o $f - <${example} && $<TARGET_FILE:tessera> opt ${example} | cmp - $f && rm -f $f")
 set_tests_properties(cli.stdin_to_output PROPERTIES LABELS unit TIMEOUT 30)
+# --stage=propagated: every instruction line carries a sharding, and the
+# first dot takes the 4-way batch tiling of its lhs parameter.
+add_test(NAME cli.stage_propagated
+         COMMAND sh -c "out=$($<TARGET_FILE:tessera> opt --stage=propagated ${example}) && echo \"$out\" | grep -q '%dot.6 = .*sharding={devices=\\[4,1\\]<=\\[4\\]}' && ! echo \"$out\" | grep ' = ' | grep -v -e 'sharding=' -e '^HloModule'")
+set_tests_properties(cli.stage_propagated PROPERTIES LABELS unit TIMEOUT 30)
