@@ -4,9 +4,11 @@ bench_parse, shaped like a JAX before_optimizations dump: a stack of MLP-ish
 blocks (dot, broadcast, add, maximum, reshape, reduce, transpose, compare,
 select, convert) with layouts, metadata on every instruction and shardings on
 the parameters, the dots and the result, in a few computations called from
-ENTRY.
+ENTRY. With --shard params only the ENTRY parameters carry shardings (the
+input batch-tiled, the weights replicated), so sharding propagation
+(bench_propagate) has every other instruction to fill in.
 
-    bench/gen_module.py [-n N] [--blocks B] [-o FILE]
+    bench/gen_module.py [-n N] [--blocks B] [--partitions P] [--shard all|params] [-o FILE]
 """
 import argparse
 import sys
@@ -18,8 +20,10 @@ ACT3 = f"f32[{BATCH},{GROUPS},{GROUP}]{{2,1,0}}"
 RED = f"f32[{BATCH},{GROUPS}]{{1,0}}"
 W = f"f32[{WIDTH},{WIDTH}]{{1,0}}"
 B = f"f32[{WIDTH}]{{0}}"
+# Set from --partitions in main(); BATCH must be divisible by it.
 TILED2 = "{devices=[4,1]<=[4]}"
 TILED3 = "{devices=[4,1,1]<=[4]}"
+ANNOTATE_ALL = True        # --shard all: dots, reshapes and the root annotated too
 
 REGION_INSTRS = 3          # per reducer region
 BLOCK_FIXED = 7            # 3 parameters, 2 constants, 2 broadcasts
@@ -68,12 +72,14 @@ class Gen:
     def step(self, scope, h, w, b, zero, z, half, add_region, last):
         """One layer: 16 instructions from h: ACT to a new ACT."""
         e = self.emit
+        dot_attrs = "lhs_contracting_dims={1}, rhs_contracting_dims={0}"
         d = e("dot", ACT, f"dot({h}, {w})", scope, "dot_general",
-              attrs=f"lhs_contracting_dims={{1}}, rhs_contracting_dims={{0}}, sharding={TILED2}")
+              attrs=dot_attrs + (f", sharding={TILED2}" if ANNOTATE_ALL else ""))
         bb = e("broadcast", ACT, f"broadcast({b})", scope, "broadcast_in_dim", attrs="dimensions={1}")
         a = e("add", ACT, f"add({d}, {bb})", scope, "add")
         r = e("maximum", ACT, f"maximum({a}, {z})", scope, "jit(relu)/max")
-        rs = e("reshape", ACT3, f"reshape({r})", scope, "reshape", attrs=f"sharding={TILED3}")
+        rs = e("reshape", ACT3, f"reshape({r})", scope, "reshape",
+               attrs=f"sharding={TILED3}" if ANNOTATE_ALL else "")
         red = e("reduce", RED, f"reduce({rs}, {zero})", scope, "reduce_sum",
                 attrs=f"dimensions={{2}}, to_apply={add_region}")
         bc = e("broadcast", ACT3, f"broadcast({red})", scope, "broadcast_in_dim",
@@ -119,8 +125,20 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("-n", type=int, default=100000, help="instructions in the module (default 100000)")
     ap.add_argument("--blocks", type=int, default=4, help="called block computations (default 4)")
+    ap.add_argument("--partitions", type=int, default=4,
+                    help=f"num_partitions, the batch tiling (default 4; must divide {BATCH})")
+    ap.add_argument("--shard", choices=("all", "params"), default="all",
+                    help="annotate parameters, dots, reshapes and the result (all, default) "
+                         "or the ENTRY parameters only (params)")
     ap.add_argument("-o", "--output", default="-", help="output file (default stdout)")
     args = ap.parse_args()
+    global TILED2, TILED3, ANNOTATE_ALL
+    p = args.partitions
+    if p < 2 or BATCH % p:
+        sys.exit(f"gen_module: --partitions must be at least 2 and divide {BATCH}")
+    TILED2 = f"{{devices=[{p},1]<=[{p}]}}"
+    TILED3 = f"{{devices=[{p},1,1]<=[{p}]}}"
+    ANNOTATE_ALL = args.shard == "all"
     nb = args.blocks
     fixed = 2 * REGION_INSTRS + entry_fixed(nb) + nb * BLOCK_FIXED
     if nb < 1 or args.n < fixed + nb:
@@ -130,7 +148,7 @@ def main():
     out = sys.stdout if args.output == "-" else open(args.output, "w")
     params = [ACT] + [W] * nb + [B] * nb
     out.write(f"HloModule gen_{args.n}, entry_computation_layout={{({', '.join(params)})"
-              f"->({ACT}, f32[])}}, num_partitions=4\n\n")
+              f"->({ACT}, f32[])}}, num_partitions={p}\n\n")
     g = Gen(out)
     add_region = g.region("add")
     g.region("maximum")  # an unused reducer, as dumps often carry
@@ -153,7 +171,7 @@ def main():
     loss = g.emit("reduce", "f32[]", f"reduce({h}, {zero})", "entry", "reduce_sum",
                   attrs=f"dimensions={{0,1}}, to_apply={add_region}")
     g.emit("tuple", f"({ACT}, f32[])", f"tuple({h}, {loss})", "entry", "tuple", root=True,
-           attrs=f"sharding={{{TILED2}, {{replicated}}}}")
+           attrs=f"sharding={{{TILED2}, {{replicated}}}}" if ANNOTATE_ALL else "")
     out.write("}\n")
     if out is not sys.stdout:
         out.close()
