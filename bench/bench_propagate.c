@@ -1,0 +1,192 @@
+/* bench_propagate: time of sharding propagation against module size, one
+ * table row per input file, and how far ns/instruction drifts from the
+ * smallest module to the largest (propagation should be linear: ~1).
+ * A benchmark, not a test: it asserts nothing about speed.
+ *   bench_propagate [--reps N] FILE...
+ * Inputs come from bench/gen_module.py --shard params (scripts/bench.sh). */
+#include "ts_sharding.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define MAX_REPS 1000
+#define MAX_FILES 64
+
+static double now_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static int cmp_double(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
+
+/* Sorts `t` in place; best is the minimum, median the middle (mean of the two
+ * middle values for an even count). */
+static void best_median(double *t, int n, double *best, double *median) {
+  qsort(t, (size_t)n, sizeof *t, cmp_double);
+  *best = t[0];
+  *median = n % 2 ? t[n / 2] : 0.5 * (t[n / 2 - 1] + t[n / 2]);
+}
+
+static int64_t count_instrs(const ts_hlo_module_t *m) {
+  int64_t n = 0;
+  for (int c = 0; c < m->ncomps; c++) n += m->comps[c]->ninstrs;
+  return n;
+}
+
+static const char *base_name(const char *path) {
+  const char *slash = strrchr(path, '/');
+  return slash ? slash + 1 : path;
+}
+
+/* One run: parse (untimed; propagation mutates the module, so every run
+ * needs a fresh one), then propagate, timed. With `check` the module is
+ * also verified first, so a bad input reads as such rather than as
+ * TS_ERR_INTERNAL from the pass. Returns false after printing why. */
+static bool run_once(const ts_source_t *src, bool check, double *t, int64_t *instrs,
+                     ts_sharding_propagate_stats_t *stats) {
+  ts_diag_t diag = {0};
+  ts_hlo_module_t *m = NULL;
+  bool ok = false;
+  ts_status_t st = ts_hlo_parse(src, NULL, &m, &diag);
+  if (st == TS_OK && check) st = ts_hlo_verify(m, NULL, &diag);
+  if (st != TS_OK) {
+    fprintf(stderr, "bench_propagate: %s: %s\n", src->name, ts_status_string(st));
+    if (diag.text) fputs(diag.text, stderr);
+    goto done;
+  }
+  *instrs = count_instrs(m);
+  ts_sharding_propagate_opts_t opts = {.stats = stats};
+  double t0 = now_s();
+  st = ts_sharding_propagate(m, &opts, &diag);
+  *t = now_s() - t0;
+  if (st != TS_OK) {
+    fprintf(stderr, "bench_propagate: %s: propagation failed: %s\n", src->name, ts_status_string(st));
+    if (diag.text) fputs(diag.text, stderr);
+    goto done;
+  }
+  ok = true;
+
+done:
+  ts_hlo_module_destroy(m);
+  ts_diag_free(&diag);
+  return ok;
+}
+
+static int name_width = 4;
+
+static void print_header(void) {
+  printf("# %-*s %8s  %9s %9s  %9s %9s  %6s %9s %10s %9s %4s\n", name_width, "file", "instrs", "best_ms",
+         "median_ms", "best_ns/i", "med_ns/i", "rounds", "annotated", "propagated", "defaulted", "conv");
+}
+
+typedef struct {
+  int64_t instrs;
+  double best_ns, median_ns; /* per instruction */
+} row_t;
+
+/* Benchmarks one file; returns 0, or 1 when it could not be read, parsed or
+ * propagated. */
+static int bench_file(const char *path, int reps, row_t *row) {
+  char *text = NULL;
+  size_t len = 0;
+  ts_diag_t diag = {0};
+  if (ts_read_file(path, &text, &len, &diag) != TS_OK) {
+    fprintf(stderr, "bench_propagate: %s", diag.text ? diag.text : "cannot read file\n");
+    ts_diag_free(&diag);
+    return 1;
+  }
+  ts_source_t src = {path, text, len};
+  double t[MAX_REPS];
+  int64_t instrs = 0;
+  ts_sharding_propagate_stats_t stats = {0};
+  int rc = 1;
+  /* Warm-up run, which also checks the input. */
+  if (!run_once(&src, true, &t[0], &instrs, &stats)) goto done;
+  for (int r = 0; r < reps; r++)
+    if (!run_once(&src, false, &t[r], &instrs, &stats)) goto done;
+  double best, median;
+  best_median(t, reps, &best, &median);
+  row->instrs = instrs;
+  row->best_ns = best * 1e9 / (double)instrs;
+  row->median_ns = median * 1e9 / (double)instrs;
+  printf("  %-*s %8lld  %9.2f %9.2f  %9.1f %9.1f  %6d %9d %10d %9d %4s\n", name_width, base_name(path),
+         (long long)instrs, best * 1e3, median * 1e3, row->best_ns, row->median_ns, stats.rounds, stats.annotated,
+         stats.propagated, stats.defaulted, stats.converged ? "yes" : "NO");
+  fflush(stdout);
+  rc = 0;
+
+done:
+  ts_free(text);
+  return rc;
+}
+
+static void usage(FILE *f) {
+  fprintf(f,
+          "usage: bench_propagate [--reps N] FILE...\n"
+          "Times ts_sharding_propagate on each HLO file: one warm-up, then N\n"
+          "repetitions (default 5, at most %d), each on a freshly parsed module\n"
+          "(parsing is not timed); reports the best and the median, ns per\n"
+          "instruction, and the propagation stats. With two or more files it\n"
+          "ends with ns/instruction of the largest module over the smallest's.\n"
+          "Inputs: bench/gen_module.py -n N --shard params -o FILE.\n",
+          MAX_REPS);
+}
+
+int main(int argc, char **argv) {
+  int reps = 5, i = 1;
+  for (; i < argc && argv[i][0] == '-' && argv[i][1]; i++) {
+    if (strcmp(argv[i], "--reps") == 0 && i + 1 < argc) {
+      char *end;
+      long v = strtol(argv[++i], &end, 10);
+      if (*end || v < 1 || v > MAX_REPS) {
+        fprintf(stderr, "bench_propagate: --reps wants 1..%d, got '%s'\n", MAX_REPS, argv[i]);
+        return 2;
+      }
+      reps = (int)v;
+    } else if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
+      usage(stdout);
+      return 0;
+    } else {
+      fprintf(stderr, "bench_propagate: unknown option '%s'\n", argv[i]);
+      usage(stderr);
+      return 2;
+    }
+  }
+  if (i == argc || argc - i > MAX_FILES) {
+    if (argc - i > MAX_FILES) fprintf(stderr, "bench_propagate: at most %d files\n", MAX_FILES);
+    usage(stderr);
+    return 2;
+  }
+  for (int j = i; j < argc; j++) {
+    int n = (int)strlen(base_name(argv[j]));
+    if (n > name_width) name_width = n;
+  }
+  printf("# bench_propagate: %d repetition%s after 1 warm-up; ns/i = ns per instruction\n", reps,
+         reps == 1 ? "" : "s");
+  print_header();
+  row_t rows[MAX_FILES];
+  int nrows = 0, rc = 0;
+  for (; i < argc; i++) {
+    if (bench_file(argv[i], reps, &rows[nrows]) == 0)
+      nrows++;
+    else
+      rc = 1;
+  }
+  if (nrows >= 2) {
+    const row_t *lo = &rows[0], *hi = &rows[0];
+    for (int r = 1; r < nrows; r++) {
+      if (rows[r].instrs < lo->instrs) lo = &rows[r];
+      if (rows[r].instrs > hi->instrs) hi = &rows[r];
+    }
+    printf("# linearity: ns/instruction at %lld instrs over %lld instrs = %.2f (best), %.2f (median); "
+           "linear ~ 1\n",
+           (long long)hi->instrs, (long long)lo->instrs, hi->best_ns / lo->best_ns, hi->median_ns / lo->median_ns);
+  }
+  return rc;
+}
