@@ -44,8 +44,41 @@
  * get-tuple-element, opt-barrier move leaves; while ties operand, result,
  * body parameter and root, and condition parameter together leaf by leaf;
  * call and conditional link operands to the called parameters and the
- * result to the roots. Other ops propagate nothing (their leaves end up
- * with the default). */
+ * result to the roots.
+ * More families (GSPMD §3.5 conventions, simplified where said):
+ *   - slice, pad, concatenate: same-rank maps; a dim keeps its tiling while
+ *     the target dim has at least as many elements as tiles, else its
+ *     tiling becomes a replicated subgroup (concatenate: every operand to
+ *     the result, the result back to each operand).
+ *   - dynamic-slice / dynamic-update-slice: dims sliced whole keep their
+ *     tiling, sliced dims are untiled; the result of a dynamic-update-slice
+ *     follows its operand, the update follows the result's whole dims.
+ *   - scalar operands (start indices, padding value, reduce init values)
+ *     take the scalar view of their user: maximal and manual carry over,
+ *     a tiling becomes {replicated}.
+ *   - iota: {replicated} forward; a tiled user wins backward.
+ *   - sort: the sort dim untiled, every operand and output one sharding.
+ *   - reduce: variadic outputs share one sharding (each input offers to
+ *     every output, each output back to every input).
+ *   - gather: output batch dims follow the indices (index_vector_dim
+ *     dropped), offset dims the operand's non-collapsed dims when sliced
+ *     whole; collapsed (indexed) operand dims untiled. Scatter reads the
+ *     same maps with updates as the gather output: the result follows the
+ *     operand (and, weaker, the updates' window dims); updates follow the
+ *     result and the indices; indices follow the updates. Indices are
+ *     offered first, so at equal score a lookup stays batch-parallel.
+ *     Batching dims (operand_/input_batching_dims) are not handled.
+ *   - convolution is a dot: lhs batch -> output batch, rhs output feature
+ *     -> output feature, the input features contract; a spatial dim keeps
+ *     the lhs tiling only for a window of size 1, stride 1, no padding or
+ *     dilation (else it would need a halo exchange); grouped convolutions
+ *     propagate nothing.
+ *   - Shardy shard_map boundaries: xla.sdy.GlobalToLocalShape gives its
+ *     operands the in_shardings and its results {manual}, so the body runs
+ *     manual; xla.sdy.LocalToGlobalShape gives its results the
+ *     out_shardings and its operands {manual}; xla.sdy.FuncResultSharding
+ *     passes through like the Sharding custom-call.
+ * Other ops propagate nothing (their leaves end up with the default). */
 #include "sharding_internal.h"
 
 #include <string.h>
@@ -76,6 +109,7 @@ typedef struct {
   ts_sharding_value_t **v;    /* current candidate per leaf; NULL: none */
   bool fixed;                 /* user annotation: never written */
   const links_t *links;       /* callers of the instruction's computation */
+  const ts_sharding_value_t *sdy; /* shard_map boundary: in_/out_shardings (NULL: unread) */
 } node_t;
 
 typedef struct {
@@ -86,6 +120,7 @@ typedef struct {
   ts_hlo_instr_t ***order;    /* per computation: topological order */
   ts_sharding_value_t **cand; /* best candidate per leaf of the visited instruction */
   int64_t *cand_score;
+  ts_sharding_value_t *replicated, *manual;
   bool changed;
 } ctx_t;
 
@@ -164,11 +199,12 @@ static const ts_hlo_attr_t *list_attr(const ts_hlo_instr_t *i, const char *name)
   return a && a->kind == TS_ATTR_INT_LIST ? a : NULL;
 }
 
-static bool is_sharding_call(const ts_hlo_instr_t *i) {
-  if (i->op != TS_OP_CUSTOM_CALL) return false;
-  const ts_hlo_attr_t *t = ts_hlo_instr_attr(i, "custom_call_target");
-  return t && t->kind == TS_ATTR_STRING && strcmp(t->v.s, "Sharding") == 0;
+static bool is_target(const ts_hlo_instr_t *i, const char *name) {
+  const ts_hlo_attr_t *t = i->op == TS_OP_CUSTOM_CALL ? ts_hlo_instr_attr(i, "custom_call_target") : NULL;
+  return t && t->kind == TS_ATTR_STRING && strcmp(t->v.s, name) == 0;
 }
+
+static bool is_sharding_call(const ts_hlo_instr_t *i) { return is_target(i, "Sharding"); }
 
 static bool is_elementwise(const ts_hlo_instr_t *i) {
   switch (i->op) {
@@ -186,7 +222,7 @@ static bool is_elementwise(const ts_hlo_instr_t *i) {
   case TS_OP_SINH: case TS_OP_SQRT: case TS_OP_STOCHASTIC_CONVERT: case TS_OP_SUBTRACT: case TS_OP_TAN:
   case TS_OP_TANH: case TS_OP_XOR:
     return true;
-  default: return is_sharding_call(i);
+  default: return is_sharding_call(i) || is_target(i, "xla.sdy.FuncResultSharding");
   }
 }
 
@@ -290,6 +326,144 @@ static bool dot_dims(const ts_hlo_instr_t *i, dot_dims_t *d) {
   return ts_shape_is_array(i->shape) && out == i->shape->rank;
 }
 
+/* Convolution as a dot (GSPMD §3.5, simplified): lhs batch -> output
+ * batch, rhs output feature -> output feature, lhs input feature and rhs
+ * input feature contract; a spatial dim keeps the lhs tiling only for a
+ * window of size 1, stride 1, no padding or dilation (else it would need a
+ * halo exchange) and is untiled otherwise; rhs spatial dims are untiled.
+ * Grouped convolutions (feature/batch_group_count > 1) are not handled. */
+static bool conv_dims(const ts_hlo_instr_t *i, dot_dims_t *d) {
+  const ts_hlo_attr_t *dl = ts_hlo_instr_attr(i, "dim_labels"), *w = ts_hlo_instr_attr(i, "window");
+  const ts_hlo_attr_t *fg = ts_hlo_instr_attr(i, "feature_group_count"), *bg = ts_hlo_instr_attr(i, "batch_group_count");
+  if (!dl || dl->kind != TS_ATTR_CONV_DNUMS || i->nops != 2) return false;
+  if ((fg && (fg->kind != TS_ATTR_INT || fg->v.i != 1)) || (bg && (bg->kind != TS_ATTR_INT || bg->v.i != 1))) return false;
+  const ts_conv_dnums_t *c = dl->v.conv;
+  const ts_shape_t *l = i->ops[0]->shape, *r = i->ops[1]->shape;
+  if (!ts_shape_is_array(l) || !ts_shape_is_array(r) || !ts_shape_is_array(i->shape)) return false;
+  d->lr = l->rank;
+  d->rr = r->rank;
+  d->nb = 1;
+  if (c->rank != d->lr || c->rank != d->rr || c->rank != i->shape->rank || c->rank > SH_MAX_RANK) return false;
+  if (w && (w->kind != TS_ATTR_WINDOW || w->v.window->n != c->nspatial)) return false;
+  for (int k = 0; k < c->rank; k++) d->lmap[k] = d->rmap[k] = d->l2r[k] = d->r2l[k] = -1;
+  d->lmap[c->in_batch] = (int)c->out_batch;
+  d->rmap[c->k_out_feature] = (int)c->out_feature;
+  d->l2r[c->in_feature] = (int)c->k_in_feature;
+  d->r2l[c->k_in_feature] = (int)c->in_feature;
+  for (int s = 0; s < c->nspatial; s++) {
+    const ts_window_dim_t *wd = w ? &w->v.window->dims[s] : NULL;
+    bool unit = !wd || (wd->size == 1 && wd->stride == 1 && wd->pad_lo == 0 && wd->pad_hi == 0 &&
+                        wd->lhs_dilate == 1 && wd->rhs_dilate == 1);
+    if (unit) d->lmap[c->in_spatial[s]] = (int)c->out_spatial[s];
+  }
+  return true;
+}
+
+/* Gather (and scatter read backwards) dimension maps. The "window" array
+ * is the gather output / scatter updates: its window dims (offset_dims /
+ * update_window_dims, ascending) hold the operand's non-collapsed dims in
+ * order, its other dims the indices' dims except index_vector_dim, in
+ * order. An operand dim keeps its tiling only when the window covers it
+ * whole; collapsed (indexed) operand dims are untiled (the simple rule of
+ * GSPMD §3.5: no index-space partitioning). Batching dims are not handled. */
+typedef struct {
+  int orank, irank, wrank;
+  int omap[SH_MAX_RANK]; /* operand dim -> window dim, or -1 */
+  int imap[SH_MAX_RANK]; /* indices dim -> window dim, or -1 (index_vector_dim) */
+  int wo[SH_MAX_RANK];   /* window dim -> operand dim, or -1 */
+  int wi[SH_MAX_RANK];   /* window dim -> indices dim, or -1 */
+} gather_dims_t;
+
+static bool gather_dims(const ts_hlo_instr_t *i, const ts_shape_t *o, const ts_shape_t *ix, const ts_shape_t *w,
+                        bool scatter, gather_dims_t *g) {
+  const ts_hlo_attr_t *off = list_attr(i, scatter ? "update_window_dims" : "offset_dims");
+  const ts_hlo_attr_t *col = list_attr(i, scatter ? "inserted_window_dims" : "collapsed_slice_dims");
+  const ts_hlo_attr_t *ivd = ts_hlo_instr_attr(i, "index_vector_dim");
+  if (list_attr(i, scatter ? "input_batching_dims" : "operand_batching_dims")) return false;
+  if (!off || !ivd || ivd->kind != TS_ATTR_INT) return false;
+  if (!ts_shape_is_array(o) || !ts_shape_is_array(ix) || !ts_shape_is_array(w)) return false;
+  g->orank = o->rank;
+  g->irank = ix->rank;
+  g->wrank = w->rank;
+  if (o->rank > SH_MAX_RANK || ix->rank > SH_MAX_RANK || w->rank > SH_MAX_RANK) return false;
+  bool collapsed[SH_MAX_RANK] = {false}, window[SH_MAX_RANK] = {false};
+  for (int k = 0; col && k < col->v.list.n; k++) {
+    if (col->v.list.v[k] < 0 || col->v.list.v[k] >= o->rank) return false;
+    collapsed[col->v.list.v[k]] = true;
+  }
+  for (int k = 0; k < off->v.list.n; k++) {
+    if (off->v.list.v[k] < 0 || off->v.list.v[k] >= w->rank) return false;
+    window[off->v.list.v[k]] = true;
+  }
+  for (int k = 0; k < w->rank; k++) g->wo[k] = g->wi[k] = -1;
+  int wd = 0;
+  for (int d = 0; d < o->rank; d++) {
+    g->omap[d] = -1;
+    if (collapsed[d]) continue;
+    while (wd < w->rank && !window[wd]) wd++;
+    if (wd == w->rank) return false;
+    if (w->dims[wd] == o->dims[d]) g->omap[d] = wd, g->wo[wd] = d;
+    wd++;
+  }
+  wd = 0;
+  for (int d = 0; d < ix->rank; d++) {
+    g->imap[d] = -1;
+    if (d == ivd->v.i) continue;
+    while (wd < w->rank && window[wd]) wd++;
+    if (wd == w->rank) return false;
+    g->imap[d] = wd;
+    g->wi[wd++] = d;
+  }
+  return true;
+}
+
+/* A scalar operand (init value, padding value, start index) of a user
+ * sharded `v`: the same devices with the data tiling replicated, so
+ * maximal and manual carry over and a tiling gives {replicated}. */
+static ts_status_t offer_scalar(ctx_t *x, const node_t *n, const ts_sharding_value_t *v) {
+  int map[SH_MAX_RANK];
+  if (!v || n->n != 1 || n->shape[0]->rank != 0) return TS_OK;
+  if (v->kind != TS_SHARD_TILED) {
+    offer(x, n, 0, v->kind == TS_SHARD_TUPLE || v->kind == TS_SHARD_UNREDUCED ? x->replicated : v);
+    return TS_OK;
+  }
+  for (int d = 0; d < v->data_rank; d++) map[d] = -1;
+  return offer_remap(x, n, 0, v, v->data_rank, 0, map);
+}
+
+/* Leaf l of a shard_map boundary's in_/out_shardings. */
+static const ts_sharding_value_t *sdy_leaf(const ts_sharding_value_t *v, int l) {
+  if (!v || v->kind != TS_SHARD_TUPLE) return v;
+  return l < v->ntuple ? v->tuple[l] : NULL;
+}
+
+/* The dims of `v` (on a rank-`rank` array) that keep their tiling on an
+ * array of shape `to`: those with at least as many elements as tiles;
+ * with `equal` set, only those whose size is unchanged (`from` -> `to`).
+ * The others are untiled, their tiling a replicated subgroup. */
+static ts_status_t offer_kept(ctx_t *x, const node_t *n, int leaf, const ts_sharding_value_t *v,
+                              const ts_shape_t *from, const ts_shape_t *to, bool equal) {
+  int map[SH_MAX_RANK];
+  if (!v || !ts_shape_is_array(from) || !ts_shape_is_array(to) || from->rank != to->rank || to->rank > SH_MAX_RANK)
+    return TS_OK;
+  if (v->kind == TS_SHARD_TILED && v->data_rank != to->rank) return TS_OK;
+  for (int d = 0; d < to->rank; d++) {
+    bool keep = equal ? from->dims[d] == to->dims[d] : v->kind != TS_SHARD_TILED || to->dims[d] >= v->dims[d];
+    map[d] = keep ? d : -1;
+  }
+  return offer_remap(x, n, leaf, v, to->rank, to->rank, map);
+}
+
+/* Sort: the sort dimension untiled (its tiling a replicated subgroup). */
+static ts_status_t offer_sort(ctx_t *x, const node_t *n, int leaf, const ts_hlo_instr_t *sort,
+                              const ts_sharding_value_t *v, const ts_shape_t *s) {
+  const ts_hlo_attr_t *dims = list_attr(sort, "dimensions");
+  int map[SH_MAX_RANK];
+  if (!dims || dims->v.list.n != 1 || !ts_shape_is_array(s) || s->rank > SH_MAX_RANK) return TS_OK;
+  for (int d = 0; d < s->rank; d++) map[d] = d == dims->v.list.v[0] ? -1 : d;
+  return offer_remap(x, n, leaf, v, s->rank, s->rank, map);
+}
+
 /* Forward: what the operands (or callees, or callers) say about x. */
 static ts_status_t pull_forward(ctx_t *x, ts_hlo_instr_t *i, const node_t *n) {
   if (i->op == TS_OP_PARAMETER) {
@@ -344,14 +518,15 @@ static ts_status_t pull_forward(ctx_t *x, ts_hlo_instr_t *i, const node_t *n) {
         if (dims->v.list.v[r] >= 0 && dims->v.list.v[r] < s->rank) map[dims->v.list.v[r]] = -1;
       for (int d = 0; d < s->rank; d++)
         if (map[d] == 0) map[d] = out++;
-      int leaf = i->shape->elem == TS_TUPLE ? k : 0;
-      if (leaf < n->n) TS_CHECK(offer_remap(x, n, leaf, node(x, i->ops[k])->v[0], s->rank, n->shape[leaf]->rank, map));
+      for (int leaf = 0; leaf < n->n; leaf++) /* variadic: every output shares one sharding */
+        TS_CHECK(offer_remap(x, n, leaf, node(x, i->ops[k])->v[0], s->rank, n->shape[leaf]->rank, map));
     }
     break;
   }
-  case TS_OP_DOT: {
+  case TS_OP_DOT:
+  case TS_OP_CONVOLUTION: {
     dot_dims_t d;
-    if (!dot_dims(i, &d)) break;
+    if (!(i->op == TS_OP_DOT ? dot_dims(i, &d) : conv_dims(i, &d))) break;
     TS_CHECK(offer_remap(x, n, 0, node(x, i->ops[0])->v[0], d.lr, i->shape->rank, d.lmap));
     TS_CHECK(offer_remap(x, n, 0, node(x, i->ops[1])->v[0], d.rr, i->shape->rank, d.rmap));
     break;
@@ -370,6 +545,45 @@ static ts_status_t pull_forward(ctx_t *x, ts_hlo_instr_t *i, const node_t *n) {
     break;
   }
   case TS_OP_OPT_BARRIER: offer_all(x, n, i->ops[0]); break;
+  case TS_OP_SLICE:
+  case TS_OP_PAD: return offer_kept(x, n, 0, node(x, i->ops[0])->v[0], i->ops[0]->shape, i->shape, false);
+  case TS_OP_CONCATENATE:
+    for (int k = 0; k < i->nops; k++)
+      TS_CHECK(offer_kept(x, n, 0, node(x, i->ops[k])->v[0], i->ops[k]->shape, i->shape, false));
+    break;
+  case TS_OP_DYNAMIC_SLICE: return offer_kept(x, n, 0, node(x, i->ops[0])->v[0], i->ops[0]->shape, i->shape, true);
+  case TS_OP_DYNAMIC_UPDATE_SLICE:
+    if (i->nops < 2) break;
+    if (same_dims(i->ops[0]->shape, i->shape)) offer(x, n, 0, node(x, i->ops[0])->v[0]);
+    return offer_kept(x, n, 0, node(x, i->ops[1])->v[0], i->ops[1]->shape, i->shape, true);
+  case TS_OP_IOTA: offer(x, n, 0, x->replicated); break;
+  case TS_OP_SORT:
+    for (int k = 0; k < i->nops; k++)
+      for (int l = 0; l < n->n; l++) TS_CHECK(offer_sort(x, n, l, i, node(x, i->ops[k])->v[0], i->ops[k]->shape));
+    break;
+  case TS_OP_GATHER: {
+    gather_dims_t g;
+    if (i->nops != 2 || !gather_dims(i, i->ops[0]->shape, i->ops[1]->shape, i->shape, false, &g)) break;
+    TS_CHECK(offer_remap(x, n, 0, node(x, i->ops[1])->v[0], g.irank, g.wrank, g.imap));
+    return offer_remap(x, n, 0, node(x, i->ops[0])->v[0], g.orank, g.wrank, g.omap);
+  }
+  case TS_OP_SCATTER: {
+    int ns = (i->nops - 1) / 2;
+    if (ns < 1 || i->nops != 2 * ns + 1) break;
+    for (int k = 0; k < ns && k < n->n; k++) {
+      gather_dims_t g;
+      if (same_dims(i->ops[k]->shape, n->shape[k])) offer(x, n, k, node(x, i->ops[k])->v[0]);
+      if (gather_dims(i, i->ops[k]->shape, i->ops[ns]->shape, i->ops[ns + 1 + k]->shape, true, &g))
+        TS_CHECK(offer_remap(x, n, k, node(x, i->ops[ns + 1 + k])->v[0], g.wrank, g.orank, g.wo));
+    }
+    break;
+  }
+  case TS_OP_CUSTOM_CALL:
+    if (is_target(i, "xla.sdy.GlobalToLocalShape"))
+      for (int l = 0; l < n->n; l++) offer(x, n, l, x->manual);
+    else if (is_target(i, "xla.sdy.LocalToGlobalShape"))
+      for (int l = 0; l < n->n; l++) offer(x, n, l, sdy_leaf(n->sdy, l));
+    break;
   case TS_OP_WHILE:
   case TS_OP_CALL:
   case TS_OP_CONDITIONAL: {
@@ -426,20 +640,21 @@ static ts_status_t from_user(ctx_t *x, const node_t *n, const ts_hlo_instr_t *u,
   }
   case TS_OP_REDUCE: {
     int nin = u->nops / 2;
+    for (int leaf = 0; k >= nin && leaf < nu->n; leaf++) TS_CHECK(offer_scalar(x, n, nu->v[leaf])); /* init value */
     if (k >= nin || !dims || !ts_shape_is_array(s) || s->rank > SH_MAX_RANK) break;
-    int leaf = u->shape->elem == TS_TUPLE ? k : 0;
-    if (leaf >= nu->n) break;
     bool reduced[SH_MAX_RANK] = {false};
     for (int r = 0; r < dims->v.list.n; r++)
       if (dims->v.list.v[r] >= 0 && dims->v.list.v[r] < s->rank) reduced[dims->v.list.v[r]] = true;
     int out = 0;
     for (int d = 0; d < s->rank; d++)
       if (!reduced[d]) map[out++] = d;
-    return offer_remap(x, n, 0, nu->v[leaf], out, s->rank, map);
+    for (int leaf = 0; leaf < nu->n; leaf++) TS_CHECK(offer_remap(x, n, 0, nu->v[leaf], out, s->rank, map));
+    break;
   }
-  case TS_OP_DOT: {
+  case TS_OP_DOT:
+  case TS_OP_CONVOLUTION: {
     dot_dims_t d;
-    if (!dot_dims(u, &d)) break;
+    if (!(u->op == TS_OP_DOT ? dot_dims(u, &d) : conv_dims(u, &d))) break;
     int self = k == 0 ? d.lr : d.rr, other = k == 0 ? d.rr : d.lr;
     const int *self_map = k == 0 ? d.lmap : d.rmap, *other_to_self = k == 0 ? d.r2l : d.l2r;
     for (int j = 0; j < u->shape->rank; j++) map[j] = -1;
@@ -463,6 +678,52 @@ static ts_status_t from_user(ctx_t *x, const node_t *n, const ts_hlo_instr_t *u,
     break;
   }
   case TS_OP_OPT_BARRIER: offer_all(x, n, u); break;
+  case TS_OP_SLICE:
+  case TS_OP_PAD:
+    if (k == 0) return offer_kept(x, n, 0, nu->v[0], u->shape, s, false);
+    return offer_scalar(x, n, nu->v[0]); /* padding value */
+    break;
+  case TS_OP_CONCATENATE: return offer_kept(x, n, 0, nu->v[0], u->shape, s, false);
+  case TS_OP_DYNAMIC_SLICE:
+    if (k == 0) return offer_kept(x, n, 0, nu->v[0], u->shape, s, true);
+    return offer_scalar(x, n, nu->v[0]); /* start index */
+  case TS_OP_DYNAMIC_UPDATE_SLICE:
+    if (k == 0 && same_dims(s, u->shape)) offer(x, n, 0, nu->v[0]);
+    else if (k == 1) return offer_kept(x, n, 0, nu->v[0], u->shape, s, true);
+    else if (k > 1) return offer_scalar(x, n, nu->v[0]);
+    break;
+  case TS_OP_SORT:
+    for (int l = 0; l < nu->n; l++) TS_CHECK(offer_sort(x, n, 0, u, nu->v[l], s));
+    for (int j = 0; j < u->nops; j++)
+      if (j != k) TS_CHECK(offer_sort(x, n, 0, u, node(x, u->ops[j])->v[0], s));
+    break;
+  case TS_OP_GATHER: {
+    gather_dims_t g;
+    if (u->nops != 2 || !gather_dims(u, u->ops[0]->shape, u->ops[1]->shape, u->shape, false, &g)) break;
+    if (k == 0) return offer_remap(x, n, 0, nu->v[0], g.wrank, g.orank, g.wo);
+    return offer_remap(x, n, 0, nu->v[0], g.wrank, g.irank, g.wi);
+  }
+  case TS_OP_SCATTER: {
+    int ns = (u->nops - 1) / 2;
+    if (ns < 1 || u->nops != 2 * ns + 1) break;
+    if (k < ns) {
+      if (k < nu->n && same_dims(s, nu->shape[k])) offer(x, n, 0, nu->v[k]);
+      break;
+    }
+    for (int j = 0; j < ns; j++) {
+      gather_dims_t g;
+      if (!gather_dims(u, u->ops[j]->shape, u->ops[ns]->shape, u->ops[ns + 1 + j]->shape, true, &g)) continue;
+      if (k == ns) TS_CHECK(offer_remap(x, n, 0, node(x, u->ops[ns + 1 + j])->v[0], g.wrank, g.irank, g.wi));
+      if (k != ns + 1 + j) continue;
+      if (j < nu->n) TS_CHECK(offer_remap(x, n, 0, nu->v[j], g.orank, g.wrank, g.omap));
+      TS_CHECK(offer_remap(x, n, 0, node(x, u->ops[ns])->v[0], g.irank, g.wrank, g.imap));
+    }
+    break;
+  }
+  case TS_OP_CUSTOM_CALL:
+    if (is_target(u, "xla.sdy.GlobalToLocalShape")) offer(x, n, 0, sdy_leaf(nu->sdy, k));
+    else if (is_target(u, "xla.sdy.LocalToGlobalShape")) offer(x, n, 0, x->manual);
+    break;
   case TS_OP_WHILE:
   case TS_OP_CALL:
   case TS_OP_CONDITIONAL: {
@@ -586,6 +847,37 @@ static ts_status_t topo(ctx_t *x, const ts_hlo_comp_t *c, ts_hlo_instr_t **order
   return no == c->ninstrs ? TS_OK : TS_ERR_INTERNAL;
 }
 
+/* The in_shardings of a GlobalToLocalShape (one per operand) or the
+ * out_shardings of a LocalToGlobalShape (one per result leaf): Shardy's
+ * shard_map boundaries. Unreadable ones are left NULL (the boundary then
+ * only makes the inside manual). */
+static ts_status_t read_sdy(ctx_t *x, const ts_hlo_instr_t *i, ts_sdy_meshes_t **meshes, bool *have) {
+  bool in = is_target(i, "xla.sdy.GlobalToLocalShape");
+  if (!in && !is_target(i, "xla.sdy.LocalToGlobalShape")) return TS_OK;
+  const ts_hlo_attr_t *fa = ts_hlo_instr_attr(i, "frontend_attributes");
+  const char *text = NULL;
+  if (!fa || fa->kind != TS_ATTR_BLOB) return TS_OK;
+  ts_status_t st = ts_sharding_frontend_attr(x->a, fa->v.s, in ? "xla.sdy.in_shardings" : "xla.sdy.out_shardings", &text);
+  if (st == TS_ERR_NOMEM) return st;
+  if (st != TS_OK || !text) return TS_OK;
+  if (!*have) {
+    st = ts_sharding_sdy_module_meshes(x->a, x->m, meshes);
+    if (st == TS_ERR_NOMEM) return st;
+    if (st != TS_OK) *meshes = NULL;
+    *have = true;
+  }
+  node_t *n = node(x, i);
+  const ts_shape_t *shapes[MAX_TARGETS];
+  int ns = in ? i->nops : n->n;
+  if (ns > MAX_TARGETS) return TS_OK;
+  for (int k = 0; k < ns; k++) shapes[k] = in ? i->ops[k]->shape : n->shape[k];
+  ts_sharding_value_t *v = NULL;
+  st = ts_sharding_from_sdy(x->a, *meshes, text, ns, shapes, &v);
+  if (st == TS_ERR_NOMEM) return st;
+  if (st == TS_OK) n->sdy = v;
+  return TS_OK;
+}
+
 static ts_status_t setup(ctx_t *x) {
   ts_hlo_module_t *m = x->m;
   int nid = m->next_id > 0 ? m->next_id : 1, max_leaves = 1;
@@ -593,6 +885,10 @@ static ts_status_t setup(ctx_t *x) {
   x->comp_links = ts_arena_alloc(x->a, sizeof *x->comp_links * (size_t)(m->ncomps + 1));
   x->order = ts_arena_alloc(x->a, sizeof *x->order * (size_t)(m->ncomps + 1));
   uint8_t *mark = ts_arena_alloc(x->a, (size_t)nid);
+  ts_sdy_meshes_t *meshes = NULL;
+  bool have_meshes = false;
+  TS_CHECK(ts_sharding_simple(x->a, TS_SHARD_REPLICATED, &x->replicated));
+  TS_CHECK(ts_sharding_simple(x->a, TS_SHARD_MANUAL, &x->manual));
   if (!x->nodes || !x->comp_links || !x->order || !mark) return TS_ERR_NOMEM;
   memset(x->nodes, 0, sizeof *x->nodes * (size_t)nid);
   memset(x->comp_links, 0, sizeof *x->comp_links * (size_t)(m->ncomps + 1));
@@ -623,6 +919,7 @@ static ts_status_t setup(ctx_t *x) {
       if (comp->instrs[k]->id < 0 || comp->instrs[k]->id >= nid) return TS_ERR_INTERNAL;
       TS_CHECK(init_node(x, comp->instrs[k], &max_leaves));
       node(x, comp->instrs[k])->links = &x->comp_links[c];
+      TS_CHECK(read_sdy(x, comp->instrs[k], &meshes, &have_meshes));
     }
     TS_CHECK(topo(x, comp, x->order[c], mark));
   }
