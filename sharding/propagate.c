@@ -56,6 +56,11 @@
  *   - scalar operands (start indices, padding value, reduce init values)
  *     take the scalar view of their user: maximal and manual carry over,
  *     a tiling becomes {replicated}.
+ *   - computations applied per element (to_apply of reduce, scatter, sort,
+ *     map, reduce-window, all-reduce; select/scatter of
+ *     select-and-scatter): their parameters take the scalar view of the
+ *     caller's (first) result, so their scalar code is placed where the
+ *     caller runs; nothing flows back out of them.
  *   - iota: {replicated} forward; a tiled user wins backward.
  *   - sort: the sort dim untiled, every operand and output one sharding.
  *   - reduce: variadic outputs share one sharding (each input offers to
@@ -86,7 +91,7 @@
 #define DEFAULT_ROUNDS 64
 #define MAX_TARGETS 64 /* called computations looked at per instruction */
 
-typedef enum { LINK_WHILE_BODY, LINK_WHILE_COND, LINK_CALL, LINK_BRANCH } link_role_t;
+typedef enum { LINK_WHILE_BODY, LINK_WHILE_COND, LINK_CALL, LINK_BRANCH, LINK_APPLY } link_role_t;
 
 /* A called computation as seen from its caller: params take their values
  * from caller->ops[base + p] (base 0 for call/while, 1 + branch for
@@ -231,7 +236,9 @@ static bool same_dims(const ts_shape_t *x, const ts_shape_t *y) {
          (x->rank == 0 || !memcmp(x->dims, y->dims, sizeof *x->dims * (size_t)x->rank));
 }
 
-/* The computations a while/call/conditional runs, with their roles. */
+/* The computations a while/call/conditional runs, with their roles, and
+ * the scalar computations other ops apply (reduce, scatter, sort, map,
+ * reduce-window, select-and-scatter, all-reduce: LINK_APPLY). */
 static int targets(const ts_hlo_instr_t *i, link_t *t) {
   int n = 0;
   for (int k = 0; k < i->nattrs && n < MAX_TARGETS; k++) {
@@ -245,6 +252,9 @@ static int targets(const ts_hlo_instr_t *i, link_t *t) {
       else if (i->op == TS_OP_CONDITIONAL && !strcmp(a->name, "true_computation")) l = (link_t){l.caller, l.comp, LINK_BRANCH, 1};
       else if (i->op == TS_OP_CONDITIONAL && !strcmp(a->name, "false_computation")) l = (link_t){l.caller, l.comp, LINK_BRANCH, 2};
       else if (i->op == TS_OP_CONDITIONAL && !strcmp(a->name, "branch_computations")) l = (link_t){l.caller, l.comp, LINK_BRANCH, 1 + c};
+      else if (i->op != TS_OP_CALL && i->op != TS_OP_WHILE && i->op != TS_OP_CONDITIONAL &&
+               (!strcmp(a->name, "to_apply") || !strcmp(a->name, "select") || !strcmp(a->name, "scatter")))
+        l.role = LINK_APPLY;
       else continue;
       if (l.comp) t[n++] = l;
     }
@@ -470,6 +480,10 @@ static ts_status_t pull_forward(ctx_t *x, ts_hlo_instr_t *i, const node_t *n) {
     for (int k = 0; n->links && k < n->links->n; k++) {
       const link_t *l = &n->links->v[k];
       int64_t op = l->base + (l->role == LINK_CALL ? i->param_number : 0);
+      if (l->role == LINK_APPLY) {
+        TS_CHECK(offer_scalar(x, n, node(x, l->caller)->v[0]));
+        continue;
+      }
       if (l->role != LINK_CALL && i->param_number != 0) continue;
       if (op < l->caller->nops) offer_all(x, n, l->caller->ops[op]);
       if (l->role == LINK_WHILE_BODY && l->comp->root) offer_all(x, n, l->comp->root); /* back edge */
@@ -750,7 +764,7 @@ static ts_status_t pull_backward(ctx_t *x, ts_hlo_instr_t *i, const node_t *n) {
   if (i->is_root)
     for (int k = 0; n->links && k < n->links->n; k++) {
       const link_t *l = &n->links->v[k];
-      if (l->role == LINK_WHILE_COND) continue;
+      if (l->role == LINK_WHILE_COND || l->role == LINK_APPLY) continue;
       offer_all(x, n, l->caller);
       if (l->role == LINK_WHILE_BODY && l->comp->nparams > 0 && l->comp->params[0])
         offer_all(x, n, l->comp->params[0]); /* loop-carried: root == parameter */

@@ -351,9 +351,10 @@ static void test_call_conditional(void) {
   ts_hlo_module_destroy(m);
 }
 
-/* Defaults and special kinds: an all-maximal module puts what nothing
- * reaches (the reducer's scalars) on the same device, and the init value
- * z takes the reduce's device backward (a scalar operand's rule); manual flows
+/* Defaults and special kinds: in an all-maximal module the init value z
+ * takes the reduce's device backward (a scalar operand's rule) and the
+ * reducer's parameters take the scalar view of the reduce (an applied
+ * computation's rule), so nothing is left to the default; manual flows
  * through elementwise ops and is never replaced by a replicated operand;
  * iota and constants with no tiled neighbour end replicated. */
 static void test_defaults(void) {
@@ -375,7 +376,8 @@ static void test_defaults(void) {
   EXPECT_SHARDING(m, "r", "{maximal device=1}");
   EXPECT_SHARDING(m, "x", "{maximal device=1}");
   EXPECT_SHARDING(m, "z", "{maximal device=1}");
-  EXPECT(st.annotated == 1 && st.propagated == 3 && st.defaulted == 3 && st.converged);
+  EXPECT_SHARDING(m, "s", "{maximal device=1}");
+  EXPECT(st.annotated == 1 && st.propagated == 6 && st.defaulted == 0 && st.converged);
   ts_hlo_module_destroy(m);
 
   m = RUN("HloModule m, num_partitions=2\n"
@@ -565,6 +567,8 @@ static void test_scatter(void) {
   EXPECT_SHARDING(m, "z", "{devices=[1,2,2]<=[4] last_tile_dim_replicate}");
   EXPECT_SHARDING(m, "upd", "{devices=[4,1,1]<=[4]}");
   EXPECT_SHARDING(m, "sc2", "{devices=[2,1,2]<=[4] last_tile_dim_replicate}");
+  /* the combiner's parameters: the scalar view of a tiled scatter */
+  EXPECT_SHARDING(m, "x", "{replicated}");
   ts_hlo_module_destroy(m);
 }
 
