@@ -115,6 +115,8 @@ typedef struct {
   bool fixed;                 /* user annotation: never written */
   const links_t *links;       /* callers of the instruction's computation */
   const ts_sharding_value_t *sdy; /* shard_map boundary: in_/out_shardings (NULL: unread) */
+  uint32_t stamp;             /* x->clock when a leaf last changed; 0: never */
+  uint32_t seen[2];           /* x->clock at the last backward [0] / forward [1] visit */
 } node_t;
 
 typedef struct {
@@ -127,6 +129,7 @@ typedef struct {
   int64_t *cand_score;
   ts_sharding_value_t *replicated, *manual;
   bool changed;
+  uint32_t clock;             /* bumped on every change; orders stamps and visits */
 } ctx_t;
 
 /* ---- values ------------------------------------------------------------- */
@@ -772,9 +775,35 @@ static ts_status_t pull_backward(ctx_t *x, ts_hlo_instr_t *i, const node_t *n) {
   return TS_OK;
 }
 
+static bool changed_since(ctx_t *x, const ts_hlo_instr_t *y, uint32_t seen) { return node(x, y)->stamp > seen; }
+
+/* A visit reads only the instruction's operands (forward) or its users and
+ * their operands (backward), unless computations are linked in (parameters,
+ * the root of a called computation, callers): those are always visited. If nothing it reads changed since its last visit in the
+ * same direction, the visit would offer the same candidates again and change
+ * nothing, so it is skipped: later rounds touch only where values moved. */
+static bool needs_visit(ctx_t *x, const ts_hlo_instr_t *i, const node_t *n, bool forward) {
+  uint32_t seen = n->seen[forward];
+  if (seen == 0 || i->ncalled > 0 || i->op == TS_OP_PARAMETER || (i->is_root && n->links && n->links->n > 0))
+    return true;
+  if (forward) {
+    for (int k = 0; k < i->nops; k++)
+      if (changed_since(x, i->ops[k], seen)) return true;
+    return false;
+  }
+  for (int j = 0; j < i->nusers; j++) {
+    const ts_hlo_instr_t *u = i->users[j];
+    if (u->ncalled > 0 || changed_since(x, u, seen)) return true;
+    for (int k = 0; k < u->nops; k++)
+      if (changed_since(x, u->ops[k], seen)) return true;
+  }
+  return false;
+}
+
 static ts_status_t visit(ctx_t *x, ts_hlo_instr_t *i, bool forward) {
   node_t *n = node(x, i);
-  if (n->fixed || n->n == 0) return TS_OK;
+  if (n->fixed || n->n == 0 || !needs_visit(x, i, n, forward)) return TS_OK;
+  n->seen[forward] = x->clock;
   for (int k = 0; k < n->n; k++) {
     x->cand[k] = NULL;
     x->cand_score[k] = -1;
@@ -783,6 +812,7 @@ static ts_status_t visit(ctx_t *x, ts_hlo_instr_t *i, bool forward) {
   for (int k = 0; k < n->n; k++)
     if (x->cand[k] && x->cand_score[k] > score(n->v[k])) {
       n->v[k] = x->cand[k];
+      n->stamp = ++x->clock;
       x->changed = true;
     }
   return TS_OK;
@@ -990,7 +1020,7 @@ ts_status_t ts_sharding_propagate(ts_hlo_module_t *m, const ts_sharding_propagat
   ts_sharding_propagate_stats_t local = {0}, *stats = opts && opts->stats ? opts->stats : &local;
   memset(stats, 0, sizeof *stats);
   int max_rounds = opts && opts->max_rounds > 0 ? opts->max_rounds : DEFAULT_ROUNDS;
-  ctx_t x = {.m = m, .a = ts_arena_create()};
+  ctx_t x = {.m = m, .a = ts_arena_create(), .clock = 1};
   if (!x.a) return TS_ERR_NOMEM;
   ts_status_t st;
   TS_CHECK_GOTO(setup(&x), st, done);
