@@ -3,39 +3,13 @@
  * it asserts nothing about speed.
  *   bench_parse [--reps N] FILE...
  * Each phase runs once to warm up, then N times (default 5). */
-#include "ts_hlo.h"
+#include "bench_util.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #define MAX_REPS 1000
-
-static double now_s(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-static int cmp_double(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return (x > y) - (x < y);
-}
-
-/* Sorts `t` in place; best is the minimum, median the middle (mean of the two
- * middle values for an even count). */
-static void best_median(double *t, int n, double *best, double *median) {
-  qsort(t, (size_t)n, sizeof *t, cmp_double);
-  *best = t[0];
-  *median = n % 2 ? t[n / 2] : 0.5 * (t[n / 2 - 1] + t[n / 2]);
-}
-
-static int64_t count_instrs(const ts_hlo_module_t *m) {
-  int64_t n = 0;
-  for (int c = 0; c < m->ncomps; c++) n += m->comps[c]->ninstrs;
-  return n;
-}
 
 /* One timed run of each phase. Returns false (after printing why) when the
  * file does not parse; *verified says whether it verified. */
@@ -47,9 +21,9 @@ static bool run_once(const ts_source_t *src, double *t_parse, double *t_verify, 
   ts_buf_t out = {0};
   bool ok = false;
 
-  double t0 = now_s();
+  double t0 = ts_bench_now();
   ts_status_t st = ts_hlo_parse(src, NULL, &m, &diag);
-  *t_parse = now_s() - t0;
+  *t_parse = ts_bench_now() - t0;
   if (st != TS_OK) {
     if (report) {
       if (diag.text)
@@ -59,22 +33,22 @@ static bool run_once(const ts_source_t *src, double *t_parse, double *t_verify, 
     }
     goto done;
   }
-  *instrs = count_instrs(m);
+  *instrs = ts_bench_count_instrs(m);
   *arena_bytes = ts_arena_bytes(m->arena);
 
   ts_diag_free(&diag);
-  t0 = now_s();
+  t0 = ts_bench_now();
   st = ts_hlo_verify(m, NULL, &diag);
-  *t_verify = now_s() - t0;
+  *t_verify = ts_bench_now() - t0;
   *verified = st == TS_OK;
   if (!*verified && report) {
     fprintf(stderr, "bench_parse: %s does not verify (verify columns left out):\n", src->name);
     fputs(diag.text ? diag.text : ts_status_string(st), stderr);
   }
 
-  t0 = now_s();
+  t0 = ts_bench_now();
   st = ts_hlo_print(m, &out);
-  *t_print = now_s() - t0;
+  *t_print = ts_bench_now() - t0;
   if (st != TS_OK || out.oom) {
     if (report) fprintf(stderr, "bench_parse: %s: print failed: %s\n", src->name, ts_status_string(st));
     goto done;
@@ -91,11 +65,6 @@ done:
 
 /* Width of the file-name column: the longest base name given. */
 static int name_width = 4;
-
-static const char *base_name(const char *path) {
-  const char *slash = strrchr(path, '/');
-  return slash ? slash + 1 : path;
-}
 
 static void print_header(void) {
   printf("# %-*s %10s %8s %6s  %9s %10s %14s  %9s %15s  %9s %10s %9s\n", name_width, "file", "bytes",
@@ -135,7 +104,7 @@ static int bench_file(const char *path, int reps) {
     ts_diag_free(&diag);
     return 1;
   }
-  const char *base = base_name(path);
+  const char *base = ts_bench_base_name(path);
   ts_source_t src = {path, text, len};
 
   double tp[MAX_REPS], tv[MAX_REPS], tw[MAX_REPS];
@@ -155,9 +124,9 @@ static int bench_file(const char *path, int reps) {
     }
   }
   double bp, mp, bv, mv, bw, mw;
-  best_median(tp, reps, &bp, &mp);
-  best_median(tv, reps, &bv, &mv);
-  best_median(tw, reps, &bw, &mw);
+  ts_bench_best_median(tp, reps, &bp, &mp);
+  ts_bench_best_median(tv, reps, &bv, &mv);
+  ts_bench_best_median(tw, reps, &bw, &mw);
   print_row(base, len, instrs, "best", bp, bv, verified, bw, printed, arena, true);
   print_row(base, len, instrs, "median", mp, mv, verified, mw, printed, arena, false);
   fflush(stdout);
@@ -202,7 +171,7 @@ int main(int argc, char **argv) {
     return 2;
   }
   for (int j = i; j < argc; j++) {
-    int n = (int)strlen(base_name(argv[j]));
+    int n = (int)strlen(ts_bench_base_name(argv[j]));
     if (n > name_width) name_width = n;
   }
   printf("# bench_parse: %d repetition%s after 1 warm-up\n", reps, reps == 1 ? "" : "s");

@@ -4,45 +4,15 @@
  * A benchmark, not a test: it asserts nothing about speed.
  *   bench_propagate [--reps N] FILE...
  * Inputs come from bench/gen_module.py --shard params (scripts/bench.sh). */
+#include "bench_util.h"
 #include "ts_sharding.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #define MAX_REPS 1000
 #define MAX_FILES 64
-
-static double now_s(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-static int cmp_double(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return (x > y) - (x < y);
-}
-
-/* Sorts `t` in place; best is the minimum, median the middle (mean of the two
- * middle values for an even count). */
-static void best_median(double *t, int n, double *best, double *median) {
-  qsort(t, (size_t)n, sizeof *t, cmp_double);
-  *best = t[0];
-  *median = n % 2 ? t[n / 2] : 0.5 * (t[n / 2 - 1] + t[n / 2]);
-}
-
-static int64_t count_instrs(const ts_hlo_module_t *m) {
-  int64_t n = 0;
-  for (int c = 0; c < m->ncomps; c++) n += m->comps[c]->ninstrs;
-  return n;
-}
-
-static const char *base_name(const char *path) {
-  const char *slash = strrchr(path, '/');
-  return slash ? slash + 1 : path;
-}
 
 /* One run: parse (untimed; propagation mutates the module, so every run
  * needs a fresh one), then propagate, timed. With `check` the module is
@@ -60,11 +30,11 @@ static bool run_once(const ts_source_t *src, bool check, double *t, int64_t *ins
     if (diag.text) fputs(diag.text, stderr);
     goto done;
   }
-  *instrs = count_instrs(m);
+  *instrs = ts_bench_count_instrs(m);
   ts_sharding_propagate_opts_t opts = {.stats = stats};
-  double t0 = now_s();
+  double t0 = ts_bench_now();
   st = ts_sharding_propagate(m, &opts, &diag);
-  *t = now_s() - t0;
+  *t = ts_bench_now() - t0;
   if (st != TS_OK) {
     fprintf(stderr, "bench_propagate: %s: propagation failed: %s\n", src->name, ts_status_string(st));
     if (diag.text) fputs(diag.text, stderr);
@@ -111,11 +81,11 @@ static int bench_file(const char *path, int reps, row_t *row) {
   for (int r = 0; r < reps; r++)
     if (!run_once(&src, false, &t[r], &instrs, &stats)) goto done;
   double best, median;
-  best_median(t, reps, &best, &median);
+  ts_bench_best_median(t, reps, &best, &median);
   row->instrs = instrs;
   row->best_ns = best * 1e9 / (double)instrs;
   row->median_ns = median * 1e9 / (double)instrs;
-  printf("  %-*s %8lld  %9.2f %9.2f  %9.1f %9.1f  %6d %9d %10d %9d %4s\n", name_width, base_name(path),
+  printf("  %-*s %8lld  %9.2f %9.2f  %9.1f %9.1f  %6d %9d %10d %9d %4s\n", name_width, ts_bench_base_name(path),
          (long long)instrs, best * 1e3, median * 1e3, row->best_ns, row->median_ns, stats.rounds, stats.annotated,
          stats.propagated, stats.defaulted, stats.converged ? "yes" : "NO");
   fflush(stdout);
@@ -164,7 +134,7 @@ int main(int argc, char **argv) {
     return 2;
   }
   for (int j = i; j < argc; j++) {
-    int n = (int)strlen(base_name(argv[j]));
+    int n = (int)strlen(ts_bench_base_name(argv[j]));
     if (n > name_width) name_width = n;
   }
   printf("# bench_propagate: %d repetition%s after 1 warm-up; ns/i = ns per instruction\n", reps,
