@@ -29,15 +29,23 @@ static bool has_other_subgroups(const ts_sharding_value_t *v) {
   return false;
 }
 
-/* Every device of `to` already holds its new shard. */
+static bool is_empty(int rank, const int64_t *offset, const int64_t *limit) {
+  for (int k = 0; k < rank; k++)
+    if (offset[k] == limit[k]) return true;
+  return false;
+}
+
+/* Every device of `to` already holds its new shard. An empty shard (an
+ * uneven split's padding) needs no data, whoever held that tile before. */
 static bool is_local_slice(const ts_sharding_value_t *from, const ts_sharding_value_t *to, const ts_shape_t *shape) {
   int64_t fo[SH_MAX_RANK], fl[SH_MAX_RANK], to_o[SH_MAX_RANK], to_l[SH_MAX_RANK];
   for (int64_t f = 0; f < to->ntiles; f++) {
     int64_t d = to->devices[f];
-    if (ts_sharding_shard(from, shape, d, fo, fl) != TS_OK) return false; /* not a device of `from` */
     if (ts_sharding_shard(to, shape, d, to_o, to_l) != TS_OK) return false;
+    if (is_empty(shape->rank, to_o, to_l)) continue;
+    if (ts_sharding_shard(from, shape, d, fo, fl) != TS_OK) return false; /* not a device of `from` */
     for (int k = 0; k < shape->rank; k++)
-      if (to_o[k] < to_l[k] && (to_o[k] < fo[k] || to_l[k] > fl[k])) return false;
+      if (to_o[k] < fo[k] || to_l[k] > fl[k]) return false;
   }
   return true;
 }

@@ -33,6 +33,10 @@ ts_status_t ts_sharding_transpose(ts_arena_t *a, const ts_sharding_value_t *v, i
  * become target dims dst[0..nt), tiles into u. False when the tiling does
  * not survive the reshape. */
 static bool reshape_group(const int64_t *src, const int64_t *t, int ns, const int64_t *dst, int nt, int64_t *u) {
+  if (ns == 1 && nt == 1) { /* the dim is unchanged: any tiling, even uneven, stays */
+    u[0] = t[0];
+    return true;
+  }
   /* Merge: contiguous blocks of the flattened group only if every dim
    * before the last tiled one is split down to single elements. */
   int q = -1;

@@ -57,7 +57,8 @@ typedef struct ts_sharding_value {
 /* Builds the value of a parsed sharding on the shape it annotates.
  * `shape` may be NULL (no rank check; tuples kept as written). A non-tuple
  * sharding on a tuple shape is copied to every leaf (XLA's rule), giving a
- * TUPLE value; a token accepts any sharding. Errors: TS_ERR_VERIFY when the
+ * TUPLE value; a token accepts any sharding; an empty tuple takes `{}` or
+ * one element. Errors: TS_ERR_VERIFY when the
  * sharding does not fit the shape (data rank, tuple leaf count) or tiles a
  * single device; TS_ERR_UNSUPPORTED for the V3 named form; TS_ERR_NOMEM. */
 ts_status_t ts_sharding_from_syntax(ts_arena_t *a, const ts_sharding_t *syn, const ts_shape_t *shape,
@@ -148,7 +149,8 @@ ts_status_t ts_sharding_transpose(ts_arena_t *a, const ts_sharding_value_t *v, i
 
 /* The sharding of reshape(x) from shape `from` to `to` when x has sharding
  * v, if one exists that keeps every device's data in place: dims are
- * grouped where their products match; inside a group the tiling must be
+ * grouped where their products match; a dim left unchanged keeps its
+ * tiling, even an uneven one; inside a larger group the tiling must be
  * on whole elements of the major dims (a merge keeps it when the dims before
  * the last tiled one are split into single elements and the tiled dims
  * divide evenly; a split puts the tiles on the major target dims, which

@@ -269,8 +269,8 @@ ts_status_t ts_sharding_from_syntax(ts_arena_t *a, const ts_sharding_t *syn, con
     if (syn->kind != TS_SHARD_TUPLE) return from_single(a, syn, shape, out);
     /* a tuple sharding kept as written, or on an array: one element */
     if (shape && syn->ntuple != 1) return TS_ERR_VERIFY;
-  } else if (syn->kind == TS_SHARD_TUPLE && syn->ntuple != (nleaves ? nleaves : 1)) {
-    return TS_ERR_VERIFY;
+  } else if (syn->kind == TS_SHARD_TUPLE && syn->ntuple != nleaves && !(nleaves == 0 && syn->ntuple == 1)) {
+    return TS_ERR_VERIFY; /* an empty tuple takes `{}` or XLA's one element */
   }
   int n = syn->kind == TS_SHARD_TUPLE ? syn->ntuple : (nleaves ? nleaves : 1);
   const ts_shape_t **leaves = ts_malloc(sizeof *leaves * (size_t)(n + nleaves + 1));
