@@ -651,6 +651,118 @@ static void test_reduce_variadic(void) {
   ts_hlo_module_destroy(m);
 }
 
+/* While with tuple state whose shardings come from inside and after the
+ * loop: the body's Sharding call on leaf 1 reaches x backward, then the
+ * body parameter, the init tuple (a caller operand takes the body
+ * parameter's view) and a; the Sharding call after the loop on leaf 2
+ * reaches the while result, the body root (a callee root takes its
+ * caller's) and, around the loop, b. Every view of the state agrees. */
+static void test_while_tuple_state(void) {
+  ts_hlo_module_t *m = RUN("HloModule m, num_partitions=2\n"
+                           "cond {\n"
+                           "  cp = (s32[], f32[8], f32[4,4]) parameter(0)\n"
+                           "  ci = s32[] get-tuple-element(cp), index=0\n"
+                           "  n = s32[] constant(4)\n"
+                           "  ROOT lt = pred[] compare(ci, n), direction=LT\n"
+                           "}\n"
+                           "body {\n"
+                           "  bp = (s32[], f32[8], f32[4,4]) parameter(0)\n"
+                           "  i = s32[] get-tuple-element(bp), index=0\n"
+                           "  x = f32[8] get-tuple-element(bp), index=1\n"
+                           "  y = f32[4,4] get-tuple-element(bp), index=2\n"
+                           "  one = s32[] constant(1)\n"
+                           "  i1 = s32[] add(i, one)\n"
+                           "  xs = f32[8] custom-call(x), custom_call_target=\"Sharding\", sharding={devices=[2]<=[2]}\n"
+                           "  xn = f32[8] negate(xs)\n"
+                           "  yn = f32[4,4] negate(y)\n"
+                           "  ROOT bt = (s32[], f32[8], f32[4,4]) tuple(i1, xn, yn)\n"
+                           "}\n"
+                           "ENTRY e {\n"
+                           "  a = f32[8] parameter(0)\n"
+                           "  b = f32[4,4] parameter(1)\n"
+                           "  z = s32[] constant(0)\n"
+                           "  init = (s32[], f32[8], f32[4,4]) tuple(z, a, b)\n"
+                           "  w = (s32[], f32[8], f32[4,4]) while(init), condition=cond, body=body\n"
+                           "  o = f32[4,4] get-tuple-element(w), index=2\n"
+                           "  ROOT s = f32[4,4] custom-call(o), custom_call_target=\"Sharding\", "
+                           "sharding={devices=[1,2]<=[2]}\n"
+                           "}\n");
+  const char *state = "{{replicated}, {devices=[2]<=[2]}, {devices=[1,2]<=[2]}}";
+  EXPECT_SHARDING(m, "w", state);
+  EXPECT_SHARDING(m, "init", state);
+  EXPECT_SHARDING(m, "bp", state);
+  EXPECT_SHARDING(m, "cp", state);
+  EXPECT_SHARDING(m, "bt", state);
+  EXPECT_SHARDING(m, "a", "{devices=[2]<=[2]}");
+  EXPECT_SHARDING(m, "b", "{devices=[1,2]<=[2]}");
+  EXPECT_SHARDING(m, "y", "{devices=[1,2]<=[2]}");
+  EXPECT_SHARDING(m, "i1", "{replicated}");
+  ts_hlo_module_destroy(m);
+}
+
+/* Indexed conditional: branch k's parameter is operand k+1. b0 takes the
+ * tuple t (x tiled, y not) and adds its leaves, so the result c takes x's
+ * [2] from the first branch root; b1's root then takes c's backward, and
+ * its parameter and operand z follow; y gets it through the add, the
+ * tuple leaf and t. The branch index is a scalar nobody tiles. */
+static void test_conditional_branches(void) {
+  ts_hlo_module_t *m = RUN("HloModule m, num_partitions=2\n"
+                           "b0 {\n"
+                           "  p0 = (f32[8], f32[8]) parameter(0)\n"
+                           "  g0 = f32[8] get-tuple-element(p0), index=0\n"
+                           "  g1 = f32[8] get-tuple-element(p0), index=1\n"
+                           "  ROOT r0 = f32[8] add(g0, g1)\n"
+                           "}\n"
+                           "b1 {\n"
+                           "  p1 = f32[8] parameter(0)\n"
+                           "  ROOT r1 = f32[8] negate(p1)\n"
+                           "}\n"
+                           "ENTRY e {\n"
+                           "  i = s32[] parameter(0)\n"
+                           "  x = f32[8] parameter(1), sharding={devices=[2]<=[2]}\n"
+                           "  y = f32[8] parameter(2)\n"
+                           "  t = (f32[8], f32[8]) tuple(x, y)\n"
+                           "  z = f32[8] parameter(3)\n"
+                           "  ROOT c = f32[8] conditional(i, t, z), branch_computations={b0, b1}\n"
+                           "}\n");
+  EXPECT_SHARDING(m, "c", "{devices=[2]<=[2]}");
+  EXPECT_SHARDING(m, "r1", "{devices=[2]<=[2]}");
+  EXPECT_SHARDING(m, "p1", "{devices=[2]<=[2]}");
+  EXPECT_SHARDING(m, "z", "{devices=[2]<=[2]}");
+  EXPECT_SHARDING(m, "y", "{devices=[2]<=[2]}");
+  EXPECT_SHARDING(m, "p0", "{{devices=[2]<=[2]}, {devices=[2]<=[2]}}");
+  EXPECT_SHARDING(m, "i", "{replicated}");
+  ts_hlo_module_destroy(m);
+}
+
+/* Dots whose operands disagree. d: lhs rows [2] on 0,1 vs rhs columns on
+ * 1,0, both 2 tiles: the lhs wins the tie. bd: lhs batch 2-way (partially
+ * replicated), rhs batch 4-way: the more specific rhs wins. Backward, r's
+ * only tiled candidate is l's contracting tiling (d2's view of r has its
+ * dim 1 untiled and the lhs rows as a replicated subgroup: {replicated}),
+ * so r takes [2,1]. */
+static void test_dot_disagree(void) {
+  ts_hlo_module_t *m = RUN("HloModule m, num_partitions=4\n"
+                           "ENTRY e {\n"
+                           "  l = f32[8,16] parameter(0), sharding={devices=[2,1,2]<=[4] last_tile_dim_replicate}\n"
+                           "  r = f32[16,32] parameter(1), sharding={devices=[1,2,2]2,3,0,1 last_tile_dim_replicate}\n"
+                           "  d = f32[8,32] dot(l, r), lhs_contracting_dims={1}, rhs_contracting_dims={0}\n"
+                           "  bl = f32[4,8,16] parameter(2), sharding={devices=[2,1,1,2]<=[4] last_tile_dim_replicate}\n"
+                           "  br = f32[4,16,32] parameter(3), sharding={devices=[4,1,1]<=[4]}\n"
+                           "  bd = f32[4,8,32] dot(bl, br), lhs_batch_dims={0}, rhs_batch_dims={0}, "
+                           "lhs_contracting_dims={2}, rhs_contracting_dims={1}\n"
+                           "  l2 = f32[8,16] parameter(4), sharding={devices=[1,2,2]<=[4] last_tile_dim_replicate}\n"
+                           "  r2 = f32[16,32] parameter(5)\n"
+                           "  d2 = f32[8,32] dot(l2, r2), lhs_contracting_dims={1}, rhs_contracting_dims={0}, "
+                           "sharding={devices=[2,1,2]<=[4] last_tile_dim_replicate}\n"
+                           "  ROOT t = (f32[8,32], f32[4,8,32], f32[8,32]) tuple(d, bd, d2)\n"
+                           "}\n");
+  EXPECT_SHARDING(m, "d", "{devices=[2,1,2]<=[4] last_tile_dim_replicate}");
+  EXPECT_SHARDING(m, "bd", "{devices=[4,1,1]<=[4]}");
+  EXPECT_SHARDING(m, "r2", "{devices=[2,1,2]<=[4] last_tile_dim_replicate}");
+  ts_hlo_module_destroy(m);
+}
+
 int main(void) {
   test_elementwise();
   test_priority();
@@ -674,6 +786,9 @@ int main(void) {
   test_convolution();
   test_shard_map();
   test_reduce_variadic();
+  test_while_tuple_state();
+  test_conditional_branches();
+  test_dot_disagree();
   if (failures) fprintf(stderr, "%d failure(s)\n", failures);
   return failures ? 1 : 0;
 }
