@@ -503,9 +503,10 @@ static ts_status_t build_header(ts_buf_t *b, const char *descr, int rank, const 
     ts_buf_free(&d);
     return TS_ERR_NOMEM;
   }
+  /* 64 dimensions of 19 digits stay far below 64 KiB, so 2.0 is for safety */
   int major = 1;
   size_t pre = 10;
-  if ((d.len + 1 + 63) / 64 * 64 + pre > 65535 + pre) {
+  if ((pre + d.len + 1 + 63) / 64 * 64 - pre > 65535) {
     major = 2;
     pre = 12;
   }

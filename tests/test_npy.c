@@ -304,7 +304,7 @@ static void test_bad_files(void) {
   BAD_RAW("\x93NUM", 4, "file ends inside the magic string (4 bytes)");
   BAD_RAW("\x93NUMPY\x01", 7, "file ends inside the header (7 bytes)");
   BAD_RAW("\x93NUMPY\x02\x00\x10\x00", 10, "file ends inside the header (10 bytes)");
-  BAD_RAW("PK\x03\x04 this is a zip", 20, "not a .npy file (no \\x93NUMPY magic string)");
+  BAD_RAW("PK\x03\x04 this is a zip", 18, "not a .npy file (no \\x93NUMPY magic string)");
   n = make_file(file, ok23, 24, 0);
   file[6] = 4;
   BAD_RAW(file, n, "unsupported .npy format version 4.0");
