@@ -291,7 +291,10 @@ static ts_status_t parse_axis_ref(cur_t *c, const ts_sdy_mesh_t *m, axis_ref_t *
   r->size = m->axis_sizes[r->axis];
   if (eat(c, ':')) {
     if (!eat(c, '(') || !parse_int(c, &r->pre) || !eat(c, ')') || !parse_int(c, &r->size)) return TS_ERR_PARSE;
-    if (r->pre < 1 || r->size < 1 || m->axis_sizes[r->axis] % (r->pre * r->size) != 0) return TS_ERR_VERIFY;
+    int64_t span; /* pre * size, which user text can make overflow */
+    if (r->pre < 1 || r->size < 1 || __builtin_mul_overflow(r->pre, r->size, &span) ||
+        m->axis_sizes[r->axis] % span != 0)
+      return TS_ERR_VERIFY;
   }
   return TS_OK;
 }

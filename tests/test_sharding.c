@@ -823,6 +823,12 @@ static void test_edge_sdy(void) {
   /* a mesh with no axes and one device id: maximal on it */
   ts_sharding_value_t *v = sdy_at(ms, "#sdy.sharding<@one, [{}]>", "8", __LINE__);
   EXPECT(v && v->kind == TS_SHARD_MAXIMAL && v->device == 5);
+  /* a sub-axis whose pre * size overflows int64 is an error, not a crash */
+  ts_sharding_value_t *e = NULL;
+  const ts_shape_t *s8 = shp("8");
+  EXPECT(ts_sharding_from_sdy(A, ms, "#sdy.sharding<@r, [{\"x\":(4294967296)4294967296}]>", 1, &s8, &e) ==
+         TS_ERR_VERIFY);
+  EXPECT(ts_sharding_from_sdy(A, ms, "#sdy.sharding<@r, [{\"x\":(2)4}]>", 1, &s8, &e) == TS_ERR_VERIFY);
   /* a scalar on a 4-device mesh: replicated */
   EXPECT_PRINT(sdy_at(ms, "#sdy.sharding<@r, []>", "", __LINE__), "{replicated}");
 }
