@@ -699,7 +699,6 @@ static ts_status_t from_user(ctx_t *x, const node_t *n, const ts_hlo_instr_t *u,
   case TS_OP_PAD:
     if (k == 0) return offer_kept(x, n, 0, nu->v[0], u->shape, s, false);
     return offer_scalar(x, n, nu->v[0]); /* padding value */
-    break;
   case TS_OP_CONCATENATE: return offer_kept(x, n, 0, nu->v[0], u->shape, s, false);
   case TS_OP_DYNAMIC_SLICE:
     if (k == 0) return offer_kept(x, n, 0, nu->v[0], u->shape, s, true);
@@ -779,9 +778,10 @@ static bool changed_since(ctx_t *x, const ts_hlo_instr_t *y, uint32_t seen) { re
 
 /* A visit reads only the instruction's operands (forward) or its users and
  * their operands (backward), unless computations are linked in (parameters,
- * the root of a called computation, callers): those are always visited. If nothing it reads changed since its last visit in the
- * same direction, the visit would offer the same candidates again and change
- * nothing, so it is skipped: later rounds touch only where values moved. */
+ * the root of a called computation, callers): those are always visited.
+ * If nothing it reads changed since its last visit in the same direction,
+ * the visit would offer the same candidates again and change nothing, so it
+ * is skipped: later rounds touch only where values moved. */
 static bool needs_visit(ctx_t *x, const ts_hlo_instr_t *i, const node_t *n, bool forward) {
   uint32_t seen = n->seen[forward];
   if (seen == 0 || i->ncalled > 0 || i->op == TS_OP_PARAMETER || (i->is_root && n->links && n->links->n > 0))
@@ -820,14 +820,6 @@ static ts_status_t visit(ctx_t *x, ts_hlo_instr_t *i, bool forward) {
 
 /* ---- setup and result --------------------------------------------------- */
 
-static void collect_leaf_shapes(const ts_shape_t *s, const ts_shape_t **out, int *n) {
-  if (s->elem != TS_TUPLE) {
-    out[(*n)++] = s;
-    return;
-  }
-  for (int k = 0; k < s->ntuple; k++) collect_leaf_shapes(s->tuple[k], out, n);
-}
-
 static ts_status_t init_node(ctx_t *x, ts_hlo_instr_t *i, int *max_leaves) {
   node_t *n = node(x, i);
   n->n = ts_shape_leaf_count(i->shape);
@@ -836,7 +828,7 @@ static ts_status_t init_node(ctx_t *x, ts_hlo_instr_t *i, int *max_leaves) {
   if (!n->shape || !n->v) return TS_ERR_NOMEM;
   memset(n->v, 0, sizeof *n->v * (size_t)(n->n ? n->n : 1));
   int got = 0;
-  collect_leaf_shapes(i->shape, n->shape, &got);
+  sh_collect_leaves(i->shape, n->shape, &got);
   if (n->n > *max_leaves) *max_leaves = n->n;
   if (!i->sharding) return TS_OK;
   n->fixed = true;
@@ -855,7 +847,7 @@ static ts_status_t init_node(ctx_t *x, ts_hlo_instr_t *i, int *max_leaves) {
 
 /* Topological order of one computation (operands first; ties in text
  * order), by an explicit-stack depth-first walk. */
-static ts_status_t topo(ctx_t *x, const ts_hlo_comp_t *c, ts_hlo_instr_t **order, uint8_t *mark) {
+static ts_status_t topo(const ts_hlo_comp_t *c, ts_hlo_instr_t **order, uint8_t *mark) {
   int *next = ts_malloc(sizeof *next * (size_t)(c->ninstrs + 1));
   ts_hlo_instr_t **stack = ts_malloc(sizeof *stack * (size_t)(c->ninstrs + 1));
   if (!next || !stack) {
@@ -885,7 +877,6 @@ static ts_status_t topo(ctx_t *x, const ts_hlo_comp_t *c, ts_hlo_instr_t **order
       }
     }
   }
-  (void)x;
   ts_free(next);
   ts_free(stack);
   return no == c->ninstrs ? TS_OK : TS_ERR_INTERNAL;
@@ -965,7 +956,7 @@ static ts_status_t setup(ctx_t *x) {
       node(x, comp->instrs[k])->links = &x->comp_links[c];
       TS_CHECK(read_sdy(x, comp->instrs[k], &meshes, &have_meshes));
     }
-    TS_CHECK(topo(x, comp, x->order[c], mark));
+    TS_CHECK(topo(comp, x->order[c], mark));
   }
   x->cand = ts_arena_alloc(x->a, sizeof *x->cand * (size_t)max_leaves);
   x->cand_score = ts_arena_alloc(x->a, sizeof *x->cand_score * (size_t)max_leaves);

@@ -23,6 +23,14 @@ void sh_unflat(int r, const int64_t *dims, int64_t flat, int64_t *index);
 
 int64_t sh_product(int n, const int64_t *v);
 
+/* qsort/bsearch order on the first int64_t of each element: plain ids, or
+ * (id, payload) pairs sorted by id. */
+int sh_cmp_i64(const void *x, const void *y);
+
+/* Appends the array (and token) leaves of a possibly nested tuple shape to
+ * out[*n...], in leaf order; out needs ts_shape_leaf_count(s) entries. */
+void sh_collect_leaves(const ts_shape_t *s, const ts_shape_t **out, int *n);
+
 /* Arena copies; NULL on OOM (n == 0 gives a non-NULL pointer). */
 int64_t *sh_dup(ts_arena_t *a, const int64_t *v, int64_t n);
 int64_t *sh_alloc(ts_arena_t *a, int64_t n);

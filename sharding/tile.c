@@ -11,14 +11,9 @@ int64_t ts_sharding_num_devices(const ts_sharding_value_t *v) {
   return v->kind == TS_SHARD_MAXIMAL ? 1 : 0;
 }
 
-static int cmp_device(const void *key, const void *elem) {
-  int64_t a = *(const int64_t *)key, b = *(const int64_t *)elem;
-  return (a > b) - (a < b);
-}
-
 /* Flat tile index of a device, or -1. */
 static int64_t flat_of(const ts_sharding_value_t *v, int64_t device) {
-  const int64_t *p = bsearch(&device, v->by_device_, (size_t)v->ntiles, 2 * sizeof(int64_t), cmp_device);
+  const int64_t *p = bsearch(&device, v->by_device_, (size_t)v->ntiles, 2 * sizeof(int64_t), sh_cmp_i64);
   return p ? p[1] : -1;
 }
 
@@ -71,12 +66,6 @@ ts_status_t ts_sharding_shard_dims(const ts_sharding_value_t *v, const ts_shape_
   return TS_OK;
 }
 
-static int cmp_i64(const void *x, const void *y) {
-  int64_t a = *(const int64_t *)x, b = *(const int64_t *)y;
-  return (a > b) - (a < b);
-}
-
-
 /* Groups of devices that differ only in the tile-assignment dims marked in
  * `vary` (a bitmask over dims). */
 static ts_status_t groups_varying(ts_arena_t *a, const ts_sharding_value_t *v, uint64_t vary, int64_t *ngroups,
@@ -94,7 +83,7 @@ static ts_status_t groups_varying(ts_arena_t *a, const ts_sharding_value_t *v, u
   if (!g) return TS_ERR_NOMEM;
   /* Moving the varying dims last makes each group a contiguous run. */
   sh_transpose(v->ndims, v->dims, v->devices, perm, g);
-  for (int64_t k = 0; k < v->ntiles; k += size) qsort(g + k, (size_t)size, sizeof *g, cmp_i64);
+  for (int64_t k = 0; k < v->ntiles; k += size) qsort(g + k, (size_t)size, sizeof *g, sh_cmp_i64);
   /* Order the groups by their first (smallest) member. */
   int64_t n = v->ntiles / size;
   int64_t *firsts = ts_malloc(sizeof(int64_t) * 2 * (size_t)n);
@@ -107,7 +96,7 @@ static ts_status_t groups_varying(ts_arena_t *a, const ts_sharding_value_t *v, u
     firsts[2 * k] = g[k * size];
     firsts[2 * k + 1] = k;
   }
-  qsort(firsts, (size_t)n, 2 * sizeof(int64_t), cmp_i64);
+  qsort(firsts, (size_t)n, 2 * sizeof(int64_t), sh_cmp_i64);
   for (int64_t k = 0; k < n; k++)
     for (int64_t j = 0; j < size; j++) sorted[k * size + j] = g[firsts[2 * k + 1] * size + j];
   ts_free(firsts);

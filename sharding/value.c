@@ -62,9 +62,17 @@ void sh_transpose(int r, const int64_t *dims, const int64_t *src, const int *per
   }
 }
 
-static int cmp_i64(const void *x, const void *y) {
+int sh_cmp_i64(const void *x, const void *y) {
   int64_t a = *(const int64_t *)x, b = *(const int64_t *)y;
   return (a > b) - (a < b);
+}
+
+void sh_collect_leaves(const ts_shape_t *s, const ts_shape_t **out, int *n) {
+  if (s->elem != TS_TUPLE) {
+    out[(*n)++] = s;
+    return;
+  }
+  for (int k = 0; k < s->ntuple; k++) sh_collect_leaves(s->tuple[k], out, n);
 }
 
 /* ---- canonical construction ---- */
@@ -101,7 +109,7 @@ static ts_status_t store_tiled(ts_arena_t *a, int ndims, const int64_t *dims, co
     pairs[2 * k] = devices[k];
     pairs[2 * k + 1] = k;
   }
-  qsort(pairs, (size_t)n, 2 * sizeof *pairs, cmp_i64); /* by device */
+  qsort(pairs, (size_t)n, 2 * sizeof *pairs, sh_cmp_i64); /* by device */
   v->ndims = ndims;
   v->data_rank = ndims - nsub;
   v->nsubgroups = nsub;
@@ -116,60 +124,69 @@ static ts_status_t store_tiled(ts_arena_t *a, int ndims, const int64_t *dims, co
 
 /* Sorts the devices of each group of the last dim (the replicated one). */
 static void sort_last_dim_groups(int64_t n, int64_t group, int64_t *devices) {
-  for (int64_t g = 0; g < n; g += group) qsort(devices + g, (size_t)group, sizeof *devices, cmp_i64);
+  for (int64_t g = 0; g < n; g += group) qsort(devices + g, (size_t)group, sizeof *devices, sh_cmp_i64);
 }
 
-ts_status_t sh_make_tiled(ts_arena_t *a, int ndims, const int64_t *dims, const int64_t *devices, int nsub,
-                          const ts_subgroup_t *sub, ts_sharding_value_t **out) {
-  if (ndims < 1 || ndims > SH_MAX_RANK || nsub < 0 || nsub > ndims) return TS_ERR_INVALID_ARGUMENT;
-  int64_t n = 1;
-  for (int k = 0; k < ndims; k++) {
-    if (dims[k] <= 0 || __builtin_mul_overflow(n, dims[k], &n) || n > (INT64_C(1) << 32))
-      return TS_ERR_INVALID_ARGUMENT;
-  }
-  int data = ndims - nsub;
-  int64_t data_tiles = sh_product(data, dims);
-
-  int64_t *scratch = ts_malloc(sizeof(int64_t) * (size_t)n * 2);
-  if (!scratch) return TS_ERR_NOMEM;
+/* Device ids must be >= 0 and unique (scratch: n entries). */
+static bool ids_valid(const int64_t *devices, int64_t n, int64_t *scratch) {
   memcpy(scratch, devices, sizeof(int64_t) * (size_t)n);
-  qsort(scratch, (size_t)n, sizeof *scratch, cmp_i64);
+  qsort(scratch, (size_t)n, sizeof *scratch, sh_cmp_i64);
   for (int64_t k = 0; k < n; k++)
-    if (scratch[k] < 0 || (k && scratch[k] == scratch[k - 1])) {
-      ts_free(scratch);
-      return TS_ERR_INVALID_ARGUMENT;
-    }
+    if (scratch[k] < 0 || (k && scratch[k] == scratch[k - 1])) return false;
+  return true;
+}
 
-  ts_status_t st = TS_OK;
-  /* Subgroup dims grouped by kind in canonical order, size-1 dims dropped. */
-  int perm[SH_MAX_RANK], np = 0;
-  int64_t merged[SH_MAX_RANK];
-  ts_subgroup_t types[SH_MAX_RANK];
-  int ntypes = 0;
+/* The canonical dim order (section 8.3): data dims, then the subgroup dims
+ * of each kind in kind_rank order (merged into one), then the size-1
+ * subgroup dims, which are dropped. perm gets that order of the input
+ * dims; merged[] the data dims and one size per kind present, types[] the
+ * kinds. Returns the number of kinds. */
+static int canonical_order(int data, const int64_t *dims, int nsub, const ts_subgroup_t *sub, int *perm,
+                           int64_t *merged, ts_subgroup_t *types) {
+  int np = 0, ntypes = 0;
   for (int k = 0; k < data; k++) {
     perm[np++] = k;
     merged[k] = dims[k];
   }
   for (int r = 0; r <= 3; r++) {
     int64_t size = 1;
-    ts_subgroup_t t = TS_SUBGROUP_REPLICATED;
     for (int k = 0; k < nsub; k++)
       if (kind_rank(sub[k]) == r && dims[data + k] > 1) {
         perm[np++] = data + k;
         size *= dims[data + k];
-        t = sub[k];
+        types[ntypes] = sub[k];
       }
-    if (size > 1) {
-      merged[data + ntypes] = size;
-      types[ntypes++] = t;
-    }
+    if (size > 1) merged[data + ntypes++] = size;
   }
   for (int k = 0; k < nsub; k++)
     if (dims[data + k] == 1) perm[np++] = data + k;
-  int64_t *devs = scratch + n;
-  sh_transpose(ndims, dims, devices, perm, devs);
-  int mrank = data + ntypes;
+  return ntypes;
+}
 
+ts_status_t sh_make_tiled(ts_arena_t *a, int ndims, const int64_t *dims, const int64_t *devices, int nsub,
+                          const ts_subgroup_t *sub, ts_sharding_value_t **out) {
+  if (ndims < 1 || ndims > SH_MAX_RANK || nsub < 0 || nsub > ndims) return TS_ERR_INVALID_ARGUMENT;
+  int64_t n = 1;
+  for (int k = 0; k < ndims; k++)
+    if (dims[k] <= 0 || __builtin_mul_overflow(n, dims[k], &n) || n > (INT64_C(1) << 32))
+      return TS_ERR_INVALID_ARGUMENT;
+  for (int k = 0; k < nsub; k++)
+    if (kind_rank(sub[k]) > 3) return TS_ERR_INVALID_ARGUMENT;
+  int data = ndims - nsub;
+  int64_t data_tiles = sh_product(data, dims);
+  int64_t *scratch = ts_malloc(sizeof(int64_t) * (size_t)n * 2);
+  if (!scratch) return TS_ERR_NOMEM;
+  if (!ids_valid(devices, n, scratch)) {
+    ts_free(scratch);
+    return TS_ERR_INVALID_ARGUMENT;
+  }
+  ts_status_t st;
+  int64_t *devs = scratch + n;
+  int perm[SH_MAX_RANK];
+  int64_t merged[SH_MAX_RANK];
+  ts_subgroup_t types[SH_MAX_RANK];
+  int ntypes = canonical_order(data, dims, nsub, sub, perm, merged, types), mrank = data + ntypes;
+  sh_transpose(ndims, dims, devices, perm, devs);
   if (ntypes == 1 && data_tiles == 1 && types[0] == TS_SUBGROUP_REPLICATED) {
     st = ts_sharding_simple(a, TS_SHARD_REPLICATED, out);
   } else if (ntypes == 1 && data_tiles == 1 && types[0] == TS_SUBGROUP_MANUAL) {
@@ -250,15 +267,6 @@ static ts_status_t from_single(ts_arena_t *a, const ts_sharding_t *s, const ts_s
   return st;
 }
 
-/* Collects the array leaves of a (nested) tuple shape in order. */
-static void collect_leaves(const ts_shape_t *s, const ts_shape_t **leaves, int *n) {
-  if (s->elem != TS_TUPLE) {
-    leaves[(*n)++] = s;
-    return;
-  }
-  for (int k = 0; k < s->ntuple; k++) collect_leaves(s->tuple[k], leaves, n);
-}
-
 ts_status_t ts_sharding_from_syntax(ts_arena_t *a, const ts_sharding_t *syn, const ts_shape_t *shape,
                                     ts_sharding_value_t **out) {
   if (!a || !syn || !out) return TS_ERR_INVALID_ARGUMENT;
@@ -281,7 +289,7 @@ ts_status_t ts_sharding_from_syntax(ts_arena_t *a, const ts_sharding_t *syn, con
     goto done;
   }
   int got = 0;
-  if (nleaves) collect_leaves(shape, leaves, &got);
+  if (nleaves) sh_collect_leaves(shape, leaves, &got);
   for (int k = 0; k < n; k++) {
     const ts_sharding_t *e = syn->kind == TS_SHARD_TUPLE ? syn->tuple[k] : syn;
     const ts_shape_t *leaf = nleaves ? leaves[k] : (shape && shape->elem != TS_TUPLE ? shape : NULL);

@@ -724,6 +724,10 @@ static void test_edge_subgroups(void) {
   if (v) EXPECT_I64S(g, ng * gs, L(0, 2, 1, 3, 4, 6, 5, 7));
   EXPECT(v && ts_sharding_manual_groups(A, v, &ng, &gs, &g) == TS_OK && ng == 2 && gs == 4);
   if (v) EXPECT_I64S(g, ng * gs, L(0, 2, 4, 6, 1, 3, 5, 7));
+  /* a subgroup kind outside the enum is refused, not read past */
+  ts_subgroup_t bad = (ts_subgroup_t)99;
+  EXPECT(ts_sharding_tiled(A, 2, (const int64_t[]){2, 2}, (const int64_t[]){0, 1, 2, 3}, 1, &bad, &v) ==
+         TS_ERR_INVALID_ARGUMENT);
   /* no data tiling but two subgroup kinds: stays tiled (XLA's Subgroup) */
   v = S("{devices=[1,2,2]<=[4] last_tile_dims={manual, replicated}}", "8");
   EXPECT(v && v->kind == TS_SHARD_TILED && v->nsubgroups == 2);
