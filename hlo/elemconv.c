@@ -301,14 +301,13 @@ static void store(ts_elem_t t, unsigned char *p, const val_t *v) {
   }
   switch (t) {
   case TS_F64: { double d = as_double(v, true); memcpy(p, &d, 8); return; }
-  case TS_C64: {
+  case TS_C64: { /* im is 0 for a real or integer source */
     float x[2] = {(float)as_double(v, false), (float)v->im};
-    if (v->kind != VAL_F) x[1] = 0;
     memcpy(p, x, 8);
     return;
   }
   case TS_C128: {
-    double x[2] = {as_double(v, true), v->kind == VAL_F ? v->im : 0};
+    double x[2] = {as_double(v, true), v->im};
     memcpy(p, x, 16);
     return;
   }
