@@ -354,6 +354,48 @@ static ts_status_t parse_mesh_ref(cur_t *c, const ts_sdy_meshes_t *meshes, const
   return TS_OK;
 }
 
+/* The factors the mesh axes split into: every boundary (pre, pre * size)
+ * a ref names cuts its axis. Factor f is axis axis[f] from pre pre[f],
+ * size[f] long; per axis, major (small pre) first. */
+typedef struct {
+  int n;
+  int axis[SH_MAX_RANK];
+  int64_t pre[SH_MAX_RANK], size[SH_MAX_RANK];
+} factors_t;
+
+static ts_status_t axis_factors(const ts_sdy_mesh_t *m, const dim_shardings_t *ds, factors_t *f) {
+  f->n = 0;
+  for (int ax = 0; ax < m->naxes; ax++) {
+    int64_t bounds[SH_MAX_RANK];
+    int nb = 0;
+    bounds[nb++] = 1;
+    bounds[nb++] = m->axis_sizes[ax];
+    for (int d = 0; d < ds->ndims; d++)
+      for (int r = 0; r < ds->nrefs[d]; r++) {
+        const axis_ref_t *ref = &ds->refs[d][r];
+        if (ref->axis != ax) continue;
+        if (nb + 2 > SH_MAX_RANK) return TS_ERR_UNSUPPORTED;
+        bounds[nb++] = ref->pre;
+        bounds[nb++] = ref->pre * ref->size;
+      }
+    for (int i = 1; i < nb; i++) /* insertion sort; duplicates skipped below */
+      for (int j = i; j > 0 && bounds[j - 1] > bounds[j]; j--) {
+        int64_t t = bounds[j];
+        bounds[j] = bounds[j - 1];
+        bounds[j - 1] = t;
+      }
+    for (int i = 1; i < nb; i++) {
+      if (bounds[i] == bounds[i - 1]) continue;
+      if (bounds[i] % bounds[i - 1] != 0) return TS_ERR_VERIFY; /* sub-axes that do not nest */
+      if (f->n == SH_MAX_RANK) return TS_ERR_UNSUPPORTED;
+      f->axis[f->n] = ax;
+      f->pre[f->n] = bounds[i - 1];
+      f->size[f->n++] = bounds[i] / bounds[i - 1];
+    }
+  }
+  return TS_OK;
+}
+
 /* The tile assignment of dims sharded over mesh axes (section 9): split
  * each axis into the factors its sub-axes name, move the factors of dim 0,
  * dim 1, ... to the front and the unused ones last (a replicated
@@ -364,67 +406,37 @@ static ts_status_t build(ts_arena_t *a, const ts_sdy_mesh_t *m, const dim_shardi
     if (m->device_ids) return ts_sharding_maximal(a, m->device_ids[0], out);
     return ts_sharding_simple(a, TS_SHARD_REPLICATED, out);
   }
-  /* Factor boundaries per axis: every pre and pre*size any ref uses. */
-  enum { MAXF = SH_MAX_RANK };
-  int64_t fsize[MAXF], fpre[MAXF];
-  int faxis[MAXF], nf = 0;
-  for (int ax = 0; ax < m->naxes; ax++) {
-    int64_t bounds[MAXF];
-    int nb = 0;
-    bounds[nb++] = 1;
-    bounds[nb++] = m->axis_sizes[ax];
-    for (int d = 0; d < ds->ndims; d++)
-      for (int r = 0; r < ds->nrefs[d]; r++) {
-        const axis_ref_t *ref = &ds->refs[d][r];
-        if (ref->axis != ax) continue;
-        if (nb + 2 > MAXF) return TS_ERR_UNSUPPORTED;
-        bounds[nb++] = ref->pre;
-        bounds[nb++] = ref->pre * ref->size;
-      }
-    for (int i = 1; i < nb; i++) /* sort, unique */
-      for (int j = i; j > 0 && bounds[j - 1] > bounds[j]; j--) {
-        int64_t t = bounds[j];
-        bounds[j] = bounds[j - 1];
-        bounds[j - 1] = t;
-      }
-    for (int i = 1; i < nb; i++) {
-      if (bounds[i] == bounds[i - 1]) continue;
-      if (bounds[i] % bounds[i - 1] != 0) return TS_ERR_VERIFY; /* sub-axes that do not nest */
-      if (nf == MAXF) return TS_ERR_UNSUPPORTED;
-      faxis[nf] = ax;
-      fpre[nf] = bounds[i - 1];
-      fsize[nf++] = bounds[i] / bounds[i - 1];
-    }
-  }
-  /* Factors major first per axis (small pre = major), which is the order
-   * built above: the mesh array reshaped to fsize[] is row-major. */
-  int perm[MAXF], np = 0;
-  bool used[MAXF] = {false};
+  factors_t fs;
+  TS_CHECK(axis_factors(m, ds, &fs));
+  /* Factors are major first per axis, so the mesh array reshaped to
+   * fs.size[] is row-major. */
+  int perm[SH_MAX_RANK], np = 0;
+  bool used[SH_MAX_RANK] = {false};
   int64_t tdims[SH_MAX_RANK + 1];
   for (int d = 0; d < ds->ndims; d++) {
     tdims[d] = 1;
     for (int r = 0; r < ds->nrefs[d]; r++) {
       const axis_ref_t *ref = &ds->refs[d][r];
-      for (int f = 0; f < nf; f++)
-        if (faxis[f] == ref->axis && fpre[f] >= ref->pre && fpre[f] < ref->pre * ref->size) {
+      for (int f = 0; f < fs.n; f++)
+        if (fs.axis[f] == ref->axis && fs.pre[f] >= ref->pre && fs.pre[f] < ref->pre * ref->size) {
           if (used[f]) return TS_ERR_VERIFY; /* an axis used twice */
           used[f] = true;
           perm[np++] = f;
-          tdims[d] *= fsize[f];
+          tdims[d] *= fs.size[f];
         }
     }
   }
   int64_t rest = 1;
-  for (int f = 0; f < nf; f++)
+  for (int f = 0; f < fs.n; f++)
     if (!used[f]) {
       perm[np++] = f;
-      rest *= fsize[f];
+      rest *= fs.size[f];
     }
   int64_t n = m->ndevices;
   int64_t *mesh = ts_malloc(sizeof(int64_t) * 2 * (size_t)n);
   if (!mesh) return TS_ERR_NOMEM;
   for (int64_t k = 0; k < n; k++) mesh[k] = m->device_ids ? m->device_ids[k] : k;
-  sh_transpose(nf, fsize, mesh, perm, mesh + n);
+  sh_transpose(fs.n, fs.size, mesh, perm, mesh + n);
   tdims[ds->ndims] = rest;
   ts_subgroup_t rep = TS_SUBGROUP_REPLICATED;
   ts_status_t st;
