@@ -1,20 +1,20 @@
 # The sharding module: unit tests with hand-computed goldens, and the corpus
-# test (every sharding= in ../shared re-reads equal from its canonical text).
+# tests (every sharding= in ../shared re-reads equal from its canonical text;
+# every corpus module propagates to a verifier-valid assignment).
+
+# A walk over ../shared/corpus; it exits 77 (skipped) when that is absent.
+function(ts_sharding_corpus_test name target)
+  add_executable(${target} ${target}.c)
+  target_link_libraries(${target} PRIVATE ts_sharding ts_hlo ts_common)
+  add_test(NAME ${name} COMMAND ${target} ${TESSERA_SHARED_DIR}/corpus)
+  set_tests_properties(${name} PROPERTIES LABELS corpus TIMEOUT 120 SKIP_RETURN_CODE 77)
+endfunction()
+
 ts_unit_test(test_sharding)
 target_link_libraries(test_sharding PRIVATE ts_sharding)
-
-add_executable(test_sharding_corpus test_sharding_corpus.c)
-target_link_libraries(test_sharding_corpus PRIVATE ts_sharding ts_hlo ts_common)
-# Exits 77 (skipped) when the corpus directory is absent.
-add_test(NAME corpus.sharding COMMAND test_sharding_corpus ${TESSERA_SHARED_DIR}/corpus)
-set_tests_properties(corpus.sharding PROPERTIES LABELS corpus TIMEOUT 120 SKIP_RETURN_CODE 77)
+ts_sharding_corpus_test(corpus.sharding test_sharding_corpus)
 
 # Propagation: one small module per op family, hand-derived expectations.
 ts_unit_test(test_propagate)
 target_link_libraries(test_propagate PRIVATE ts_sharding)
-
-add_executable(test_propagate_corpus test_propagate_corpus.c)
-target_link_libraries(test_propagate_corpus PRIVATE ts_sharding ts_hlo ts_common)
-# Exits 77 (skipped) when the corpus directory is absent.
-add_test(NAME corpus.propagate COMMAND test_propagate_corpus ${TESSERA_SHARED_DIR}/corpus)
-set_tests_properties(corpus.propagate PROPERTIES LABELS corpus TIMEOUT 120 SKIP_RETURN_CODE 77)
+ts_sharding_corpus_test(corpus.propagate test_propagate_corpus)
