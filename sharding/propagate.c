@@ -477,22 +477,57 @@ static ts_status_t offer_sort(ctx_t *x, const node_t *n, int leaf, const ts_hlo_
   return offer_remap(x, n, leaf, v, s->rank, s->rank, map);
 }
 
+/* A called computation's parameter takes its caller's operand (and a
+ * while body's, the loop back edge); an applied one the scalar view. */
+static ts_status_t param_forward(ctx_t *x, const ts_hlo_instr_t *i, const node_t *n) {
+  for (int k = 0; n->links && k < n->links->n; k++) {
+    const link_t *l = &n->links->v[k];
+    int64_t op = l->base + (l->role == LINK_CALL ? i->param_number : 0);
+    if (l->role == LINK_APPLY) {
+      TS_CHECK(offer_scalar(x, n, node(x, l->caller)->v[0]));
+      continue;
+    }
+    if (l->role != LINK_CALL && i->param_number != 0) continue;
+    if (op < l->caller->nops) offer_all(x, n, l->caller->ops[op]);
+    if (l->role == LINK_WHILE_BODY && l->comp->root) offer_all(x, n, l->comp->root); /* back edge */
+  }
+  return TS_OK;
+}
+
+/* Reduce: each input's tiling without the reduced dims, to every output. */
+static ts_status_t reduce_forward(ctx_t *x, const ts_hlo_instr_t *i, const node_t *n, const ts_hlo_attr_t *dims) {
+  int map[SH_MAX_RANK];
+  for (int k = 0; k < i->nops / 2 && dims; k++) {
+    const ts_shape_t *s = i->ops[k]->shape;
+    if (!ts_shape_is_array(s) || s->rank > SH_MAX_RANK) continue;
+    int out = 0;
+    for (int d = 0; d < s->rank; d++) map[d] = 0;
+    for (int r = 0; r < dims->v.list.n; r++)
+      if (dims->v.list.v[r] >= 0 && dims->v.list.v[r] < s->rank) map[dims->v.list.v[r]] = -1;
+    for (int d = 0; d < s->rank; d++)
+      if (map[d] == 0) map[d] = out++;
+    for (int leaf = 0; leaf < n->n; leaf++) /* variadic: every output shares one sharding */
+      TS_CHECK(offer_remap(x, n, leaf, node(x, i->ops[k])->v[0], s->rank, n->shape[leaf]->rank, map));
+  }
+  return TS_OK;
+}
+
+/* Scatter: result k follows operand k, then the window dims of updates k. */
+static ts_status_t scatter_forward(ctx_t *x, const ts_hlo_instr_t *i, const node_t *n) {
+  int ns = (i->nops - 1) / 2;
+  if (ns < 1 || i->nops != 2 * ns + 1) return TS_OK;
+  for (int k = 0; k < ns && k < n->n; k++) {
+    gather_dims_t g;
+    if (same_dims(i->ops[k]->shape, n->shape[k])) offer(x, n, k, node(x, i->ops[k])->v[0]);
+    if (gather_dims(i, i->ops[k]->shape, i->ops[ns]->shape, i->ops[ns + 1 + k]->shape, true, &g))
+      TS_CHECK(offer_remap(x, n, k, node(x, i->ops[ns + 1 + k])->v[0], g.wrank, g.orank, g.wo));
+  }
+  return TS_OK;
+}
+
 /* Forward: what the operands (or callees, or callers) say about x. */
 static ts_status_t pull_forward(ctx_t *x, ts_hlo_instr_t *i, const node_t *n) {
-  if (i->op == TS_OP_PARAMETER) {
-    for (int k = 0; n->links && k < n->links->n; k++) {
-      const link_t *l = &n->links->v[k];
-      int64_t op = l->base + (l->role == LINK_CALL ? i->param_number : 0);
-      if (l->role == LINK_APPLY) {
-        TS_CHECK(offer_scalar(x, n, node(x, l->caller)->v[0]));
-        continue;
-      }
-      if (l->role != LINK_CALL && i->param_number != 0) continue;
-      if (op < l->caller->nops) offer_all(x, n, l->caller->ops[op]);
-      if (l->role == LINK_WHILE_BODY && l->comp->root) offer_all(x, n, l->comp->root); /* back edge */
-    }
-    return TS_OK;
-  }
+  if (i->op == TS_OP_PARAMETER) return param_forward(x, i, n);
   if (is_elementwise(i)) {
     for (int k = 0; k < i->nops; k++)
       if (same_dims(i->ops[k]->shape, i->shape)) offer(x, n, 0, node(x, i->ops[k])->v[0]);
@@ -524,22 +559,7 @@ static ts_status_t pull_forward(ctx_t *x, ts_hlo_instr_t *i, const node_t *n) {
     offer(x, n, 0, r);
     break;
   }
-  case TS_OP_REDUCE: {
-    int nin = i->nops / 2;
-    for (int k = 0; k < nin && dims; k++) {
-      const ts_shape_t *s = i->ops[k]->shape;
-      if (!ts_shape_is_array(s) || s->rank > SH_MAX_RANK) continue;
-      int out = 0;
-      for (int d = 0; d < s->rank; d++) map[d] = 0;
-      for (int r = 0; r < dims->v.list.n; r++)
-        if (dims->v.list.v[r] >= 0 && dims->v.list.v[r] < s->rank) map[dims->v.list.v[r]] = -1;
-      for (int d = 0; d < s->rank; d++)
-        if (map[d] == 0) map[d] = out++;
-      for (int leaf = 0; leaf < n->n; leaf++) /* variadic: every output shares one sharding */
-        TS_CHECK(offer_remap(x, n, leaf, node(x, i->ops[k])->v[0], s->rank, n->shape[leaf]->rank, map));
-    }
-    break;
-  }
+  case TS_OP_REDUCE: return reduce_forward(x, i, n, dims);
   case TS_OP_DOT:
   case TS_OP_CONVOLUTION: {
     dot_dims_t d;
@@ -584,17 +604,7 @@ static ts_status_t pull_forward(ctx_t *x, ts_hlo_instr_t *i, const node_t *n) {
     TS_CHECK(offer_remap(x, n, 0, node(x, i->ops[1])->v[0], g.irank, g.wrank, g.imap));
     return offer_remap(x, n, 0, node(x, i->ops[0])->v[0], g.orank, g.wrank, g.omap);
   }
-  case TS_OP_SCATTER: {
-    int ns = (i->nops - 1) / 2;
-    if (ns < 1 || i->nops != 2 * ns + 1) break;
-    for (int k = 0; k < ns && k < n->n; k++) {
-      gather_dims_t g;
-      if (same_dims(i->ops[k]->shape, n->shape[k])) offer(x, n, k, node(x, i->ops[k])->v[0]);
-      if (gather_dims(i, i->ops[k]->shape, i->ops[ns]->shape, i->ops[ns + 1 + k]->shape, true, &g))
-        TS_CHECK(offer_remap(x, n, k, node(x, i->ops[ns + 1 + k])->v[0], g.wrank, g.orank, g.wo));
-    }
-    break;
-  }
+  case TS_OP_SCATTER: return scatter_forward(x, i, n);
   case TS_OP_CUSTOM_CALL:
     if (is_target(i, "xla.sdy.GlobalToLocalShape"))
       for (int l = 0; l < n->n; l++) offer(x, n, l, x->manual);
@@ -613,6 +623,55 @@ static ts_status_t pull_forward(ctx_t *x, ts_hlo_instr_t *i, const node_t *n) {
   default: break;
   }
   return TS_OK;
+}
+
+/* Dot / convolution operand k: the output's view of it, then the other
+ * operand's batch and contracting tiling. */
+static ts_status_t dot_backward(ctx_t *x, const node_t *n, const ts_hlo_instr_t *u, int k) {
+  dot_dims_t d;
+  int map[SH_MAX_RANK];
+  if (!(u->op == TS_OP_DOT ? dot_dims(u, &d) : conv_dims(u, &d))) return TS_OK;
+  int self = k == 0 ? d.lr : d.rr, other = k == 0 ? d.rr : d.lr;
+  const int *self_map = k == 0 ? d.lmap : d.rmap, *other_to_self = k == 0 ? d.r2l : d.l2r;
+  for (int j = 0; j < u->shape->rank; j++) map[j] = -1;
+  for (int dd = 0; dd < self; dd++)
+    if (self_map[dd] >= 0) map[self_map[dd]] = dd;
+  TS_CHECK(offer_remap(x, n, 0, node(x, u)->v[0], u->shape->rank, self, map));
+  return offer_remap(x, n, 0, node(x, u->ops[1 - k])->v[0], other, self, other_to_self);
+}
+
+/* Scatter operand k: an operand follows its result; the indices follow the
+ * updates' batch dims; updates follow the result's window dims, then the
+ * indices. */
+static ts_status_t scatter_backward(ctx_t *x, const node_t *n, const ts_hlo_instr_t *u, int k) {
+  const node_t *nu = node(x, u);
+  int ns = (u->nops - 1) / 2;
+  if (ns < 1 || u->nops != 2 * ns + 1) return TS_OK;
+  if (k < ns) {
+    if (k < nu->n && same_dims(u->ops[k]->shape, nu->shape[k])) offer(x, n, 0, nu->v[k]);
+    return TS_OK;
+  }
+  for (int j = 0; j < ns; j++) {
+    gather_dims_t g;
+    if (!gather_dims(u, u->ops[j]->shape, u->ops[ns]->shape, u->ops[ns + 1 + j]->shape, true, &g)) continue;
+    if (k == ns) TS_CHECK(offer_remap(x, n, 0, node(x, u->ops[ns + 1 + j])->v[0], g.wrank, g.irank, g.wi));
+    if (k != ns + 1 + j) continue;
+    if (j < nu->n) TS_CHECK(offer_remap(x, n, 0, nu->v[j], g.orank, g.wrank, g.omap));
+    TS_CHECK(offer_remap(x, n, 0, node(x, u->ops[ns])->v[0], g.irank, g.wrank, g.imap));
+  }
+  return TS_OK;
+}
+
+/* While / call / conditional operand k: the called parameters it feeds
+ * (and a while's result, the same loop state). */
+static void control_backward(ctx_t *x, const node_t *n, const ts_hlo_instr_t *u, int k) {
+  link_t t[MAX_TARGETS];
+  if (u->op == TS_OP_WHILE) offer_all(x, n, u);
+  for (int j = 0, nt = targets(u, t); j < nt; j++) {
+    int p = t[j].role == LINK_CALL ? k : 0;
+    if (t[j].role == LINK_BRANCH && t[j].base != k) continue;
+    if (p < t[j].comp->nparams && t[j].comp->params[p]) offer_all(x, n, t[j].comp->params[p]);
+  }
 }
 
 /* Backward: what user u, through its operand k (== the visited node), says. */
@@ -669,19 +728,7 @@ static ts_status_t from_user(ctx_t *x, const node_t *n, const ts_hlo_instr_t *u,
     break;
   }
   case TS_OP_DOT:
-  case TS_OP_CONVOLUTION: {
-    dot_dims_t d;
-    if (!(u->op == TS_OP_DOT ? dot_dims(u, &d) : conv_dims(u, &d))) break;
-    int self = k == 0 ? d.lr : d.rr, other = k == 0 ? d.rr : d.lr;
-    const int *self_map = k == 0 ? d.lmap : d.rmap, *other_to_self = k == 0 ? d.r2l : d.l2r;
-    for (int j = 0; j < u->shape->rank; j++) map[j] = -1;
-    for (int dd = 0; dd < self; dd++)
-      if (self_map[dd] >= 0) map[self_map[dd]] = dd;
-    TS_CHECK(offer_remap(x, n, 0, nu->v[0], u->shape->rank, self, map));
-    /* the other operand's batch and contracting tiling */
-    TS_CHECK(offer_remap(x, n, 0, node(x, u->ops[1 - k])->v[0], other, self, other_to_self));
-    break;
-  }
+  case TS_OP_CONVOLUTION: return dot_backward(x, n, u, k);
   case TS_OP_TUPLE: {
     int off = 0;
     for (int j = 0; j < k; j++) off += node(x, u->ops[j])->n;
@@ -719,39 +766,14 @@ static ts_status_t from_user(ctx_t *x, const node_t *n, const ts_hlo_instr_t *u,
     if (k == 0) return offer_remap(x, n, 0, nu->v[0], g.wrank, g.orank, g.wo);
     return offer_remap(x, n, 0, nu->v[0], g.wrank, g.irank, g.wi);
   }
-  case TS_OP_SCATTER: {
-    int ns = (u->nops - 1) / 2;
-    if (ns < 1 || u->nops != 2 * ns + 1) break;
-    if (k < ns) {
-      if (k < nu->n && same_dims(s, nu->shape[k])) offer(x, n, 0, nu->v[k]);
-      break;
-    }
-    for (int j = 0; j < ns; j++) {
-      gather_dims_t g;
-      if (!gather_dims(u, u->ops[j]->shape, u->ops[ns]->shape, u->ops[ns + 1 + j]->shape, true, &g)) continue;
-      if (k == ns) TS_CHECK(offer_remap(x, n, 0, node(x, u->ops[ns + 1 + j])->v[0], g.wrank, g.irank, g.wi));
-      if (k != ns + 1 + j) continue;
-      if (j < nu->n) TS_CHECK(offer_remap(x, n, 0, nu->v[j], g.orank, g.wrank, g.omap));
-      TS_CHECK(offer_remap(x, n, 0, node(x, u->ops[ns])->v[0], g.irank, g.wrank, g.imap));
-    }
-    break;
-  }
+  case TS_OP_SCATTER: return scatter_backward(x, n, u, k);
   case TS_OP_CUSTOM_CALL:
     if (is_target(u, "xla.sdy.GlobalToLocalShape")) offer(x, n, 0, sdy_leaf(nu->sdy, k));
     else if (is_target(u, "xla.sdy.LocalToGlobalShape")) offer(x, n, 0, x->manual);
     break;
   case TS_OP_WHILE:
   case TS_OP_CALL:
-  case TS_OP_CONDITIONAL: {
-    link_t t[MAX_TARGETS];
-    if (u->op == TS_OP_WHILE) offer_all(x, n, u);
-    for (int j = 0, nt = targets(u, t); j < nt; j++) {
-      int p = t[j].role == LINK_CALL ? k : 0;
-      if (t[j].role == LINK_BRANCH && t[j].base != k) continue;
-      if (p < t[j].comp->nparams && t[j].comp->params[p]) offer_all(x, n, t[j].comp->params[p]);
-    }
-    break;
-  }
+  case TS_OP_CONDITIONAL: control_backward(x, n, u, k); break;
   default: break;
   }
   return TS_OK;
