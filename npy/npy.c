@@ -46,8 +46,6 @@ static const struct {
 };
 #define NDTYPES (sizeof DTYPES / sizeof DTYPES[0])
 
-static bool is_f8(ts_elem_t e) { return e >= TS_F8E5M2 && e <= TS_F8E8M0FNU; }
-
 /* Sub-byte integers, held one per byte; returns their bits or 0. */
 static int subbyte_int_bits(ts_elem_t e) {
   switch (e) {
@@ -61,7 +59,10 @@ static int subbyte_int_bits(ts_elem_t e) {
 /* The numpy type an element type is stored as in a file (issue 3's mapping). */
 static bool file_elem(ts_elem_t e, ts_elem_t *out) {
   switch (e) {
-  case TS_BF16: *out = TS_F32; return true;
+  case TS_BF16:
+  case TS_F8E5M2: case TS_F8E4M3: case TS_F8E4M3FN: case TS_F8E4M3B11FNUZ: case TS_F8E5M2FNUZ:
+  case TS_F8E4M3FNUZ: case TS_F8E3M4: case TS_F8E8M0FNU: case TS_F4E2M1FN: case TS_F6E2M3FN:
+  case TS_F6E3M2FN: *out = TS_F32; return true; /* exact upcast */
   case TS_S1: case TS_S2: case TS_S4: *out = TS_S8; return true;
   case TS_U1: case TS_U2: case TS_U4: *out = TS_U8; return true;
   default:
@@ -87,15 +88,6 @@ static size_t elem_size(ts_elem_t e) {
   int bits = ts_elem_bits(e);
   return bits < 8 ? 1 : (size_t)bits / 8;
 }
-
-/* bf16 <-> f32. Minimal local helpers: no module provides bf16 conversions
- * yet; a shared conversion module (f16/bf16/f8, needed by the interpreter's
- * convert) should replace these. */
-static uint16_t f32_bits_to_bf16(uint32_t u) {
-  if ((u & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((u >> 16) | 0x40); /* quiet NaN */
-  return (uint16_t)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16); /* nearest even */
-}
-static uint32_t bf16_to_f32_bits(uint16_t h) { return (uint32_t)h << 16; }
 
 /* ---- header dict -------------------------------------------------------- */
 
@@ -443,28 +435,28 @@ out_close:
 static ts_status_t convert_in(const char *path, ts_npy_array_t *a, ts_elem_t want, ts_diag_t *diag) {
   if (a->elem == want) return TS_OK;
   const char *have = ts_npy_descr(a->elem);
-  if (want == TS_BF16 && a->elem == TS_U16) { /* raw bits */
-    a->elem = TS_BF16;
+  ts_elem_t fe;
+  bool upcast = file_elem(want, &fe) && fe == TS_F32 && want != TS_F32;
+  /* Raw bits: bf16 as <u2, the 8-bit and smaller floats as u1 (one per byte). */
+  if (upcast && a->elem == (ts_elem_bits(want) == 16 ? TS_U16 : TS_U8)) {
+    a->elem = want;
+    a->nbytes = (size_t)a->count * elem_size(want);
     return TS_OK;
   }
-  if (want == TS_BF16 && a->elem == TS_F32) { /* in place: 2 bytes out per 4 in */
-    const unsigned char *src = a->data;
-    uint16_t *dst = a->data;
-    for (int64_t i = 0; i < a->count; i++) {
-      uint32_t u;
-      memcpy(&u, src + 4 * i, 4);
-      uint16_t b = f32_bits_to_bf16(u);
-      memcpy(&dst[i], &b, 2);
+  if (upcast && a->elem == TS_F32) { /* rounded to nearest even */
+    void *dst = ts_malloc((size_t)a->count * elem_size(want));
+    if (!dst) return TS_ERR_NOMEM;
+    ts_status_t st = ts_elem_convert(TS_F32, a->data, want, dst, a->count);
+    if (st < 0) {
+      ts_free(dst);
+      return st;
     }
-    a->elem = TS_BF16;
-    a->nbytes = (size_t)a->count * 2;
+    ts_free(a->data);
+    a->data = dst;
+    a->elem = want;
+    a->nbytes = (size_t)a->count * elem_size(want);
     return TS_OK;
   }
-  if (is_f8(want) && (a->elem == TS_F32 || a->elem == TS_U8))
-    /* TODO(conversion module): f8 <-> f32 belongs in the shared conversion
-     * module the interpreter's convert needs; raw u1 bits can pass then too. */
-    return fail(diag, path, TS_ERR_UNSUPPORTED,
-                "reading %s from .npy is not supported yet (no f8 conversion module)", ts_elem_name(want));
   int bits = subbyte_int_bits(want);
   bool want_signed = ts_elem_is_signed_int(want);
   if (bits && a->elem == (want_signed ? TS_S8 : TS_U8)) {
@@ -525,39 +517,26 @@ static ts_status_t build_header(ts_buf_t *b, const char *descr, int rank, const 
 
 /* Writes `count` elements converted to their file type, a chunk at a time. */
 static bool write_data(FILE *f, ts_elem_t elem, const void *data, int64_t count) {
-  size_t es = elem_size(elem);
-  int bits = subbyte_int_bits(elem);
-  if (elem != TS_BF16 && !bits) return fwrite(data, es, (size_t)count, f) == (size_t)count;
+  ts_elem_t fe = elem;
+  file_elem(elem, &fe);
+  size_t es = elem_size(elem), fs = elem_size(fe);
+  if (fe == elem) return fwrite(data, es, (size_t)count, f) == (size_t)count;
   unsigned char chunk[16384];
   const unsigned char *src = data;
-  size_t per = elem == TS_BF16 ? 4 : 1, cap = sizeof chunk / per, n = 0;
-  for (int64_t i = 0; i < count; i++) {
-    if (elem == TS_BF16) {
-      uint16_t h;
-      memcpy(&h, src + 2 * i, 2);
-      uint32_t u = bf16_to_f32_bits(h);
-      memcpy(chunk + 4 * n, &u, 4);
-    } else {
-      unsigned v = src[i] & ((1u << bits) - 1);
-      if (ts_elem_is_signed_int(elem) && (v >> (bits - 1))) v |= ~0u << bits; /* sign-extend */
-      chunk[n] = (unsigned char)v;
-    }
-    if (++n == cap) {
-      if (fwrite(chunk, per, n, f) != n) return false;
-      n = 0;
-    }
+  int64_t per_chunk = (int64_t)(sizeof chunk / fs);
+  for (int64_t i = 0; i < count; i += per_chunk) {
+    int64_t n = count - i < per_chunk ? count - i : per_chunk;
+    if (ts_elem_convert(elem, src + (size_t)i * es, fe, chunk, n) != TS_OK) return false;
+    if (fwrite(chunk, fs, (size_t)n, f) != (size_t)n) return false;
   }
-  return fwrite(chunk, per, n, f) == n;
+  return true;
 }
 
 ts_status_t ts_npy_write(const char *path, ts_elem_t elem, int rank, const int64_t *dims,
                          const void *data, ts_diag_t *diag) {
   const char *descr = ts_npy_descr(elem);
   if (!descr)
-    return fail(diag, path, is_f8(elem) ? TS_ERR_UNSUPPORTED : TS_ERR_INVALID_ARGUMENT,
-                /* TODO(conversion module): f8 outputs upcast to f32 exactly */
-                "cannot write %s to .npy%s", ts_elem_name(elem),
-                is_f8(elem) ? " yet (no f8 conversion module)" : "");
+    return fail(diag, path, TS_ERR_INVALID_ARGUMENT, "cannot write %s to .npy", ts_elem_name(elem));
   if (rank < 0 || rank > TS_NPY_MAX_RANK || (rank > 0 && !dims))
     return fail(diag, path, TS_ERR_INVALID_ARGUMENT, "bad rank %d", rank);
   int64_t count = 1;

@@ -39,10 +39,11 @@ ts_status_t ts_npy_read(const char *path, ts_npy_array_t *out, ts_diag_t *diag);
 
 /* Reads `path` as an array of element type `want`, applying the mapping for
  * types numpy lacks (issue 3, "Inputs and outputs"):
- *   want bf16: the file holds f32 (rounded to nearest even) or <u2 (raw bits);
+ *   want bf16, f8*, f6*, f4*: the file holds f32 (rounded to nearest even by
+ *       ts_elem_convert) or the raw bits (<u2 for bf16, u1 for the others,
+ *       one element per byte);
  *   want s4/u4 (and s2/u2/s1/u1): the file holds s8/u8 (or any int type whose
  *       values fit); stored one element per byte;
- *   want f8*: TS_ERR_UNSUPPORTED (needs the shared conversion module);
  *   any other want: the file's dtype must be exactly `want`.
  * A mismatch is "PATH: error: dtype <f8 where f32 is expected" (TS_ERR_PARSE). */
 ts_status_t ts_npy_read_as(const char *path, ts_elem_t want, ts_npy_array_t *out,
@@ -53,9 +54,8 @@ void ts_npy_free(ts_npy_array_t *a);
 
 /* Writes a row-major little-endian buffer (layout as ts_npy_array_t.data) as a
  * version 1.0 .npy (2.0 when the header needs it), always little-endian and
- * C order. Types numpy lacks are written as issue 3 says: bf16 upcast to f32
- * (exact), s4/s2/s1 as s8 and u4/u2/u1 as u8; f8* and f6/f4 give
- * TS_ERR_UNSUPPORTED. Atomic: the bytes go to PATH.tmp.XXXXXX in the same
+ * C order. Types numpy lacks are written as issue 3 says: bf16, f8*, f6* and
+ * f4* upcast to f32 (exact), s4/s2/s1 as s8 and u4/u2/u1 as u8. Atomic: the bytes go to PATH.tmp.XXXXXX in the same
  * folder, which is renamed over PATH only when complete, so PATH never holds
  * a half-written file. `dims` may be NULL when rank is 0. */
 ts_status_t ts_npy_write(const char *path, ts_elem_t elem, int rank, const int64_t *dims,

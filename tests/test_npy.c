@@ -235,14 +235,31 @@ static void test_mapped_types(void) {
   EXPECT(ts_npy_read_as(SCRATCH, TS_F32, &a, &d) == TS_ERR_PARSE);
   EXPECT(d.text && strcmp(d.text, "test_npy_scratch.npy: error: dtype '|i1' (s8) where f32 is expected\n") == 0);
   ts_diag_free(&d);
-  /* f8: no conversion module yet */
-  EXPECT(ts_npy_write(SCRATCH, TS_F8E4M3FN, 2, D23, big, &d) == TS_ERR_UNSUPPORTED);
-  EXPECT(d.text && strcmp(d.text, "test_npy_scratch.npy: error: cannot write f8e4m3fn to .npy yet (no f8 conversion module)\n") == 0);
-  ts_diag_free(&d);
-  EXPECT(ts_npy_write(SCRATCH, TS_U8, 2, D23, big, &d) == TS_OK);
-  EXPECT(ts_npy_read_as(SCRATCH, TS_F8E5M2, &a, &d) == TS_ERR_UNSUPPORTED);
-  EXPECT(d.text && strcmp(d.text, "test_npy_scratch.npy: error: reading f8e5m2 from .npy is not supported yet (no f8 conversion module)\n") == 0);
-  ts_diag_free(&d);
+  /* f8 (bit patterns by hand): e4m3fn 0x38 = 1, 0x7e = 448 (max), 0xc0 = -2,
+   * 0x01 = 2^-9 (smallest subnormal), 0x00 = 0, 0x3c = 1.5; written as f32. */
+  static const uint8_t e4m3[] = {0x38, 0x7e, 0xc0, 0x01, 0x00, 0x3c};
+  static const float e4m3_f32[] = {1.0f, 448.0f, -2.0f, 0.001953125f, 0.0f, 1.5f};
+  EXPECT(ts_npy_write(SCRATCH, TS_F8E4M3FN, 2, D23, e4m3, &d) == TS_OK);
+  EXPECT(ts_npy_read(SCRATCH, &a, &d) == TS_OK);
+  EXPECT(a.elem == TS_F32 && memcmp(a.data, e4m3_f32, sizeof e4m3_f32) == 0);
+  ts_npy_free(&a);
+  EXPECT(ts_npy_read_as(SCRATCH, TS_F8E4M3FN, &a, &d) == TS_OK);
+  EXPECT(a.elem == TS_F8E4M3FN && a.nbytes == 6 && memcmp(a.data, e4m3, 6) == 0);
+  ts_npy_free(&a);
+  /* f32 -> f8e5m2 rounds to nearest even: 1 + 2^-3 is halfway between 0x3c
+   * (1.0) and 0x3d (1.25), even below -> 0x3c; 57344 = 0x7b (max). Raw u1
+   * bits are taken as they are. */
+  static const float to_e5m2[] = {1.125f, 57344.0f, -1.0f, 2.0f, 0.5f, 1.375f};
+  static const uint8_t e5m2[] = {0x3c, 0x7b, 0xbc, 0x40, 0x38, 0x3e};
+  EXPECT(ts_npy_write(SCRATCH, TS_F32, 2, D23, to_e5m2, &d) == TS_OK);
+  EXPECT(ts_npy_read_as(SCRATCH, TS_F8E5M2, &a, &d) == TS_OK);
+  EXPECT(a.elem == TS_F8E5M2 && memcmp(a.data, e5m2, 6) == 0);
+  ts_npy_free(&a);
+  EXPECT(ts_npy_write(SCRATCH, TS_U8, 2, D23, e5m2, &d) == TS_OK);
+  EXPECT(ts_npy_read_as(SCRATCH, TS_F8E5M2, &a, &d) == TS_OK);
+  EXPECT(a.elem == TS_F8E5M2 && memcmp(a.data, e5m2, 6) == 0);
+  ts_npy_free(&a);
+  EXPECT(d.text == NULL);
   EXPECT(ts_npy_write(SCRATCH, TS_TUPLE, 0, NULL, big, &d) == TS_ERR_INVALID_ARGUMENT);
   ts_diag_free(&d);
 }
