@@ -4,7 +4,7 @@
 
 # A walk over ../shared/corpus; it exits 77 (skipped) when that is absent.
 function(ts_sharding_corpus_test name target)
-  add_executable(${target} ${target}.c)
+  add_executable(${target} ${target}.c corpus_walk.c)
   target_link_libraries(${target} PRIVATE ts_sharding ts_hlo ts_common)
   add_test(NAME ${name} COMMAND ${target} ${TESSERA_SHARED_DIR}/corpus)
   set_tests_properties(${name} PROPERTIES LABELS corpus TIMEOUT 120 SKIP_RETURN_CODE 77)

@@ -4,11 +4,11 @@
  * user annotations, how many instructions were annotated, propagated from
  * a neighbour, or defaulted. Usage: test_propagate_corpus CORPUS_DIR;
  * exits 77 (skip) without it. */
+#include "corpus_walk.h"
 #include "ts_sharding.h"
 
 #include "ts_test.h"
 
-#include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -62,41 +62,19 @@ done:
   ts_diag_free(&d);
 }
 
-static int cmp_names(const void *x, const void *y) { return strcmp(*(char *const *)x, *(char *const *)y); }
+static void check_one(const char *path, const char *base, void *ctx) {
+  (void)ctx;
+  check_file(path, base);
+}
 
 int main(int argc, char **argv) {
   if (argc != 2) {
     fprintf(stderr, "usage: test_propagate_corpus CORPUS_DIR\n");
     return 2;
   }
-  DIR *top = opendir(argv[1]);
-  if (!top) {
+  if (ts_corpus_walk(argv[1], check_one, NULL) < 0) {
     printf("skipped: %s not found\n", argv[1]);
     return 77;
-  }
-  closedir(top);
-  static const char *const dirs[] = {"real_hlo", "real_hlo_large", "xla_spmd"};
-  for (int k = 0; k < 3; k++) {
-    char dir[4096];
-    snprintf(dir, sizeof dir, "%s/%s", argv[1], dirs[k]);
-    DIR *dp = opendir(dir);
-    if (!dp) continue;
-    char *names[1024];
-    int n = 0;
-    struct dirent *e;
-    while ((e = readdir(dp)) && n < 1024) {
-      size_t len = strlen(e->d_name);
-      if (len < 5 || (strcmp(e->d_name + len - 4, ".hlo") && strcmp(e->d_name + len - 4, ".txt"))) continue;
-      names[n++] = strdup(e->d_name);
-    }
-    closedir(dp);
-    qsort(names, (size_t)n, sizeof *names, cmp_names); /* a stable report */
-    for (int j = 0; j < n; j++) {
-      char path[8192];
-      snprintf(path, sizeof path, "%s/%s", dir, names[j]);
-      check_file(path, names[j]);
-      free(names[j]);
-    }
   }
   printf("%d files, %d with user shardings\n", files, sharded);
   /* The three directories hold 63 modules; a floor keeps a silently empty

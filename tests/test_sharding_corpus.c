@@ -3,11 +3,11 @@
  * equal value (and prints the same again), and the real Shardy dump's
  * xla.sdy.* shardings equal its classic `sharding={devices=[8,1,1]<=[8]}`.
  * Usage: test_sharding_corpus CORPUS_DIR; exits 77 (skip) without it. */
+#include "corpus_walk.h"
 #include "ts_sharding.h"
 
 #include "ts_test.h"
 
-#include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -135,37 +135,25 @@ static void check_file(const char *path, const char *base) {
   ts_diag_free(&d);
 }
 
+static bool shardy;
+
+static void check_one(const char *path, const char *base, void *ctx) {
+  (void)ctx;
+  check_file(path, base);
+  shardy |= strstr(base, "sdy_shard_map") != NULL;
+}
+
 int main(int argc, char **argv) {
   if (argc != 2) {
     fprintf(stderr, "usage: test_sharding_corpus CORPUS_DIR\n");
     return 2;
   }
-  DIR *top = opendir(argv[1]);
-  if (!top) {
+  A = ts_arena_create();
+  int files = ts_corpus_walk(argv[1], check_one, NULL);
+  if (files < 0) {
+    ts_arena_destroy(A);
     printf("skipped: %s not found\n", argv[1]);
     return 77;
-  }
-  closedir(top);
-  A = ts_arena_create();
-  static const char *const dirs[] = {"real_hlo", "real_hlo_large", "xla_spmd"};
-  int files = 0;
-  bool shardy = false;
-  for (int k = 0; k < 3; k++) {
-    char dir[4096];
-    snprintf(dir, sizeof dir, "%s/%s", argv[1], dirs[k]);
-    DIR *dp = opendir(dir);
-    if (!dp) continue;
-    struct dirent *e;
-    while ((e = readdir(dp))) {
-      size_t n = strlen(e->d_name);
-      if (n < 5 || (strcmp(e->d_name + n - 4, ".hlo") && strcmp(e->d_name + n - 4, ".txt"))) continue;
-      char path[8192];
-      snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
-      check_file(path, e->d_name);
-      shardy |= strstr(e->d_name, "sdy_shard_map") != NULL;
-      files++;
-    }
-    closedir(dp);
   }
   ts_arena_destroy(A);
   printf("%d files, %d shardings checked, %d named (V3) skipped\n", files, checked, named);
