@@ -9,7 +9,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define MAX_REPS 1000
 
 /* One timed run of each phase. Returns false (after printing why) when the
  * file does not parse; *verified says whether it verified. */
@@ -64,7 +63,7 @@ done:
 }
 
 /* Width of the file-name column: the longest base name given. */
-static int name_width = 4;
+static int name_width; /* longest file base name */
 
 static void print_header(void) {
   printf("# %-*s %10s %8s %6s  %9s %10s %14s  %9s %15s  %9s %10s %9s\n", name_width, "file", "bytes",
@@ -107,7 +106,7 @@ static int bench_file(const char *path, int reps) {
   const char *base = ts_bench_base_name(path);
   ts_source_t src = {path, text, len};
 
-  double tp[MAX_REPS], tv[MAX_REPS], tw[MAX_REPS];
+  double tp[TS_BENCH_MAX_REPS], tv[TS_BENCH_MAX_REPS], tw[TS_BENCH_MAX_REPS];
   size_t printed = 0, arena = 0;
   int64_t instrs = 0;
   bool verified = false;
@@ -143,37 +142,13 @@ static void usage(FILE *f) {
           "Times parse, verify and print of each HLO file: one warm-up, then N\n"
           "repetitions (default 5, at most %d); reports the best and the median.\n"
           "MB/s counts the input text for parse and the printed text for print.\n",
-          MAX_REPS);
+          TS_BENCH_MAX_REPS);
 }
 
 int main(int argc, char **argv) {
-  int reps = 5, i = 1;
-  for (; i < argc && argv[i][0] == '-' && argv[i][1]; i++) {
-    if (strcmp(argv[i], "--reps") == 0 && i + 1 < argc) {
-      char *end;
-      long v = strtol(argv[++i], &end, 10);
-      if (*end || v < 1 || v > MAX_REPS) {
-        fprintf(stderr, "bench_parse: --reps wants 1..%d, got '%s'\n", MAX_REPS, argv[i]);
-        return 2;
-      }
-      reps = (int)v;
-    } else if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
-      usage(stdout);
-      return 0;
-    } else {
-      fprintf(stderr, "bench_parse: unknown option '%s'\n", argv[i]);
-      usage(stderr);
-      return 2;
-    }
-  }
-  if (i == argc) {
-    usage(stderr);
-    return 2;
-  }
-  for (int j = i; j < argc; j++) {
-    int n = (int)strlen(ts_bench_base_name(argv[j]));
-    if (n > name_width) name_width = n;
-  }
+  int reps, i;
+  int early = ts_bench_args(argc, argv, "bench_parse", usage, &reps, &i, &name_width);
+  if (early >= 0) return early;
   printf("# bench_parse: %d repetition%s after 1 warm-up\n", reps, reps == 1 ? "" : "s");
   print_header();
   int rc = 0;

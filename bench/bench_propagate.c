@@ -11,7 +11,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define MAX_REPS 1000
 #define MAX_FILES 64
 
 /* One run: parse (untimed; propagation mutates the module, so every run
@@ -48,7 +47,7 @@ done:
   return ok;
 }
 
-static int name_width = 4;
+static int name_width; /* longest file base name */
 
 static void print_header(void) {
   printf("# %-*s %8s  %9s %9s  %9s %9s  %6s %9s %10s %9s %4s\n", name_width, "file", "instrs", "best_ms",
@@ -72,7 +71,7 @@ static int bench_file(const char *path, int reps, row_t *row) {
     return 1;
   }
   ts_source_t src = {path, text, len};
-  double t[MAX_REPS];
+  double t[TS_BENCH_MAX_REPS];
   int64_t instrs = 0;
   ts_sharding_propagate_stats_t stats = {0};
   int rc = 1;
@@ -105,37 +104,16 @@ static void usage(FILE *f) {
           "instruction, and the propagation stats. With two or more files it\n"
           "ends with ns/instruction of the largest module over the smallest's.\n"
           "Inputs: bench/gen_module.py -n N --shard params -o FILE.\n",
-          MAX_REPS);
+          TS_BENCH_MAX_REPS);
 }
 
 int main(int argc, char **argv) {
-  int reps = 5, i = 1;
-  for (; i < argc && argv[i][0] == '-' && argv[i][1]; i++) {
-    if (strcmp(argv[i], "--reps") == 0 && i + 1 < argc) {
-      char *end;
-      long v = strtol(argv[++i], &end, 10);
-      if (*end || v < 1 || v > MAX_REPS) {
-        fprintf(stderr, "bench_propagate: --reps wants 1..%d, got '%s'\n", MAX_REPS, argv[i]);
-        return 2;
-      }
-      reps = (int)v;
-    } else if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
-      usage(stdout);
-      return 0;
-    } else {
-      fprintf(stderr, "bench_propagate: unknown option '%s'\n", argv[i]);
-      usage(stderr);
-      return 2;
-    }
-  }
-  if (i == argc || argc - i > MAX_FILES) {
-    if (argc - i > MAX_FILES) fprintf(stderr, "bench_propagate: at most %d files\n", MAX_FILES);
-    usage(stderr);
+  int reps, i;
+  int early = ts_bench_args(argc, argv, "bench_propagate", usage, &reps, &i, &name_width);
+  if (early >= 0) return early;
+  if (argc - i > MAX_FILES) {
+    fprintf(stderr, "bench_propagate: at most %d files\n", MAX_FILES);
     return 2;
-  }
-  for (int j = i; j < argc; j++) {
-    int n = (int)strlen(ts_bench_base_name(argv[j]));
-    if (n > name_width) name_width = n;
   }
   printf("# bench_propagate: %d repetition%s after 1 warm-up; ns/i = ns per instruction\n", reps,
          reps == 1 ? "" : "s");

@@ -6,6 +6,7 @@
  * attributes and constants as the module parsed from the original. */
 #include "ts_hlo.h"
 
+#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -141,13 +142,19 @@ static ts_status_t load(const ts_source_t *src, const ts_hlo_verify_opts_t *vo, 
 }
 
 int main(int argc, char **argv) {
+  static const struct option opts[] = {
+      {"replica-count", required_argument, NULL, 'r'},
+      {"num-partitions", required_argument, NULL, 'p'},
+      {NULL, 0, NULL, 0},
+  };
   ts_hlo_verify_opts_t vo = {0};
-  int a = 1;
-  for (; a + 1 < argc && strncmp(argv[a], "--", 2) == 0; a += 2) {
-    if (strcmp(argv[a], "--replica-count") == 0) vo.replica_count = atoll(argv[a + 1]);
-    else if (strcmp(argv[a], "--num-partitions") == 0) vo.num_partitions = atoll(argv[a + 1]);
-    else break;
+  int c;
+  while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+    if (c == 'r') vo.replica_count = atoll(optarg);
+    else if (c == 'p') vo.num_partitions = atoll(optarg);
+    else return 2;
   }
+  int a = optind;
   if (a != argc - 1) {
     fprintf(stderr, "usage: test_roundtrip [--replica-count N] [--num-partitions N] FILE\n");
     return 2;
