@@ -91,33 +91,3 @@ void ts_diag_free(ts_diag_t *d) {
   d->text = NULL;
   d->count = 0;
 }
-
-ts_status_t ts_read_file(const char *path, char **out, size_t *out_len, ts_diag_t *diag) {
-  bool is_stdin = strcmp(path, "-") == 0;
-  FILE *f = is_stdin ? stdin : fopen(path, "rb");
-  if (!f) {
-    ts_diag_plain(diag, "cannot open '%s': %s", path, strerror(errno));
-    return TS_ERR_INVALID_ARGUMENT;
-  }
-  ts_buf_t b = {0};
-  char chunk[65536];
-  size_t n;
-  while ((n = fread(chunk, 1, sizeof chunk, f)) > 0) ts_buf_append(&b, chunk, n);
-  int read_errno = ferror(f) ? errno : 0;
-  if (!is_stdin) fclose(f);
-  if (read_errno) { /* e.g. a directory: the user named the wrong thing */
-    ts_buf_free(&b);
-    ts_diag_plain(diag, "cannot read '%s': %s", path, strerror(read_errno));
-    return TS_ERR_INVALID_ARGUMENT;
-  }
-  if (b.oom) {
-    ts_buf_free(&b);
-    ts_diag_plain(diag, "out of memory reading '%s'", path);
-    return TS_ERR_NOMEM;
-  }
-  if (!b.data) ts_buf_append(&b, "", 0);
-  if (!b.data) return TS_ERR_NOMEM;
-  *out = b.data;
-  *out_len = b.len;
-  return TS_OK;
-}

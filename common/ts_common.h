@@ -7,6 +7,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #define TS_VERSION "0.1.0"
 
@@ -170,5 +171,21 @@ void ts_diag_free(ts_diag_t *d);
 /* Read a whole file ("-" is stdin) into a NUL-terminated heap buffer that the
  * caller frees with ts_free. Errors go to diag. */
 ts_status_t ts_read_file(const char *path, char **out, size_t *out_len, ts_diag_t *diag);
+
+/* Atomic output: writes go to PATH.tmp.XXXXXX in the same folder, renamed
+ * over PATH only when complete, so PATH never holds a half-written file. */
+typedef struct {
+  FILE *f;    /* write here */
+  char *tmp;  /* owned */
+  char *path; /* owned copy */
+} ts_atomic_file_t;
+
+ts_status_t ts_atomic_file_open(ts_atomic_file_t *af, const char *path, ts_diag_t *diag);
+/* With `commit`, renames the file over PATH unless a write or the close
+ * failed ("PATH: error: cannot write ..."); without, discards it silently
+ * (the caller reports why). Either way the temporary file is gone after. */
+ts_status_t ts_atomic_file_close(ts_atomic_file_t *af, bool commit, ts_diag_t *diag);
+/* Writes `len` bytes to `path` atomically. */
+ts_status_t ts_write_file_atomic(const char *path, const void *data, size_t len, ts_diag_t *diag);
 
 #endif

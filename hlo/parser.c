@@ -1289,6 +1289,10 @@ static ts_status_t parse_sharding(parser_t *p, ts_sharding_t **out) {
   return pop_ptrs(p, mark, (void ***)&s->tuple, &s->ntuple);
 }
 
+typedef enum { LIST_INTS, LIST_NONNEG, LIST_BOOLS } list_kind_t;
+static ts_status_t parse_lists_body(parser_t *p, list_kind_t kind, const char *item, const char *name,
+                                    const char *outer, ts_i64_list_t **lists, int *n);
+
 /* `{{0,1},{2,3}}`, `{}`, or `[G,S]<=[dims]T(perm)`. */
 static ts_status_t parse_replica_groups(parser_t *p, ts_replica_groups_t **out) {
   ts_replica_groups_t *rg;
@@ -1316,31 +1320,8 @@ static ts_status_t parse_replica_groups(parser_t *p, ts_replica_groups_t **out) 
     return TS_OK;
   }
   TS_CHECK(expect(p, TK_LBRACE, "replica groups ({{...},...} or [G,S]<=[...])"));
-  size_t mark = p->nstk;
-  if (p->tok.kind != TK_RBRACE) {
-    for (;;) {
-      TS_CHECK(expect(p, TK_LBRACE, "'{' to start a replica group"));
-      size_t m2 = p->nstk;
-      if (p->tok.kind != TK_RBRACE) {
-        for (;;) {
-          int64_t v = 0;
-          TS_CHECK(parse_nonneg(p, &v, "replica id"));
-          TS_CHECK(push_i(p, v));
-          if (p->tok.kind != TK_COMMA) break;
-          TS_CHECK(next(p));
-        }
-      }
-      TS_CHECK(expect(p, TK_RBRACE, "',' or '}' in the replica group"));
-      ts_i64_list_t *g;
-      ALLOC_N(p, g, 1);
-      TS_CHECK(pop_list(p, m2, g));
-      TS_CHECK(push_p(p, g));
-      if (p->tok.kind != TK_COMMA) break;
-      TS_CHECK(next(p));
-    }
-  }
-  TS_CHECK(expect(p, TK_RBRACE, "',' or '}' in the replica groups"));
-  return pop_lists(p, mark, &rg->groups, &rg->ngroups);
+  return parse_lists_body(p, LIST_NONNEG, "replica id", "replica group", "replica groups", &rg->groups,
+                          &rg->ngroups);
 }
 
 /* ---- window, padding, slice, dim labels ---- */
@@ -1777,45 +1758,59 @@ static ts_status_t parse_bool(parser_t *p, bool *v) {
 }
 
 /* `{a, b, ...}` of ints (or of bools stored as 0/1). */
-static ts_status_t parse_braced_list(parser_t *p, ts_i64_list_t *out, bool bools, const char *what) {
-  TS_CHECK(expect(p, TK_LBRACE, bools ? "'{' to start a list of true/false" : "'{' to start a list of integers"));
+/* `{1,0}`: a list of `item`s (ints, non-negative ints or true/false) called
+ * `name` in messages. */
+static ts_status_t parse_braced_list(parser_t *p, ts_i64_list_t *out, list_kind_t kind, const char *item,
+                                     const char *name) {
+  if (p->tok.kind != TK_LBRACE) return expectedf(p, "'{' to start a %s", name);
+  TS_CHECK(next(p));
   size_t mark = p->nstk;
   if (p->tok.kind != TK_RBRACE) {
     for (;;) {
       int64_t v = 0;
-      if (bools) {
+      if (kind == LIST_BOOLS) {
         bool b;
         TS_CHECK(parse_bool(p, &b));
         v = b;
       } else {
-        TS_CHECK(parse_int(p, &v, what));
+        TS_CHECK(kind == LIST_NONNEG ? parse_nonneg(p, &v, item) : parse_int(p, &v, item));
       }
       TS_CHECK(push_i(p, v));
       if (p->tok.kind != TK_COMMA) break;
       TS_CHECK(next(p));
     }
   }
-  TS_CHECK(expect(p, TK_RBRACE, "',' or '}' in the list"));
+  if (p->tok.kind != TK_RBRACE) return expectedf(p, "',' or '}' in the %s", name);
+  TS_CHECK(next(p));
   return pop_list(p, mark, out);
 }
 
-/* `{{0,1},{1,0}}` */
-static ts_status_t parse_int_lists(parser_t *p, ts_hlo_attr_t *a) {
-  TS_CHECK(expect(p, TK_LBRACE, "'{' to start a list of lists"));
+/* The inside of `{{0,1},{1,0}}` after its first '{': lists of `item`s, each
+ * called `name`, up to the closing '}' of the whole, called `outer`. */
+static ts_status_t parse_lists_body(parser_t *p, list_kind_t kind, const char *item, const char *name,
+                                    const char *outer, ts_i64_list_t **lists, int *n) {
   size_t mark = p->nstk;
   if (p->tok.kind != TK_RBRACE) {
     for (;;) {
       ts_i64_list_t *l;
       ALLOC_N(p, l, 1);
-      TS_CHECK(parse_braced_list(p, l, false, "an integer"));
+      TS_CHECK(parse_braced_list(p, l, kind, item, name));
       TS_CHECK(push_p(p, l));
       if (p->tok.kind != TK_COMMA) break;
       TS_CHECK(next(p));
     }
   }
-  TS_CHECK(expect(p, TK_RBRACE, "',' or '}' in the list of lists"));
+  if (p->tok.kind != TK_RBRACE) return expectedf(p, "',' or '}' in the %s", outer);
+  TS_CHECK(next(p));
+  return pop_lists(p, mark, lists, n);
+}
+
+/* `{{0,1},{1,0}}` */
+static ts_status_t parse_int_lists(parser_t *p, ts_hlo_attr_t *a) {
+  TS_CHECK(expect(p, TK_LBRACE, "'{' to start a list of lists"));
   a->kind = TS_ATTR_INT_LISTS;
-  return pop_lists(p, mark, &a->v.lists.lists, &a->v.lists.n);
+  return parse_lists_body(p, LIST_INTS, "an integer", "list of integers", "list of lists", &a->v.lists.lists,
+                          &a->v.lists.n);
 }
 
 static int64_t pack_loc(ts_loc_t l) { return (int64_t)l.line << 32 | (uint32_t)l.col; }
@@ -1896,13 +1891,13 @@ static ts_status_t parse_aliases(parser_t *p, ts_hlo_attr_t *a, bool donors) {
       ts_alias_t *al;
       ALLOC_N(p, al, 1);
       if (!donors) {
-        TS_CHECK(parse_braced_list(p, &al->output_index, false, "an output shape index"));
+        TS_CHECK(parse_braced_list(p, &al->output_index, LIST_INTS, "an output shape index", "shape index"));
         TS_CHECK(expect(p, TK_COLON, "':' after the output shape index"));
       }
       TS_CHECK(expect(p, TK_LPAREN, "'('"));
       TS_CHECK(parse_nonneg(p, &al->param_number, "parameter number"));
       TS_CHECK(expect(p, TK_COMMA, "',' after the parameter number"));
-      TS_CHECK(parse_braced_list(p, &al->param_index, false, "a parameter shape index"));
+      TS_CHECK(parse_braced_list(p, &al->param_index, LIST_INTS, "a parameter shape index", "shape index"));
       if (!donors && p->tok.kind == TK_COMMA) {
         TS_CHECK(next(p));
         if (IS_KW(&p->tok, "may-alias")) al->kind = 1;
@@ -1973,9 +1968,9 @@ static ts_status_t parse_attr_value(parser_t *p, attr_syntax_t syn, ts_hlo_attr_
   case A_INT_LIST_OR_LISTS:
     if (t->kind == TK_LBRACE && next_is(p, TK_LBRACE)) return parse_int_lists(p, a);
     /* fall through */
-  case A_INT_LIST: a->kind = TS_ATTR_INT_LIST; return parse_braced_list(p, &a->v.list, false, "an integer");
+  case A_INT_LIST: a->kind = TS_ATTR_INT_LIST; return parse_braced_list(p, &a->v.list, LIST_INTS, "an integer", "list of integers");
   case A_INT_LISTS: return parse_int_lists(p, a);
-  case A_BOOL_LIST: a->kind = TS_ATTR_BOOL_LIST; return parse_braced_list(p, &a->v.list, true, "true or false");
+  case A_BOOL_LIST: a->kind = TS_ATTR_BOOL_LIST; return parse_braced_list(p, &a->v.list, LIST_BOOLS, "true or false", "list of true/false");
   case A_SLICE: a->kind = TS_ATTR_SLICE; return parse_slice(p, &a->v.slice);
   case A_PADDING: a->kind = TS_ATTR_PADDING; return parse_padding(p, &a->v.padding);
   case A_WINDOW: a->kind = TS_ATTR_WINDOW; return parse_window(p, &a->v.window);

@@ -438,6 +438,53 @@ static void put_cycle(ts_buf_t *b, const char *const *names, int n) {
   ts_buf_puts(b, names[0]);
 }
 
+/* Finds a cycle in a graph with n nodes whose edges from node a are
+ * adj[first[a] .. first[a + 1]) (iterative DFS: graphs have 100k nodes and
+ * chains as long). On a cycle, cycle[0..*len) holds its nodes in edge order
+ * (cycle[k] -> cycle[k + 1], the last back to cycle[0]); else *len is 0.
+ * `cycle` has room for n nodes. */
+static ts_status_t find_cycle(int n, const size_t *first, const int *adj, int *cycle, int *len) {
+  uint8_t *color = ts_calloc((size_t)n + 1, 1);
+  int *stack = ts_calloc((size_t)n + 1, sizeof *stack);
+  size_t *next = ts_calloc((size_t)n + 1, sizeof *next);
+  *len = 0;
+  if (!color || !stack || !next) {
+    ts_free(color);
+    ts_free(stack);
+    ts_free(next);
+    return TS_ERR_NOMEM;
+  }
+  for (int s = 0; s < n && *len == 0; s++) {
+    if (color[s]) continue;
+    int sp = 0;
+    stack[sp] = s, next[sp] = first[s], color[s] = 1;
+    sp++;
+    while (sp > 0 && *len == 0) {
+      int a = stack[sp - 1];
+      if (next[sp - 1] >= first[a + 1]) {
+        color[a] = 2;
+        sp--;
+        continue;
+      }
+      int t = adj[next[sp - 1]++];
+      if (color[t] == 1) {
+        int from = sp - 1;
+        while (stack[from] != t) from--;
+        for (int k = from; k < sp; k++) cycle[k - from] = stack[k];
+        *len = sp - from;
+      } else if (color[t] == 0) {
+        color[t] = 1;
+        stack[sp] = t, next[sp] = first[t];
+        sp++;
+      }
+    }
+  }
+  ts_free(color);
+  ts_free(stack);
+  ts_free(next);
+  return TS_OK;
+}
+
 /* Computations must not call themselves, directly or not. */
 static ts_status_t check_call_graph(walk_t *w) {
   ts_vctx_t *v = w->v;
@@ -447,16 +494,11 @@ static ts_status_t check_call_graph(walk_t *w) {
   size_t ncalls = 0;
   for (int k = 0; k < w->n; k++) ncalls += (size_t)w->instrs[k]->ncalled;
   size_t *first = ts_calloc((size_t)nc + 2, sizeof *first);
-  int *callee = ts_calloc(ncalls + 1, sizeof *callee);
-  uint8_t *color = ts_calloc((size_t)nc + 1, 1);
-  int *stack = ts_calloc((size_t)nc + 1, sizeof *stack);
-  size_t *next = ts_calloc((size_t)nc + 1, sizeof *next);
+  int *callee = ts_calloc(ncalls + 1, sizeof *callee), *cycle = ts_calloc((size_t)nc + 1, sizeof *cycle);
   const char **names = ts_calloc((size_t)nc + 1, sizeof *names);
-  ts_status_t st = TS_OK;
-  if (!first || !callee || !color || !stack || !next || !names) {
-    st = TS_ERR_NOMEM;
-    goto done;
-  }
+  ts_status_t st = TS_ERR_NOMEM;
+  int len = 0;
+  if (!first || !callee || !cycle || !names) goto done;
   size_t e = 0;
   for (int c = 0; c < nc; c++) {
     first[c] = e;
@@ -466,100 +508,66 @@ static ts_status_t check_call_graph(walk_t *w) {
         callee[e++] = ptrmap_get(&w->comps, comp->instrs[k]->called[j]);
   }
   first[nc] = e;
-  for (int s = 0; s < nc && st == TS_OK; s++) {
-    if (color[s]) continue;
-    int sp = 0;
-    stack[sp] = s, next[sp] = first[s], color[s] = 1;
-    sp++;
-    while (sp > 0 && st == TS_OK) {
-      int c = stack[sp - 1];
-      if (next[sp - 1] >= first[c + 1]) {
-        color[c] = 2;
-        sp--;
-        continue;
-      }
-      int t = callee[next[sp - 1]++];
-      if (color[t] == 1) {
-        int from = sp - 1;
-        while (stack[from] != t) from--;
-        for (int k = from; k < sp; k++) names[k - from] = m->comps[stack[k]]->name;
-        ts_buf_t b = {0};
-        put_cycle(&b, names, sp - from);
-        st = b.oom || !b.data ? TS_ERR_NOMEM : comp_error(v, m->comps[t], "calls itself: %s", b.data);
-        ts_buf_free(&b);
-      } else if (color[t] == 0) {
-        color[t] = 1;
-        stack[sp] = t, next[sp] = first[t];
-        sp++;
-      }
-    }
+  TS_CHECK_GOTO(find_cycle(nc, first, callee, cycle, &len), st, done);
+  if (len > 0) {
+    for (int k = 0; k < len; k++) names[k] = m->comps[cycle[k]]->name;
+    ts_buf_t b = {0};
+    put_cycle(&b, names, len);
+    st = b.oom || !b.data ? TS_ERR_NOMEM : comp_error(v, m->comps[cycle[0]], "calls itself: %s", b.data);
+    ts_buf_free(&b);
   }
 done:
   ts_free(first);
   ts_free(callee);
-  ts_free(color);
-  ts_free(stack);
-  ts_free(next);
+  ts_free(cycle);
   ts_free(names);
   return st;
 }
 
-/* No cycle through operands and control predecessors (iterative DFS). */
+static bool is_operand(const ts_hlo_instr_t *i, const ts_hlo_instr_t *o) {
+  for (int k = 0; k < i->nops; k++)
+    if (i->ops[k] == o) return true;
+  return false;
+}
+
+/* No cycle through operands and control predecessors. */
 static ts_status_t check_cycles(walk_t *w) {
-  ts_vctx_t *v = w->v;
-  uint8_t *color = ts_calloc((size_t)w->n + 1, 1);
-  int *stack = ts_calloc((size_t)w->n + 1, sizeof *stack), *edge = ts_calloc((size_t)w->n + 1, sizeof *edge);
-  ts_status_t st = TS_OK;
-  if (!color || !stack || !edge) {
-    st = TS_ERR_NOMEM;
-    goto done;
+  size_t nedges = 0;
+  for (int k = 0; k < w->n; k++) nedges += (size_t)(w->instrs[k]->nops + w->instrs[k]->nctrl_preds);
+  size_t *first = ts_calloc((size_t)w->n + 2, sizeof *first);
+  int *adj = ts_calloc(nedges + 1, sizeof *adj), *cycle = ts_calloc((size_t)w->n + 1, sizeof *cycle);
+  const char **names = ts_calloc((size_t)w->n + 1, sizeof *names);
+  ts_status_t st = TS_ERR_NOMEM;
+  int len = 0;
+  if (!first || !adj || !cycle || !names) goto done;
+  size_t e = 0;
+  for (int k = 0; k < w->n; k++) {
+    const ts_hlo_instr_t *i = w->instrs[k];
+    first[k] = e;
+    for (int j = 0; j < i->nops; j++) adj[e++] = ptrmap_get(&w->index, i->ops[j]);
+    for (int j = 0; j < i->nctrl_preds; j++) adj[e++] = ptrmap_get(&w->index, i->ctrl_preds[j]);
   }
-  for (int s = 0; s < w->n && st == TS_OK; s++) {
-    if (color[s]) continue;
-    int sp = 0;
-    stack[sp] = s, edge[sp] = 0, color[s] = 1;
-    sp++;
-    while (sp > 0 && st == TS_OK) {
-      const ts_hlo_instr_t *i = w->instrs[stack[sp - 1]];
-      int e = edge[sp - 1];
-      if (e >= i->nops + i->nctrl_preds) {
-        color[stack[--sp]] = 2;
-        continue;
-      }
-      edge[sp - 1]++;
-      const ts_hlo_instr_t *o = e < i->nops ? i->ops[e] : i->ctrl_preds[e - i->nops];
-      int t = ptrmap_get(&w->index, o);
-      if (color[t] == 1) {
-        int from = sp - 1;
-        while (stack[from] != t) from--;
-        const char **names = ts_calloc((size_t)(sp - from) + 1, sizeof *names);
-        if (!names) {
-          st = TS_ERR_NOMEM;
-          break;
-        }
-        bool ctrl = false;
-        for (int k = from; k < sp; k++) {
-          names[k - from] = w->instrs[stack[k]]->name;
-          ctrl |= edge[k] - 1 >= w->instrs[stack[k]]->nops; /* the edge taken out of it */
-        }
-        ts_buf_t b = {0};
-        put_cycle(&b, names, sp - from);
-        st = b.oom || !b.data ? TS_ERR_NOMEM
-                              : ts_vfy_error(v, w->instrs[t], (ts_loc_t){0, 0}, "cycle through %s: %s",
-                                             ctrl ? "operands and control-predecessors" : "operands", b.data);
-        ts_buf_free(&b);
-        ts_free(names);
-      } else if (color[t] == 0) {
-        color[t] = 1;
-        stack[sp] = t, edge[sp] = 0;
-        sp++;
-      }
+  first[w->n] = e;
+  TS_CHECK_GOTO(find_cycle(w->n, first, adj, cycle, &len), st, done);
+  if (len > 0) {
+    bool ctrl = false; /* some edge of the cycle is only a control dependency */
+    for (int k = 0; k < len; k++) {
+      const ts_hlo_instr_t *a = w->instrs[cycle[k]], *b = w->instrs[cycle[(k + 1) % len]];
+      names[k] = a->name;
+      ctrl |= !is_operand(a, b);
     }
+    ts_buf_t b = {0};
+    put_cycle(&b, names, len);
+    st = b.oom || !b.data ? TS_ERR_NOMEM
+                          : ts_vfy_error(w->v, w->instrs[cycle[0]], (ts_loc_t){0, 0}, "cycle through %s: %s",
+                                         ctrl ? "operands and control-predecessors" : "operands", b.data);
+    ts_buf_free(&b);
   }
 done:
-  ts_free(color);
-  ts_free(stack);
-  ts_free(edge);
+  ts_free(first);
+  ts_free(adj);
+  ts_free(cycle);
+  ts_free(names);
   return st;
 }
 

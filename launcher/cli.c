@@ -5,7 +5,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 bool ts_cli_parse_count(const char *cmd, const char *flag, const char *s, int64_t *out) {
   char *end;
@@ -27,20 +26,5 @@ ts_status_t ts_cli_write_output(const char *path, const char *data, size_t len, 
     }
     return TS_OK;
   }
-  ts_buf_t tmp = {0};
-  ts_buf_printf(&tmp, "%s.tmp.%ld", path, (long)getpid());
-  if (tmp.oom) return TS_ERR_NOMEM;
-  FILE *f = fopen(tmp.data, "wb");
-  ts_status_t st = TS_OK;
-  if (!f || fwrite(data, 1, len, f) != len || fclose(f) != 0) {
-    ts_diag_plain(diag, "cannot write '%s': %s", path, strerror(errno));
-    st = TS_ERR_SYSTEM;
-    if (f) remove(tmp.data);
-  } else if (rename(tmp.data, path) != 0) {
-    ts_diag_plain(diag, "cannot write '%s': %s", path, strerror(errno));
-    remove(tmp.data);
-    st = TS_ERR_SYSTEM;
-  }
-  ts_buf_free(&tmp);
-  return st;
+  return ts_write_file_atomic(path, data, len, diag);
 }

@@ -9,7 +9,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <unistd.h>
 
 #if !defined(__BYTE_ORDER__) || __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
 #error "ts_npy assumes a little-endian host (buffers are little-endian in memory)"
@@ -554,46 +553,13 @@ ts_status_t ts_npy_write(const char *path, ts_elem_t elem, int rank, const int64
     ts_buf_free(&hdr);
     return st;
   }
-  size_t plen = strlen(path);
-  char *tmp = ts_malloc(plen + 16);
-  if (!tmp) {
-    ts_buf_free(&hdr);
-    return TS_ERR_NOMEM;
+  ts_atomic_file_t af;
+  st = ts_atomic_file_open(&af, path, diag);
+  if (st == TS_OK) {
+    bool ok = fwrite(hdr.data, 1, hdr.len, af.f) == hdr.len && write_data(af.f, elem, data, count);
+    st = ts_atomic_file_close(&af, ok, diag);
+    if (!ok && st == TS_OK) st = fail(diag, path, TS_ERR_SYSTEM, "cannot write the data");
   }
-  memcpy(tmp, path, plen);
-  memcpy(tmp + plen, ".tmp.XXXXXX", 12);
-  FILE *f = NULL;
-  int fd = mkstemp(tmp);
-  if (fd < 0) {
-    st = fail(diag, path, TS_ERR_SYSTEM, "cannot create '%s': %s", tmp, strerror(errno));
-    goto out;
-  }
-  (void)fchmod(fd, 0644); /* mkstemp makes 0600; outputs are meant to be shared */
-  f = fdopen(fd, "wb");
-  if (!f) {
-    close(fd);
-    st = fail(diag, path, TS_ERR_SYSTEM, "cannot write '%s': %s", tmp, strerror(errno));
-    goto out_unlink;
-  }
-  bool ok = fwrite(hdr.data, 1, hdr.len, f) == hdr.len && write_data(f, elem, data, count);
-  int werr = errno;
-  if (fclose(f) != 0 && ok) {
-    ok = false;
-    werr = errno;
-  }
-  if (!ok) {
-    st = fail(diag, path, TS_ERR_SYSTEM, "cannot write '%s': %s", tmp, strerror(werr));
-    goto out_unlink;
-  }
-  if (rename(tmp, path) != 0) {
-    st = fail(diag, path, TS_ERR_SYSTEM, "cannot rename '%s' to '%s': %s", tmp, path, strerror(errno));
-    goto out_unlink;
-  }
-  goto out;
-out_unlink:
-  unlink(tmp);
-out:
-  ts_free(tmp);
   ts_buf_free(&hdr);
   return st;
 }
