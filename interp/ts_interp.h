@@ -1,0 +1,130 @@
+/* Tessera interp: the reference interpreter (the project's correctness
+ * oracle) and the CPU kernels the runtime reuses.
+ *
+ * Arrays are dense and row-major in logical index order whatever the HLO
+ * layout says; one element per ts_elem_storage_bytes (sub-byte types one per
+ * byte). Kernels write into buffers their caller allocated, so the runtime
+ * can run them over its own buffer assignment without per-op allocation. */
+#ifndef TS_INTERP_H
+#define TS_INTERP_H
+
+#include "ts_common.h"
+#include "ts_hlo.h"
+
+/* ---- arrays and values -------------------------------------------------- */
+
+/* A view of one array: not owning. */
+typedef struct {
+  ts_elem_t elem;
+  int rank;
+  const int64_t *dims;
+  void *data;
+} ts_array_t;
+
+int64_t ts_array_count(const ts_array_t *a); /* elements (1 for a scalar) */
+size_t ts_array_bytes(const ts_array_t *a);  /* count * storage bytes */
+
+/* A reference-counted array or tuple, as the interpreter passes them around.
+ * `shape` points into the module arena (or is owned by whoever made the
+ * value and outlives it); arrays own `a.data` (a.dims is shape->dims). */
+typedef struct ts_value {
+  int refs;
+  const ts_shape_t *shape;
+  ts_array_t a;               /* arrays only */
+  int ntuple;                 /* tuples only */
+  struct ts_value **tuple;
+} ts_value_t;
+
+/* A zero-filled array (or a tuple of zero-filled arrays, recursively) of an
+ * array, tuple or token shape. NULL on out-of-memory. refs == 1. */
+ts_value_t *ts_value_new(const ts_shape_t *shape);
+/* A tuple taking over one reference of each element. NULL on OOM (the
+ * references are then dropped). */
+ts_value_t *ts_value_new_tuple(const ts_shape_t *shape, ts_value_t **elems);
+ts_value_t *ts_value_ref(ts_value_t *v);
+void ts_value_unref(ts_value_t *v); /* NULL is a no-op */
+/* The array leaves of a value in order (nested tuples flattened); returns
+ * how many there are; fills at most `max` views. */
+int ts_value_leaves(ts_value_t *v, ts_array_t *out, int max);
+/* A constant's value, narrowed to its element type (round to nearest even).
+ * An elided literal (`{...}`: the dumper left the data out) is zero-filled
+ * as XLA's parser does; ts_interp_create warns about each one. */
+ts_status_t ts_value_from_literal(const ts_literal_t *lit, ts_value_t **out);
+
+/* ---- kernels ------------------------------------------------------------ */
+
+typedef struct ts_kernel_ctx ts_kernel_ctx_t;
+
+/* What a kernel may ask of whoever runs it. */
+struct ts_kernel_ctx {
+  /* Evaluates a called computation (reduce's to_apply, sort's comparator,
+   * map's computation, scatter's update computation, ...) with one array per
+   * parameter, writing the result's leaves into `outs` (allocated by the
+   * caller with the shapes of comp->root->shape's leaves). */
+  ts_status_t (*apply)(ts_kernel_ctx_t *ctx, const ts_hlo_comp_t *comp, const ts_array_t *args,
+                       int nargs, ts_array_t *outs, int nouts);
+  void *apply_state;
+  int64_t partition_id, replica_id; /* of the device the kernel runs for */
+  ts_diag_t *diag;                  /* where kernel errors go */
+  const ts_source_t *source;        /* for located errors; may be NULL */
+  void *scratch;                    /* ts_kernel_scratch's buffer */
+  size_t scratch_cap;
+};
+
+/* A scratch buffer of at least `bytes`, reused across calls (valid until the
+ * next call); NULL on OOM. */
+void *ts_kernel_scratch(ts_kernel_ctx_t *ctx, size_t bytes);
+void ts_kernel_ctx_free(ts_kernel_ctx_t *ctx); /* frees the scratch */
+
+/* Reports an error about `instr` ("file:line:col: error: %name: message"
+ * when the instruction has a location) and returns `st`. */
+ts_status_t ts_kernel_fail(ts_kernel_ctx_t *ctx, const ts_hlo_instr_t *instr, ts_status_t st,
+                           const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+
+/* A kernel: `in` holds the operands (arrays, in operand order), `out` the
+ * leaves of instr->shape (one for an array result), allocated by the caller
+ * and not aliasing the inputs unless the kernel's table entry says so.
+ * Unsupported variants (a type or attribute the kernel cannot do) return
+ * TS_ERR_INVALID_ARGUMENT through ts_kernel_fail, naming what. */
+typedef ts_status_t (*ts_kernel_fn)(ts_kernel_ctx_t *ctx, const ts_hlo_instr_t *instr,
+                                    const ts_array_t *in, int nin, ts_array_t *out, int nout);
+
+/* The kernel for an opcode; NULL for the ones the evaluator itself handles
+ * (parameter, constant, tuple, get-tuple-element, call, while, conditional,
+ * collectives, custom-call, ...) and for those with none. */
+ts_kernel_fn ts_kernel_for(ts_opcode_t op);
+
+/* ---- the interpreter ---------------------------------------------------- */
+
+typedef struct ts_interp ts_interp_t;
+
+typedef struct {
+  /* Devices run in lockstep at the entry computation. 0: the reference
+   * meaning of an unpartitioned module (one device; one per partition inside
+   * manual regions, sharing one set of arguments). N: a partitioned
+   * (per-device) module on N simulated devices, collectives included. */
+  int ndevices;
+  /* Partition count for manual regions (SPMDFullToShardShape ...
+   * SPMDShardToFullShape) in an unpartitioned module: 0 takes the module's
+   * num_partitions when > 1, else the device count the region's sharding
+   * names. */
+  int64_t num_partitions;
+  int64_t replica_count; /* 0: the module's */
+} ts_interp_opts_t;
+
+/* Prepares a verified module for running. opts may be NULL (one device). */
+ts_status_t ts_interp_create(const ts_hlo_module_t *m, const ts_interp_opts_t *opts,
+                             ts_interp_t **out, ts_diag_t *diag);
+void ts_interp_destroy(ts_interp_t *it); /* NULL is a no-op */
+
+/* How many argument sets ts_interp_run takes and results it gives: 1 for
+ * the reference meaning (opts->ndevices == 0), else opts->ndevices. */
+int ts_interp_ndevices(const ts_interp_t *it);
+
+/* Runs the entry computation. args[d * nparams + p] is parameter p of
+ * device d (the callee does not take the references); outs[d] receives a new
+ * reference to device d's result. Errors name the instruction. */
+ts_status_t ts_interp_run(ts_interp_t *it, ts_value_t *const *args, ts_value_t **outs,
+                          ts_diag_t *diag);
+
+#endif

@@ -1,0 +1,258 @@
+/* Values (reference-counted arrays and tuples), constants, element access,
+ * and the small services kernels get from their context. */
+#include "interp_internal.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+int64_t ts_array_count(const ts_array_t *a) {
+  int64_t n = 1;
+  for (int d = 0; d < a->rank; d++) n *= a->dims[d];
+  return n;
+}
+
+size_t ts_array_bytes(const ts_array_t *a) {
+  return (size_t)ts_array_count(a) * (size_t)ts_elem_storage_bytes(a->elem);
+}
+
+/* ---- values ------------------------------------------------------------- */
+
+ts_value_t *ts_value_new(const ts_shape_t *shape) {
+  ts_value_t *v = ts_calloc(1, sizeof *v);
+  if (!v) return NULL;
+  v->refs = 1;
+  v->shape = shape;
+  if (shape->elem == TS_TUPLE) {
+    v->ntuple = shape->ntuple;
+    v->tuple = ts_calloc((size_t)(shape->ntuple ? shape->ntuple : 1), sizeof *v->tuple);
+    if (!v->tuple) goto oom;
+    for (int i = 0; i < shape->ntuple; i++)
+      if (!(v->tuple[i] = ts_value_new(shape->tuple[i]))) goto oom;
+    return v;
+  }
+  v->a.elem = shape->elem;
+  v->a.rank = shape->rank;
+  v->a.dims = shape->dims;
+  /* Tokens and empty arrays still get a non-NULL pointer. */
+  size_t bytes = ts_elem_is_array(shape->elem) ? ts_array_bytes(&v->a) : 0;
+  v->a.data = ts_calloc(bytes ? bytes : 1, 1);
+  if (!v->a.data) goto oom;
+  return v;
+oom:
+  ts_value_unref(v);
+  return NULL;
+}
+
+ts_value_t *ts_value_new_tuple(const ts_shape_t *shape, ts_value_t **elems) {
+  ts_value_t *v = ts_calloc(1, sizeof *v);
+  ts_value_t **t = ts_calloc((size_t)(shape->ntuple ? shape->ntuple : 1), sizeof *t);
+  if (!v || !t) {
+    ts_free(v);
+    ts_free(t);
+    for (int i = 0; i < shape->ntuple; i++) ts_value_unref(elems[i]);
+    return NULL;
+  }
+  v->refs = 1;
+  v->shape = shape;
+  v->ntuple = shape->ntuple;
+  v->tuple = t;
+  for (int i = 0; i < shape->ntuple; i++) t[i] = elems[i];
+  return v;
+}
+
+ts_value_t *ts_value_ref(ts_value_t *v) {
+  if (v) v->refs++;
+  return v;
+}
+
+void ts_value_unref(ts_value_t *v) {
+  if (!v || --v->refs > 0) return;
+  if (v->tuple) {
+    for (int i = 0; i < v->ntuple; i++) ts_value_unref(v->tuple[i]);
+    ts_free(v->tuple);
+  }
+  ts_free(v->a.data);
+  ts_free(v);
+}
+
+static int leaves(ts_value_t *v, ts_array_t *out, int max, int n) {
+  if (!v->tuple) {
+    if (n < max) out[n] = v->a;
+    return n + 1;
+  }
+  for (int i = 0; i < v->ntuple; i++) n = leaves(v->tuple[i], out, max, n);
+  return n;
+}
+
+int ts_value_leaves(ts_value_t *v, ts_array_t *out, int max) { return leaves(v, out, max, 0); }
+
+static ts_status_t fill_literal(const ts_literal_t *lit, ts_value_t *v) {
+  if (lit->ntuple || v->tuple) {
+    if (lit->ntuple != v->ntuple) return TS_ERR_INVALID_ARGUMENT;
+    for (int i = 0; i < lit->ntuple; i++) TS_CHECK(fill_literal(lit->tuple[i], v->tuple[i]));
+    return TS_OK;
+  }
+  if (lit->elided || !ts_elem_is_array(v->a.elem)) return TS_OK; /* zeros */
+  int64_t n = ts_array_count(&v->a);
+  if (lit->count != n) return TS_ERR_INVALID_ARGUMENT;
+  ts_elem_t e = v->a.elem;
+  if (ts_elem_is_complex(e)) {
+    for (int64_t k = 0; k < n; k++) ts_store_c(e, v->a.data, k, lit->f[2 * k], lit->f[2 * k + 1]);
+  } else if (lit->f) {
+    for (int64_t k = 0; k < n; k++) ts_store_f(e, v->a.data, k, lit->f[k]);
+  } else if (lit->i) {
+    for (int64_t k = 0; k < n; k++) ts_store_i(e, v->a.data, k, lit->i[k]);
+  }
+  return TS_OK;
+}
+
+ts_status_t ts_value_from_literal(const ts_literal_t *lit, ts_value_t **out) {
+  *out = ts_value_new(lit->shape);
+  if (!*out) return TS_ERR_NOMEM;
+  ts_status_t st = fill_literal(lit, *out);
+  if (st != TS_OK) {
+    ts_value_unref(*out);
+    *out = NULL;
+  }
+  return st;
+}
+
+/* ---- element access ----------------------------------------------------- */
+
+double ts_load_f(ts_elem_t e, const void *p, int64_t i) {
+  switch (e) {
+  case TS_F32: return ((const float *)p)[i];
+  case TS_F64: return ((const double *)p)[i];
+  case TS_S32: return ((const int32_t *)p)[i];
+  case TS_S64: return (double)((const int64_t *)p)[i];
+  case TS_C64: return ((const float *)p)[2 * i];
+  case TS_C128: return ((const double *)p)[2 * i];
+  default: {
+    double d = 0;
+    size_t sz = (size_t)ts_elem_storage_bytes(e);
+    ts_elem_convert(e, (const char *)p + (size_t)i * sz, TS_F64, &d, 1);
+    return d;
+  }
+  }
+}
+
+int64_t ts_load_i(ts_elem_t e, const void *p, int64_t i) {
+  switch (e) {
+  case TS_S32: return ((const int32_t *)p)[i];
+  case TS_S64: return ((const int64_t *)p)[i];
+  case TS_U32: return ((const uint32_t *)p)[i];
+  case TS_U8: case TS_PRED: return ((const uint8_t *)p)[i];
+  case TS_S8: return ((const int8_t *)p)[i];
+  default: {
+    int64_t v = 0;
+    size_t sz = (size_t)ts_elem_storage_bytes(e);
+    ts_elem_convert(e, (const char *)p + (size_t)i * sz, TS_S64, &v, 1);
+    return v;
+  }
+  }
+}
+
+void ts_store_f(ts_elem_t e, void *p, int64_t i, double v) {
+  switch (e) {
+  case TS_F32: ((float *)p)[i] = (float)v; return;
+  case TS_F64: ((double *)p)[i] = v; return;
+  case TS_C64: ((float *)p)[2 * i] = (float)v; ((float *)p)[2 * i + 1] = 0; return;
+  case TS_C128: ((double *)p)[2 * i] = v; ((double *)p)[2 * i + 1] = 0; return;
+  default: {
+    size_t sz = (size_t)ts_elem_storage_bytes(e);
+    ts_elem_convert(TS_F64, &v, e, (char *)p + (size_t)i * sz, 1);
+    return;
+  }
+  }
+}
+
+void ts_store_i(ts_elem_t e, void *p, int64_t i, int64_t v) {
+  switch (e) {
+  case TS_S32: ((int32_t *)p)[i] = (int32_t)(uint32_t)v; return;
+  case TS_S64: ((int64_t *)p)[i] = v; return;
+  case TS_U32: ((uint32_t *)p)[i] = (uint32_t)v; return;
+  case TS_U8: ((uint8_t *)p)[i] = (uint8_t)v; return;
+  case TS_PRED: ((uint8_t *)p)[i] = v != 0; return;
+  default: {
+    size_t sz = (size_t)ts_elem_storage_bytes(e);
+    ts_elem_convert(TS_S64, &v, e, (char *)p + (size_t)i * sz, 1);
+    return;
+  }
+  }
+}
+
+void ts_load_c(ts_elem_t e, const void *p, int64_t i, double *re, double *im) {
+  if (e == TS_C64) {
+    *re = ((const float *)p)[2 * i];
+    *im = ((const float *)p)[2 * i + 1];
+  } else if (e == TS_C128) {
+    *re = ((const double *)p)[2 * i];
+    *im = ((const double *)p)[2 * i + 1];
+  } else {
+    *re = ts_load_f(e, p, i);
+    *im = 0;
+  }
+}
+
+void ts_store_c(ts_elem_t e, void *p, int64_t i, double re, double im) {
+  if (e == TS_C64) {
+    ((float *)p)[2 * i] = (float)re;
+    ((float *)p)[2 * i + 1] = (float)im;
+  } else if (e == TS_C128) {
+    ((double *)p)[2 * i] = re;
+    ((double *)p)[2 * i + 1] = im;
+  } else {
+    ts_store_f(e, p, i, re);
+  }
+}
+
+/* ---- kernel context ----------------------------------------------------- */
+
+void *ts_kernel_scratch(ts_kernel_ctx_t *ctx, size_t bytes) {
+  if (bytes > ctx->scratch_cap) {
+    void *p = ts_realloc(ctx->scratch, bytes);
+    if (!p) return NULL;
+    ctx->scratch = p;
+    ctx->scratch_cap = bytes;
+  }
+  return ctx->scratch;
+}
+
+void ts_kernel_ctx_free(ts_kernel_ctx_t *ctx) {
+  ts_free(ctx->scratch);
+  ctx->scratch = NULL;
+  ctx->scratch_cap = 0;
+}
+
+ts_status_t ts_kernel_fail(ts_kernel_ctx_t *ctx, const ts_hlo_instr_t *instr, ts_status_t st,
+                           const char *fmt, ...) {
+  char msg[512];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  va_end(ap);
+  if (ctx->source && ctx->source->text && instr->loc.line > 0)
+    ts_diag_error(ctx->diag, ctx->source, instr->loc, "%s %%%s: %s", ts_opcode_name(instr->op),
+                  instr->name, msg);
+  else
+    ts_diag_plain(ctx->diag, "%s %%%s: %s", ts_opcode_name(instr->op), instr->name, msg);
+  return st;
+}
+
+/* ---- reducers ----------------------------------------------------------- */
+
+ts_opcode_t ts_reducer_op(const ts_hlo_comp_t *comp) {
+  if (!comp || comp->nparams != 2 || !comp->root) return TS_OP_COUNT;
+  const ts_hlo_instr_t *r = comp->root;
+  if (r->nops != 2 || !ts_shape_is_array(r->shape) || r->shape->rank != 0) return TS_OP_COUNT;
+  bool direct = r->ops[0] == comp->params[0] && r->ops[1] == comp->params[1];
+  bool swapped = r->ops[0] == comp->params[1] && r->ops[1] == comp->params[0];
+  if (!direct && !swapped) return TS_OP_COUNT;
+  switch (r->op) {
+  case TS_OP_ADD: case TS_OP_MULTIPLY: case TS_OP_MAXIMUM: case TS_OP_MINIMUM:
+  case TS_OP_AND: case TS_OP_OR: case TS_OP_XOR:
+    return r->op;
+  default: return TS_OP_COUNT;
+  }
+}
