@@ -8,29 +8,6 @@
 
 #define TS_MAX_RANK 64
 
-/* ---- element access ----------------------------------------------------- */
-/* Storage as ts_elem_storage_bytes says. These are for the generic (slow)
- * paths; hot loops specialise on f32/f64/s32 and index the data directly. */
-
-/* Element i of a real or integer array as a double (exact for every float
- * type; integers converted; complex: the real part). */
-double ts_load_f(ts_elem_t e, const void *p, int64_t i);
-/* Element i as an integer: signed types sign-extended, unsigned ones
- * zero-extended (u64 as its bit pattern), pred 0/1; floats truncated
- * toward zero as XLA's convert (NaN -> 0, saturating). */
-int64_t ts_load_i(ts_elem_t e, const void *p, int64_t i);
-/* Stores v as element i: floats rounded to nearest even (ts_elem_from_double),
- * integers by XLA's convert rules (saturating, NaN -> 0), pred v != 0,
- * complex (v, 0). */
-void ts_store_f(ts_elem_t e, void *p, int64_t i, double v);
-/* Stores an integer: integer types wrap (two's complement truncation to the
- * type's width, sub-byte types sign- or zero-extended in their byte), pred
- * v != 0, floats converted with one rounding. */
-void ts_store_i(ts_elem_t e, void *p, int64_t i, int64_t v);
-/* Complex element i as (re, im); real types give (v, 0). */
-void ts_load_c(ts_elem_t e, const void *p, int64_t i, double *re, double *im);
-void ts_store_c(ts_elem_t e, void *p, int64_t i, double re, double im);
-
 /* Whether the type computes as an integer (signed, unsigned or pred). */
 static inline bool ts_elem_is_int(ts_elem_t e) {
   return e == TS_PRED || ts_elem_is_signed_int(e) || ts_elem_is_unsigned_int(e);

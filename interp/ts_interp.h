@@ -51,6 +51,29 @@ int ts_value_leaves(ts_value_t *v, ts_array_t *out, int max);
  * as XLA's parser does; ts_interp_create warns about each one. */
 ts_status_t ts_value_from_literal(const ts_literal_t *lit, ts_value_t **out);
 
+/* ---- element access ----------------------------------------------------- */
+/* Storage as ts_elem_storage_bytes says. These are for the generic (slow)
+ * paths; hot loops specialise on f32/f64/s32 and index the data directly. */
+
+/* Element i of a real or integer array as a double (exact for every float
+ * type; integers converted; complex: the real part). */
+double ts_load_f(ts_elem_t e, const void *p, int64_t i);
+/* Element i as an integer: signed types sign-extended, unsigned ones
+ * zero-extended (u64 as its bit pattern), pred 0/1; floats truncated
+ * toward zero as XLA's convert (NaN -> 0, saturating). */
+int64_t ts_load_i(ts_elem_t e, const void *p, int64_t i);
+/* Stores v as element i: floats rounded to nearest even (ts_elem_from_double),
+ * integers by XLA's convert rules (saturating, NaN -> 0), pred v != 0,
+ * complex (v, 0). */
+void ts_store_f(ts_elem_t e, void *p, int64_t i, double v);
+/* Stores an integer: integer types wrap (two's complement truncation to the
+ * type's width, sub-byte types sign- or zero-extended in their byte), pred
+ * v != 0, floats converted with one rounding. */
+void ts_store_i(ts_elem_t e, void *p, int64_t i, int64_t v);
+/* Complex element i as (re, im); real types give (v, 0). */
+void ts_load_c(ts_elem_t e, const void *p, int64_t i, double *re, double *im);
+void ts_store_c(ts_elem_t e, void *p, int64_t i, double re, double im);
+
 /* ---- kernels ------------------------------------------------------------ */
 
 typedef struct ts_kernel_ctx ts_kernel_ctx_t;
@@ -126,5 +149,23 @@ int ts_interp_ndevices(const ts_interp_t *it);
  * reference to device d's result. Errors name the instruction. */
 ts_status_t ts_interp_run(ts_interp_t *it, ts_value_t *const *args, ts_value_t **outs,
                           ts_diag_t *diag);
+
+/* ---- arguments and results -------------------------------------------- */
+
+/* One value per entry parameter (args[p], new references), seeded and
+ * counter-based so that every machine draws the same: floats uniform in
+ * [-1, 1), pred 0/1, integers that flow into gather/scatter/dynamic-slice
+ * indices (through converts, reshapes, calls, ...) in range for that use,
+ * other integers small ([-8, 8) signed, [0, 16) unsigned). */
+ts_status_t ts_interp_random_args(const ts_hlo_module_t *m, uint64_t seed, ts_value_t **args);
+
+/* Loads args[p] from DIR/param<p>.npy (ts_npy_read_as: bf16/f8 from f32 or
+ * raw bits, s4/u4 from s8/u8). Errors name the file and parameter. */
+ts_status_t ts_interp_load_args(const ts_hlo_module_t *m, const char *dir, ts_value_t **args,
+                                ts_diag_t *diag);
+
+/* Writes leaf k of the flattened result as DIR/out<k>.npy (creating DIR),
+ * each file atomically. */
+ts_status_t ts_interp_write_outputs(const char *dir, ts_value_t *result, ts_diag_t *diag);
 
 #endif

@@ -77,12 +77,9 @@ int ts_cmd_opt(int argc, char **argv) {
   ts_hlo_module_t *m = NULL;
   ts_buf_t out = {0};
   char *text = NULL;
-  size_t len = 0;
   ts_status_t st;
-  TS_CHECK_GOTO(ts_read_file(path, &text, &len, &diag), st, done);
-  ts_source_t src = {strcmp(path, "-") == 0 ? "<stdin>" : path, text, len};
-  TS_CHECK_GOTO(ts_hlo_parse(&src, NULL, &m, &diag), st, done);
-  if (strcmp(stage, "parsed") != 0) TS_CHECK_GOTO(ts_hlo_verify(m, &vopts, &diag), st, done);
+  TS_CHECK_GOTO(ts_cli_read_module(path, strcmp(stage, "parsed") != 0 ? &vopts : NULL, &text, &m, &diag),
+                st, done);
   if (strcmp(stage, "propagated") == 0) {
     TS_CHECK_GOTO(ts_sharding_propagate(m, NULL, &diag), st, done);
     TS_CHECK_GOTO(ts_hlo_verify(m, &vopts, &diag), st, done);

@@ -11,6 +11,7 @@ static const struct {
   const char *summary;
 } commands[] = {
     {"opt", ts_cmd_opt, "parse, verify and print an HLO module after a pipeline stage"},
+    {"run", ts_cmd_run, "run a module (--devices 1: the reference interpreter)"},
 };
 
 static void usage(FILE *f) {
