@@ -90,7 +90,8 @@ static ts_opcode_t meaning(const ts_hlo_instr_t *i) {
 static bool instr_device_dependent(const ts_hlo_instr_t *i) {
   ts_opcode_t op = meaning(i);
   return op == TS_OP_PARTITION_ID || op == TS_OP_REPLICA_ID || is_collective(op) ||
-         is_custom_call(i, "SPMDFullToShardShape") || is_custom_call(i, "SPMDShardToFullShape");
+         is_custom_call(i, "SPMDFullToShardShape") || is_custom_call(i, "SPMDShardToFullShape") ||
+         is_custom_call(i, "xla.sdy.GlobalToLocalShape") || is_custom_call(i, "xla.sdy.LocalToGlobalShape");
 }
 
 /* Post-order over operands and control predecessors, iteratively (chains in
@@ -425,6 +426,7 @@ out:
 
 /* ---- manual regions ----------------------------------------------------- */
 
+/* The value of a sharding annotation on `full` (the full-shape side). */
 static ts_status_t region_sharding(ts_interp_t *it, const ts_hlo_instr_t *i, const ts_hlo_instr_t *annotated,
                                    const ts_shape_t *full, ts_sharding_value_t **sv) {
   if (!annotated->sharding)
@@ -435,18 +437,33 @@ static ts_status_t region_sharding(ts_interp_t *it, const ts_hlo_instr_t *i, con
   return st;
 }
 
-/* SPMDFullToShardShape on device d: d's shard of the full operand, zero
- * padded to the shard shape. */
-static ts_status_t full_to_shard(ts_interp_t *it, const ts_hlo_instr_t *i, ts_value_t *full, int d,
-                                 ts_value_t **out) {
-  ts_sharding_value_t *sv;
-  TS_CHECK(region_sharding(it, i, i->ops[0], i->ops[0]->shape, &sv));
+/* Shardy's region boundary: `xla.sdy.in_shardings` / `out_shardings` in the
+ * custom-call's frontend attributes, one sharding per full-shape value. */
+static ts_status_t sdy_region_shardings(ts_interp_t *it, const ts_hlo_instr_t *i, const char *key, int n,
+                                        const ts_shape_t *const *full, ts_sharding_value_t **sv) {
+  const ts_hlo_attr_t *fa = ts_hlo_instr_attr(i, "frontend_attributes");
+  const char *text = NULL;
+  ts_sdy_meshes_t *meshes = NULL;
+  if (!fa || ts_sharding_frontend_attr(it->arena, fa->v.s, key, &text) != TS_OK || !text)
+    return fail(it, i, TS_ERR_INVALID_ARGUMENT, "no %s frontend attribute", key);
+  if (ts_sharding_sdy_module_meshes(it->arena, it->m, &meshes) != TS_OK ||
+      ts_sharding_from_sdy(it->arena, meshes, text, n, full, sv) != TS_OK)
+    return fail(it, i, TS_ERR_INVALID_ARGUMENT, "cannot read %s=\"%s\"", key, text);
+  return TS_OK;
+}
+
+static const ts_sharding_value_t *sharding_leaf(const ts_sharding_value_t *sv, int k) {
+  return sv->kind == TS_SHARD_TUPLE ? sv->tuple[k] : sv;
+}
+
+/* Device d's shard of a full array under sv, zero padded to `shard`. */
+static ts_status_t full_to_shard(ts_interp_t *it, const ts_hlo_instr_t *i, const ts_sharding_value_t *sv,
+                                 const ts_value_t *full, int d, ts_value_t *shard) {
   int64_t off[TS_MAX_RANK], lim[TS_MAX_RANK];
-  TS_CHECK(ts_sharding_shard(sv, i->ops[0]->shape, d % it->partitions, off, lim));
-  ts_value_t *v = ts_value_new(i->shape);
-  if (!v) return TS_ERR_NOMEM;
+  if (ts_sharding_shard(sv, full->shape, d % it->partitions, off, lim) != TS_OK)
+    return fail(it, i, TS_ERR_INVALID_ARGUMENT, "device %d is not in the region's sharding", d);
   const ts_array_t *src = &full->a;
-  ts_array_t *dst = &v->a;
+  ts_array_t *dst = &shard->a;
   size_t sz = (size_t)ts_elem_storage_bytes(src->elem);
   int64_t idx[TS_MAX_RANK] = {0}, ss[TS_MAX_RANK], ds[TS_MAX_RANK];
   ts_strides(src->rank, src->dims, ss);
@@ -461,28 +478,20 @@ static ts_status_t full_to_shard(ts_interp_t *it, const ts_hlo_instr_t *i, ts_va
       }
       if (in) memcpy((char *)dst->data + (size_t)doff * sz, (const char *)src->data + (size_t)so * sz, sz);
     } while (ts_index_next(dst->rank, dst->dims, idx));
-  *out = v;
   return TS_OK;
 }
 
-/* SPMDShardToFullShape: every device's shard placed by the sharding. */
-static ts_status_t shard_to_full(ts_interp_t *it, const ts_hlo_instr_t *i, ts_value_t **shards,
-                                 ts_value_t **out) {
-  ts_sharding_value_t *sv;
-  TS_CHECK(region_sharding(it, i, i, i->shape, &sv));
-  ts_value_t *v = ts_value_new(i->shape);
-  if (!v) return TS_ERR_NOMEM;
-  ts_array_t *dst = &v->a;
+/* Every device's shard placed into the full array by sv. */
+static ts_status_t shard_to_full(ts_interp_t *it, const ts_hlo_instr_t *i, const ts_sharding_value_t *sv,
+                                 ts_value_t *const *shards, ts_value_t *full) {
+  ts_array_t *dst = &full->a;
   size_t sz = (size_t)ts_elem_storage_bytes(dst->elem);
   int64_t ds[TS_MAX_RANK], ss[TS_MAX_RANK];
   ts_strides(dst->rank, dst->dims, ds);
   for (int d = 0; d < it->ndev; d++) {
     int64_t off[TS_MAX_RANK], lim[TS_MAX_RANK], idx[TS_MAX_RANK] = {0}, ext[TS_MAX_RANK];
-    ts_status_t st = ts_sharding_shard(sv, i->shape, d % it->partitions, off, lim);
-    if (st != TS_OK) {
-      ts_value_unref(v);
-      return fail(it, i, st, "device %d is not in the region's sharding", d);
-    }
+    if (ts_sharding_shard(sv, full->shape, d % it->partitions, off, lim) != TS_OK)
+      return fail(it, i, TS_ERR_INVALID_ARGUMENT, "device %d is not in the region's sharding", d);
     const ts_array_t *src = &shards[d]->a;
     ts_strides(src->rank, src->dims, ss);
     int64_t cnt = 1;
@@ -497,7 +506,56 @@ static ts_status_t shard_to_full(ts_interp_t *it, const ts_hlo_instr_t *i, ts_va
       memcpy((char *)dst->data + (size_t)doff * sz, (const char *)src->data + (size_t)so * sz, sz);
     } while (ts_index_next(dst->rank, ext, idx));
   }
-  *out = v;
+  return TS_OK;
+}
+
+/* Enters a manual region: operand k's full value becomes every device's
+ * shard (result leaf k). GSPMD's SPMDFullToShardShape takes the sharding
+ * of its operand; Shardy's GlobalToLocalShape lists them. */
+static ts_status_t enter_region(ts_interp_t *it, const ts_hlo_instr_t *i, bool sdy, int ndev, ts_value_t **vals,
+                                const int *opos, ts_value_t **res) {
+  int n = i->nops;
+  const ts_shape_t *full[256];
+  ts_sharding_value_t *sv;
+  if (n > 256) return fail(it, i, TS_ERR_INVALID_ARGUMENT, "more than 256 operands");
+  for (int k = 0; k < n; k++) full[k] = i->ops[k]->shape;
+  if (sdy) TS_CHECK(sdy_region_shardings(it, i, "xla.sdy.in_shardings", n, full, &sv));
+  else if (n != 1) return fail(it, i, TS_ERR_INVALID_ARGUMENT, "SPMDFullToShardShape takes one operand");
+  else TS_CHECK(region_sharding(it, i, i->ops[0], full[0], &sv));
+  for (int d = 0; d < ndev; d++) {
+    ts_value_t *v = ts_value_new(i->shape);
+    if (!v) return TS_ERR_NOMEM;
+    res[d] = v;
+    for (int k = 0; k < n; k++) {
+      ts_value_t *leaf = v->tuple ? v->tuple[k] : v;
+      TS_CHECK(full_to_shard(it, i, sharding_leaf(sv, k), vals[opos[k] * ndev + d], d, leaf));
+    }
+  }
+  return TS_OK;
+}
+
+/* Leaves a manual region: the devices' shards assemble the full value. */
+static ts_status_t leave_region(ts_interp_t *it, const ts_hlo_instr_t *i, bool sdy, int ndev, ts_value_t **vals,
+                                const int *opos, ts_value_t **res) {
+  int n = i->shape->elem == TS_TUPLE ? i->shape->ntuple : 1;
+  const ts_shape_t *full[256];
+  ts_sharding_value_t *sv;
+  if (n > 256 || n != i->nops) return fail(it, i, TS_ERR_INVALID_ARGUMENT, "one result per operand expected");
+  for (int k = 0; k < n; k++) full[k] = i->shape->elem == TS_TUPLE ? i->shape->tuple[k] : i->shape;
+  if (sdy) TS_CHECK(sdy_region_shardings(it, i, "xla.sdy.out_shardings", n, full, &sv));
+  else TS_CHECK(region_sharding(it, i, i, i->shape, &sv));
+  ts_value_t *v = ts_value_new(i->shape), *shards[1024];
+  if (!v) return TS_ERR_NOMEM;
+  for (int k = 0; k < n; k++) {
+    for (int d = 0; d < ndev; d++) shards[d] = vals[opos[k] * ndev + d];
+    ts_status_t st = shard_to_full(it, i, sharding_leaf(sv, k), shards, v->tuple ? v->tuple[k] : v);
+    if (st != TS_OK) {
+      ts_value_unref(v);
+      return st;
+    }
+  }
+  res[0] = v;
+  for (int d = 1; d < ndev; d++) res[d] = ts_value_ref(v);
   return TS_OK;
 }
 
@@ -785,22 +843,17 @@ static ts_status_t eval_instr(ts_interp_t *it, const ts_hlo_instr_t *i, int ndev
       for (int d = 0; d < ndev; d++) res[d] = ts_value_ref(vals[opos[0] * ndev + d]);
       return TS_OK;
     }
-    if (!strcmp(target, "SPMDFullToShardShape")) {
-      for (int d = 0; d < ndev; d++) {
-        ts_status_t st = full_to_shard(it, i, vals[opos[0] * ndev + d], d, &res[d]);
-        if (st != TS_OK) {
-          for (int e = 0; e < d; e++) ts_value_unref(res[e]);
-          return st;
+    bool sdy = !strcmp(target, "xla.sdy.GlobalToLocalShape") || !strcmp(target, "xla.sdy.LocalToGlobalShape");
+    if (sdy || !strcmp(target, "SPMDFullToShardShape") || !strcmp(target, "SPMDShardToFullShape")) {
+      bool enter = !strcmp(target, "SPMDFullToShardShape") || !strcmp(target, "xla.sdy.GlobalToLocalShape");
+      ts_status_t st = enter ? enter_region(it, i, sdy, ndev, vals, opos, res)
+                             : leave_region(it, i, sdy, ndev, vals, opos, res);
+      if (st != TS_OK)
+        for (int d = 0; d < ndev; d++) {
+          ts_value_unref(res[d]);
+          res[d] = NULL;
         }
-      }
-      return TS_OK;
-    }
-    if (!strcmp(target, "SPMDShardToFullShape")) {
-      ts_value_t *shards[1024];
-      for (int d = 0; d < ndev; d++) shards[d] = vals[opos[0] * ndev + d];
-      TS_CHECK(shard_to_full(it, i, shards, &res[0]));
-      for (int d = 1; d < ndev; d++) res[d] = ts_value_ref(res[0]);
-      return TS_OK;
+      return st;
     }
     return fail(it, i, TS_ERR_INVALID_ARGUMENT,
                 "custom-call target \"%s\" has no meaning in the reference interpreter", target);
@@ -942,12 +995,18 @@ static int64_t manual_partitions(const ts_hlo_module_t *m, ts_arena_t *a, bool *
   for (int k = 0; k < m->ncomps; k++)
     for (int j = 0; j < m->comps[k]->ninstrs; j++) {
       const ts_hlo_instr_t *i = m->comps[k]->instrs[j];
-      if (!is_custom_call(i, "SPMDFullToShardShape")) continue;
-      *has_region = true;
-      if (!i->ops[0]->sharding) continue;
       ts_sharding_value_t *sv;
-      if (ts_sharding_from_syntax(a, i->ops[0]->sharding, i->ops[0]->shape, &sv) == TS_OK)
-        return ts_sharding_num_devices(sv);
+      if (is_custom_call(i, "SPMDFullToShardShape")) {
+        *has_region = true;
+        if (i->ops[0]->sharding && ts_sharding_from_syntax(a, i->ops[0]->sharding, i->ops[0]->shape, &sv) == TS_OK)
+          return ts_sharding_num_devices(sv);
+      } else if (is_custom_call(i, "xla.sdy.GlobalToLocalShape")) {
+        /* Every device of the module's (first) mesh. */
+        ts_sdy_meshes_t *meshes = NULL;
+        *has_region = true;
+        if (ts_sharding_sdy_module_meshes(a, m, &meshes) == TS_OK && meshes && meshes->n > 0)
+          return meshes->meshes[0].ndevices;
+      }
     }
   return 0;
 }

@@ -11,3 +11,37 @@ foreach(f ${interp_goldens})
   add_test(NAME interp.${group}.${name} COMMAND test_interp_golden ${f})
   set_tests_properties(interp.${group}.${name} PROPERTIES LABELS unit TIMEOUT 60)
 endforeach()
+
+# Every module of ../shared/corpus/real_hlo runs on seeded random inputs.
+# Modules whose collectives span devices run on that many simulated devices;
+# custom-calls with no defined meaning must fail clearly.
+set(real_hlo ${TESSERA_SHARED_DIR}/corpus/real_hlo)
+function(ts_corpus_run file want)
+  if(EXISTS ${real_hlo}/${file})
+    add_test(NAME corpus.run.${file}
+             COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/check_run.sh $<TARGET_FILE:tessera> ${real_hlo}/${file} ${want}
+                     --random-inputs 1 ${ARGN})
+    set_tests_properties(corpus.run.${file} PROPERTIES LABELS corpus TIMEOUT 600)
+  endif()
+endfunction()
+if(EXISTS ${real_hlo})
+  file(GLOB run_files RELATIVE ${real_hlo} ${real_hlo}/*.hlo ${real_hlo}/*.txt)
+  set(special
+      tensorflow__tensorflow__gpu_hlo_collective_cse.hlo
+      tensorflow__tensorflow__gpu_hlo_collective_topology.hlo
+      tensorflow__tensorflow__u4_all_gather_1x8.hlo
+      tensorflow__tensorflow__transformer_engine_softmax.hlo
+      unidentified__unidentified__jit__fun_sdy_shard_map.hlo)
+  foreach(f ${run_files})
+    if(NOT f IN_LIST special)
+      ts_corpus_run(${f} finite --devices 1)
+    endif()
+  endforeach()
+  ts_corpus_run(tensorflow__tensorflow__gpu_hlo_collective_cse.hlo finite --devices 8)
+  ts_corpus_run(tensorflow__tensorflow__gpu_hlo_collective_topology.hlo finite --devices 8)
+  ts_corpus_run(tensorflow__tensorflow__u4_all_gather_1x8.hlo finite --devices 8 --replica-count 8)
+  ts_corpus_run(tensorflow__tensorflow__transformer_engine_softmax.hlo
+                "error:custom-call target \"te_scaled_softmax_forward_ffi\" has no meaning" --devices 1)
+  ts_corpus_run(unidentified__unidentified__jit__fun_sdy_shard_map.hlo
+                "error:custom-call target \"ascend.matmul\" has no meaning" --devices 1)
+endif()
