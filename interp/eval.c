@@ -576,7 +576,7 @@ static ts_status_t run_kernel(ts_interp_t *it, const ts_hlo_instr_t *i, ts_value
     if (ops[o]->tuple) return fail(it, i, TS_ERR_INVALID_ARGUMENT, "operand %d is a tuple", o);
     in[o] = ops[o]->a;
   }
-  ts_value_t *v = ts_value_new(i->shape);
+  ts_value_t *v = ts_value_new_uninit(i->shape);
   if (!v) return TS_ERR_NOMEM;
   int nout = ts_value_leaves(v, res, 64);
   ts_kernel_ctx_t *ctx = &it->ctx[it->depth];

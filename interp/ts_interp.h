@@ -38,6 +38,11 @@ typedef struct ts_value {
 /* A zero-filled array (or a tuple of zero-filled arrays, recursively) of an
  * array, tuple or token shape. NULL on out-of-memory. refs == 1. */
 ts_value_t *ts_value_new(const ts_shape_t *shape);
+/* The same with array contents left undefined, for kernel outputs (kernels
+ * write every element). */
+ts_value_t *ts_value_new_uninit(const ts_shape_t *shape);
+/* Frees the calling thread's cache of recycled array buffers. */
+void ts_interp_release_buffers(void);
 /* A tuple taking over one reference of each element. NULL on OOM (the
  * references are then dropped). */
 ts_value_t *ts_value_new_tuple(const ts_shape_t *shape, ts_value_t **elems);

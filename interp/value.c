@@ -16,9 +16,74 @@ size_t ts_array_bytes(const ts_array_t *a) {
   return (size_t)ts_array_count(a) * (size_t)ts_elem_storage_bytes(a->elem);
 }
 
+/* ---- buffers ------------------------------------------------------------ */
+
+/* Large array buffers are recycled: a step of a training program allocates
+ * the same sizes over and over, and fresh pages from the kernel cost more
+ * than the kernels' own work (first-touch faults). Per thread, exact sizes,
+ * bounded in count and bytes. */
+#define CACHE_SLOTS 32
+#define CACHE_MIN_BYTES ((size_t)64 << 10)
+#define CACHE_MAX_BYTES ((size_t)2 << 30)
+
+static _Thread_local struct {
+  size_t size[CACHE_SLOTS];
+  void *ptr[CACHE_SLOTS];
+  int n;
+  size_t bytes;
+} cache;
+
+static void *buffer_get(size_t bytes, bool zero) {
+  if (bytes >= CACHE_MIN_BYTES)
+    for (int k = cache.n - 1; k >= 0; k--)
+      if (cache.size[k] == bytes) {
+        void *p = cache.ptr[k];
+        cache.bytes -= bytes;
+        cache.n--;
+        cache.size[k] = cache.size[cache.n];
+        cache.ptr[k] = cache.ptr[cache.n];
+        if (zero) memset(p, 0, bytes);
+        return p;
+      }
+  return zero ? ts_calloc(bytes ? bytes : 1, 1) : ts_malloc(bytes ? bytes : 1);
+}
+
+static void buffer_put(void *p, size_t bytes) {
+  if (!p) return;
+  if (bytes < CACHE_MIN_BYTES || bytes > CACHE_MAX_BYTES) {
+    ts_free(p);
+    return;
+  }
+  while (cache.n > 0 && (cache.n == CACHE_SLOTS || cache.bytes + bytes > CACHE_MAX_BYTES)) {
+    ts_free(cache.ptr[0]); /* the oldest */
+    cache.bytes -= cache.size[0];
+    cache.n--;
+    memmove(&cache.size[0], &cache.size[1], (size_t)cache.n * sizeof cache.size[0]);
+    memmove(&cache.ptr[0], &cache.ptr[1], (size_t)cache.n * sizeof cache.ptr[0]);
+  }
+  cache.size[cache.n] = bytes;
+  cache.ptr[cache.n++] = p;
+  cache.bytes += bytes;
+}
+
+void ts_interp_release_buffers(void) {
+  for (int k = 0; k < cache.n; k++) ts_free(cache.ptr[k]);
+  cache.n = 0;
+  cache.bytes = 0;
+}
+
 /* ---- values ------------------------------------------------------------- */
 
-ts_value_t *ts_value_new(const ts_shape_t *shape) {
+static ts_value_t *value_new(const ts_shape_t *shape, bool zero);
+
+ts_value_t *ts_value_new(const ts_shape_t *shape) { return value_new(shape, true); }
+ts_value_t *ts_value_new_uninit(const ts_shape_t *shape) { return value_new(shape, false); }
+
+static size_t value_bytes(const ts_value_t *v) {
+  return ts_elem_is_array(v->a.elem) ? ts_array_bytes(&v->a) : 0;
+}
+
+static ts_value_t *value_new(const ts_shape_t *shape, bool zero) {
   ts_value_t *v = ts_calloc(1, sizeof *v);
   if (!v) return NULL;
   v->refs = 1;
@@ -28,15 +93,14 @@ ts_value_t *ts_value_new(const ts_shape_t *shape) {
     v->tuple = ts_calloc((size_t)(shape->ntuple ? shape->ntuple : 1), sizeof *v->tuple);
     if (!v->tuple) goto oom;
     for (int i = 0; i < shape->ntuple; i++)
-      if (!(v->tuple[i] = ts_value_new(shape->tuple[i]))) goto oom;
+      if (!(v->tuple[i] = value_new(shape->tuple[i], zero))) goto oom;
     return v;
   }
   v->a.elem = shape->elem;
   v->a.rank = shape->rank;
   v->a.dims = shape->dims;
   /* Tokens and empty arrays still get a non-NULL pointer. */
-  size_t bytes = ts_elem_is_array(shape->elem) ? ts_array_bytes(&v->a) : 0;
-  v->a.data = ts_calloc(bytes ? bytes : 1, 1);
+  v->a.data = buffer_get(value_bytes(v), zero);
   if (!v->a.data) goto oom;
   return v;
 oom:
@@ -72,7 +136,7 @@ void ts_value_unref(ts_value_t *v) {
     for (int i = 0; i < v->ntuple; i++) ts_value_unref(v->tuple[i]);
     ts_free(v->tuple);
   }
-  ts_free(v->a.data);
+  if (v->a.data) buffer_put(v->a.data, value_bytes(v));
   ts_free(v);
 }
 

@@ -194,6 +194,7 @@ done:
   ts_free(args);
   ts_free(outs);
   ts_interp_destroy(it);
+  ts_interp_release_buffers();
   ts_hlo_module_destroy(m);
   ts_free(text);
   ts_diag_free(&diag);

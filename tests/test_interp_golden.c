@@ -272,6 +272,7 @@ done:
   }
   free(g.error);
   ts_interp_destroy(it);
+  ts_interp_release_buffers();
   ts_hlo_module_destroy(m);
   ts_diag_free(&dg);
   ts_free(text);
