@@ -20,7 +20,7 @@ typedef struct {
   int tp; /* -1 when not tiled */
 } box_t;
 
-enum { TILE = 32 };
+enum { TILE = 64 }; /* elements per tile side: 64 x 64 x 8 bytes of buffer at most */
 
 /* Strides in elements; `rank` <= TS_MAX_RANK. */
 static void box_init(box_t *b, int esz, int rank, const int64_t *n, const int64_t *ds,
@@ -50,7 +50,7 @@ static void box_init(box_t *b, int esz, int rank, const int64_t *n, const int64_
     r--;
   }
   b->rank = r;
-  if (r >= 2 && b->ds[r - 1] == esz && b->ss[r - 1] != esz && b->ss[r - 1] != 0) {
+  if (r >= 2 && esz <= 8 && b->ds[r - 1] == esz && b->ss[r - 1] != esz && b->ss[r - 1] != 0) {
     for (int d = r - 2; d >= 0; d--)
       if (b->ss[d] == esz && b->n[d] >= 4 && b->n[r - 1] >= 4) {
         b->tp = d;
@@ -81,32 +81,34 @@ static void copy_run(int esz, int64_t n, char *dst, int64_t ds, const char *src,
   }
 }
 
-/* dst[a][c] = src[a][c] where a steps `das` / `esz` and c steps `esz` / `scs`:
- * tiles keep both sides' lines in cache. */
-#define TILE_LOOP(T)                                                                \
+/* dst[a][c] = src[a][c] where a steps `das` / `esz` bytes and c steps `esz` /
+ * `scs`. A tile goes through a small buffer: rows read whole from the
+ * source, rows written whole to the destination. Reading the strided side
+ * directly would hit one cache set per tile column when the stride is a
+ * power of two. */
+#define TILE_OUT(T)                                                                 \
   do {                                                                              \
-    for (int64_t a = a0; a < a1; a++) {                                             \
-      T *o = (T *)(dst + a * das);                                                  \
-      const char *s = src + a * (int64_t)sizeof(T);                                 \
-      for (int64_t c = c0; c < c1; c++) o[c] = *(const T *)(s + c * scs);           \
+    const T *bt = (const T *)buf;                                                   \
+    for (int64_t a = 0; a < na_t; a++) {                                            \
+      T *o = (T *)(dst + (a0 + a) * das) + c0;                                      \
+      for (int64_t c = 0; c < nc_t; c++) o[c] = bt[c * TILE + a];                   \
     }                                                                               \
   } while (0)
 
 static void copy_tiled(int esz, int64_t na, int64_t nc, char *dst, int64_t das, const char *src,
                        int64_t scs) {
+  _Alignas(64) char buf[TILE * TILE * 8]; /* buf[c][a]; box_init tiles elements of <= 8 bytes */
   for (int64_t a0 = 0; a0 < na; a0 += TILE) {
-    int64_t a1 = a0 + TILE < na ? a0 + TILE : na;
+    int64_t na_t = a0 + TILE < na ? TILE : na - a0;
     for (int64_t c0 = 0; c0 < nc; c0 += TILE) {
-      int64_t c1 = c0 + TILE < nc ? c0 + TILE : nc;
+      int64_t nc_t = c0 + TILE < nc ? TILE : nc - c0;
+      for (int64_t c = 0; c < nc_t; c++)
+        memcpy(buf + c * TILE * esz, src + a0 * esz + (c0 + c) * scs, (size_t)(na_t * esz));
       switch (esz) {
-      case 1: TILE_LOOP(uint8_t); break;
-      case 2: TILE_LOOP(uint16_t); break;
-      case 4: TILE_LOOP(uint32_t); break;
-      case 8: TILE_LOOP(uint64_t); break;
-      default:
-        for (int64_t a = a0; a < a1; a++)
-          for (int64_t c = c0; c < c1; c++)
-            memcpy(dst + a * das + c * esz, src + a * esz + c * scs, (size_t)esz);
+      case 1: TILE_OUT(uint8_t); break;
+      case 2: TILE_OUT(uint16_t); break;
+      case 4: TILE_OUT(uint32_t); break;
+      default: TILE_OUT(uint64_t); break;
       }
     }
   }
