@@ -198,14 +198,12 @@ static int64_t start_index(const ts_array_t *in, int nin, int first, int rank, i
 
 static ts_status_t k_copy(ts_kernel_ctx_t *ctx, const ts_hlo_instr_t *instr, const ts_array_t *in,
                           int nin, ts_array_t *out, int nout) {
-  (void)ctx, (void)instr, (void)nin, (void)nout;
   if (out->data != in->data) memcpy(out->data, in->data, ts_array_bytes(out));
   return TS_OK;
 }
 
 static ts_status_t k_broadcast(ts_kernel_ctx_t *ctx, const ts_hlo_instr_t *instr, const ts_array_t *in,
                                int nin, ts_array_t *out, int nout) {
-  (void)nin, (void)nout;
   if (out->rank > TS_MAX_RANK) return too_deep(ctx, instr, out->rank);
   ts_i64_list_t dims = list_attr(instr, "dimensions");
   int64_t is[TS_MAX_RANK], os[TS_MAX_RANK], ss[TS_MAX_RANK] = {0};
@@ -220,7 +218,6 @@ static ts_status_t k_broadcast(ts_kernel_ctx_t *ctx, const ts_hlo_instr_t *instr
 
 static ts_status_t k_transpose(ts_kernel_ctx_t *ctx, const ts_hlo_instr_t *instr, const ts_array_t *in,
                                int nin, ts_array_t *out, int nout) {
-  (void)nin, (void)nout;
   if (out->rank > TS_MAX_RANK) return too_deep(ctx, instr, out->rank);
   ts_i64_list_t perm = list_attr(instr, "dimensions");
   int64_t is[TS_MAX_RANK], os[TS_MAX_RANK], ss[TS_MAX_RANK];
@@ -235,7 +232,6 @@ static ts_status_t k_transpose(ts_kernel_ctx_t *ctx, const ts_hlo_instr_t *instr
 
 static ts_status_t k_reverse(ts_kernel_ctx_t *ctx, const ts_hlo_instr_t *instr, const ts_array_t *in,
                              int nin, ts_array_t *out, int nout) {
-  (void)nin, (void)nout;
   if (out->rank > TS_MAX_RANK) return too_deep(ctx, instr, out->rank);
   ts_i64_list_t dims = list_attr(instr, "dimensions");
   int64_t os[TS_MAX_RANK], ss[TS_MAX_RANK];
@@ -257,7 +253,6 @@ static ts_status_t k_reverse(ts_kernel_ctx_t *ctx, const ts_hlo_instr_t *instr, 
 
 static ts_status_t k_slice(ts_kernel_ctx_t *ctx, const ts_hlo_instr_t *instr, const ts_array_t *in,
                            int nin, ts_array_t *out, int nout) {
-  (void)nin, (void)nout;
   if (out->rank > TS_MAX_RANK) return too_deep(ctx, instr, out->rank);
   const ts_hlo_attr_t *a = ts_hlo_instr_attr(instr, "slice");
   if (!a || a->kind != TS_ATTR_SLICE || a->v.slice->n != in->rank)
@@ -281,7 +276,6 @@ static ts_status_t k_slice(ts_kernel_ctx_t *ctx, const ts_hlo_instr_t *instr, co
 
 static ts_status_t k_dynamic_slice(ts_kernel_ctx_t *ctx, const ts_hlo_instr_t *instr,
                                    const ts_array_t *in, int nin, ts_array_t *out, int nout) {
-  (void)nout;
   if (out->rank > TS_MAX_RANK) return too_deep(ctx, instr, out->rank);
   int64_t is[TS_MAX_RANK], os[TS_MAX_RANK];
   ts_strides(in->rank, in->dims, is);
@@ -298,7 +292,6 @@ static ts_status_t k_dynamic_slice(ts_kernel_ctx_t *ctx, const ts_hlo_instr_t *i
 
 static ts_status_t k_dynamic_update_slice(ts_kernel_ctx_t *ctx, const ts_hlo_instr_t *instr,
                                           const ts_array_t *in, int nin, ts_array_t *out, int nout) {
-  (void)nout;
   if (out->rank > TS_MAX_RANK) return too_deep(ctx, instr, out->rank);
   const ts_array_t *u = &in[1];
   int esz = esize(out);
@@ -317,7 +310,6 @@ static ts_status_t k_dynamic_update_slice(ts_kernel_ctx_t *ctx, const ts_hlo_ins
 
 static ts_status_t k_concatenate(ts_kernel_ctx_t *ctx, const ts_hlo_instr_t *instr,
                                  const ts_array_t *in, int nin, ts_array_t *out, int nout) {
-  (void)nout;
   if (out->rank > TS_MAX_RANK) return too_deep(ctx, instr, out->rank);
   ts_i64_list_t dims = list_attr(instr, "dimensions");
   if (dims.n != 1)
@@ -341,7 +333,6 @@ static ts_status_t k_concatenate(ts_kernel_ctx_t *ctx, const ts_hlo_instr_t *ins
  * negative lo/hi cut elements off. */
 static ts_status_t k_pad(ts_kernel_ctx_t *ctx, const ts_hlo_instr_t *instr, const ts_array_t *in,
                          int nin, ts_array_t *out, int nout) {
-  (void)nin, (void)nout;
   if (out->rank > TS_MAX_RANK) return too_deep(ctx, instr, out->rank);
   const ts_hlo_attr_t *a = ts_hlo_instr_attr(instr, "padding");
   if (!a || a->kind != TS_ATTR_PADDING || a->v.padding->n != in->rank)
@@ -374,7 +365,6 @@ static ts_status_t k_pad(ts_kernel_ctx_t *ctx, const ts_hlo_instr_t *instr, cons
 
 static ts_status_t k_get_dimension_size(ts_kernel_ctx_t *ctx, const ts_hlo_instr_t *instr,
                                         const ts_array_t *in, int nin, ts_array_t *out, int nout) {
-  (void)nin, (void)nout;
   ts_i64_list_t dims = list_attr(instr, "dimensions");
   if (dims.n != 1 || dims.v[0] < 0 || dims.v[0] >= in->rank)
     return ts_kernel_fail(ctx, instr, TS_ERR_INVALID_ARGUMENT, "get-dimension-size needs dimensions={d}");
