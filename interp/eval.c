@@ -10,6 +10,7 @@
 #include "interp_internal.h"
 #include "ts_sharding.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,6 +30,7 @@ struct ts_interp {
   ts_arena_t *arena;
   int ndev;                     /* devices in lockstep */
   bool reference;               /* one argument set shared by all devices */
+  bool trap_nonfinite;
   int64_t replicas, partitions; /* replicas * partitions == ndev */
   plan_t *plans;                /* per computation, by index in m->comps */
   int *local;                   /* per instruction id: position in its plan */
@@ -894,6 +896,36 @@ static ts_status_t eval_instr(ts_interp_t *it, const ts_hlo_instr_t *i, int ndev
   return TS_OK;
 }
 
+/* The index of the first non-finite element of a floating-point value's
+ * leaves, or -1. */
+static int64_t first_nonfinite(ts_value_t *v) {
+  ts_array_t leaves[64];
+  int n = ts_value_leaves(v, leaves, 64);
+  for (int k = 0; k < n && k < 64; k++) {
+    if (!ts_elem_is_float(leaves[k].elem) && !ts_elem_is_complex(leaves[k].elem)) continue;
+    int64_t cnt = ts_array_count(&leaves[k]);
+    for (int64_t j = 0; j < cnt; j++) {
+      double re, im;
+      ts_load_c(leaves[k].elem, leaves[k].data, j, &re, &im);
+      if (!isfinite(re) || !isfinite(im)) return j;
+    }
+  }
+  return -1;
+}
+
+static ts_status_t check_finite(ts_interp_t *it, const ts_hlo_instr_t *i, ts_value_t **vals, const int *opos,
+                                int ndev, ts_value_t **res) {
+  for (int d = 0; d < ndev; d++) {
+    int64_t bad = first_nonfinite(res[d]);
+    if (bad < 0) continue;
+    for (int o = 0; o < i->nops; o++)
+      if (first_nonfinite(vals[opos[o] * ndev + d]) >= 0) return TS_OK; /* inherited */
+    return fail(it, i, TS_ERR_CHECK_FAILED, "element %lld of the result is not finite on device %d, "
+                "though every operand is (--trap-nonfinite)", (long long)bad, d);
+  }
+  return TS_OK;
+}
+
 static ts_status_t eval_comp(ts_interp_t *it, const ts_hlo_comp_t *c, int ndev, ts_value_t **args,
                              ts_value_t **outs) {
   plan_t *p = plan_of(it, c);
@@ -916,6 +948,8 @@ static ts_status_t eval_comp(ts_interp_t *it, const ts_hlo_comp_t *c, int ndev, 
     }
     for (int o = 0; o < i->nops; o++) opos[o] = it->local[i->ops[o]->id];
     st = eval_instr(it, i, ndev, vals, opos, args, &vals[(size_t)k * ndev]);
+    if (st == TS_OK && it->trap_nonfinite && i->op != TS_OP_PARAMETER && i->op != TS_OP_CONSTANT)
+      st = check_finite(it, i, vals, opos, ndev, &vals[(size_t)k * ndev]);
     if (st != TS_OK) break;
     /* Drop operands at their last use. */
     for (int o = 0; o < i->nops; o++) {
@@ -1023,6 +1057,7 @@ ts_status_t ts_interp_create(const ts_hlo_module_t *m, const ts_interp_opts_t *o
   if (!it) return TS_ERR_NOMEM;
   it->m = m;
   it->diag = diag;
+  it->trap_nonfinite = o.trap_nonfinite;
   it->arena = ts_arena_create();
   it->plans = ts_calloc((size_t)m->ncomps + 1, sizeof *it->plans);
   it->local = ts_calloc((size_t)m->next_id + 1, sizeof *it->local);

@@ -28,10 +28,13 @@ static uint64_t draw(uint64_t seed, int64_t param, int64_t k) {
  * the smallest bound over the uses found, INT64_MAX when none. Follows the
  * ops that carry an index through unchanged in value (convert, reshape,
  * broadcast, copy, slice, concatenate, select, clamp, JAX's negative-index
- * fix-up `select(x < 0, x + n, x)`) and into called computations. */
-static int64_t index_bound(const ts_hlo_instr_t *i, int depth) {
+ * fix-up `select(x < 0, x + n, x)`) and into and out of called
+ * computations (`caller` is the call whose callee `i` is in, if any). */
+static int64_t index_bound(const ts_hlo_instr_t *i, const ts_hlo_instr_t *caller, int depth) {
   if (depth > 32) return INT64_MAX;
   int64_t best = INT64_MAX;
+  /* A callee's result carries the index on past the call. */
+  if (i->is_root && caller) best = index_bound(caller, NULL, depth + 1);
   for (int u = 0; u < i->nusers; u++) {
     const ts_hlo_instr_t *user = i->users[u];
     int64_t b = INT64_MAX;
@@ -76,12 +79,12 @@ static int64_t index_bound(const ts_hlo_instr_t *i, int depth) {
     case TS_OP_CONVERT: case TS_OP_RESHAPE: case TS_OP_BROADCAST: case TS_OP_COPY: case TS_OP_BITCAST:
     case TS_OP_SLICE: case TS_OP_CONCATENATE: case TS_OP_SELECT: case TS_OP_CLAMP: case TS_OP_ADD:
     case TS_OP_TRANSPOSE:
-      if (ts_elem_is_int(user->shape->elem)) b = index_bound(user, depth + 1);
+      if (ts_elem_is_int(user->shape->elem)) b = index_bound(user, caller, depth + 1);
       break;
     case TS_OP_CALL:
       for (int o = 0; o < user->nops && user->ncalled; o++)
         if (user->ops[o] == i && o < user->called[0]->nparams) {
-          int64_t c = index_bound(user->called[0]->params[o], depth + 1);
+          int64_t c = index_bound(user->called[0]->params[o], user, depth + 1);
           if (c < b) b = c;
         }
       break;
@@ -110,10 +113,12 @@ static void fill_random(ts_array_t *a, uint64_t seed, int64_t param, int64_t bou
       else if (bits < 5) span = (int64_t)1 << bits;
       ts_store_i(e, a->data, k, lo + (int64_t)(r % (uint64_t)span));
     } else {
-      /* Uniform in [-1, 1): 53 random bits. */
-      double u = (double)(r >> 11) * 0x1p-53 * 2.0 - 1.0;
+      /* Uniform in (0, 1]: positive, so that sqrt, log and power of
+       * random optimizer state (second moments, step counts) stay finite,
+       * as they do for real state. */
+      double u = (double)((r >> 11) + 1) * 0x1p-53;
       if (ts_elem_is_complex(e)) {
-        double v = (double)(mix64(r) >> 11) * 0x1p-53 * 2.0 - 1.0;
+        double v = (double)((mix64(r) >> 11) + 1) * 0x1p-53;
         ts_store_c(e, a->data, k, u, v);
       } else {
         ts_store_f(e, a->data, k, u);
@@ -130,7 +135,7 @@ ts_status_t ts_interp_random_args(const ts_hlo_module_t *m, uint64_t seed, ts_va
     if (!v) goto oom;
     ts_array_t leaves[256];
     int n = ts_value_leaves(v, leaves, 256);
-    int64_t bound = index_bound(e->params[p], 0);
+    int64_t bound = index_bound(e->params[p], NULL, 0);
     for (int k = 0; k < n && k < 256; k++) fill_random(&leaves[k], seed, p * 256 + k, bound);
     args[p] = v;
   }

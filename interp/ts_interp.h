@@ -138,6 +138,9 @@ typedef struct {
    * names. */
   int64_t num_partitions;
   int64_t replica_count; /* 0: the module's */
+  /* Stop with an error at the first instruction whose floating-point result
+   * is NaN or infinite while its operands were all finite (debugging). */
+  bool trap_nonfinite;
 } ts_interp_opts_t;
 
 /* Prepares a verified module for running. opts may be NULL (one device). */
@@ -159,7 +162,8 @@ ts_status_t ts_interp_run(ts_interp_t *it, ts_value_t *const *args, ts_value_t *
 
 /* One value per entry parameter (args[p], new references), seeded and
  * counter-based so that every machine draws the same: floats uniform in
- * [-1, 1), pred 0/1, integers that flow into gather/scatter/dynamic-slice
+ * (0, 1] (positive: sqrt/log/power of random optimizer state stay finite),
+ * pred 0/1, integers that flow into gather/scatter/dynamic-slice
  * indices (through converts, reshapes, calls, ...) in range for that use,
  * other integers small ([-8, 8) signed, [0, 16) unsigned). */
 ts_status_t ts_interp_random_args(const ts_hlo_module_t *m, uint64_t seed, ts_value_t **args);

@@ -24,11 +24,14 @@ static void usage(FILE *f) {
           "\n"
           "  --devices N           devices to run on (required)\n"
           "  --inputs DIR          entry parameter i from DIR/param<i>.npy\n"
-          "  --random-inputs SEED  seeded random parameters (the default, seed 0);\n"
-          "                        index parameters are drawn in range for their use\n"
+          "  --random-inputs SEED  seeded random parameters (the default, seed 0):\n"
+          "                        floats uniform in (0, 1], index parameters in\n"
+          "                        range for their use\n"
           "  --outputs DIR         write leaf i of the flattened result as DIR/out<i>.npy\n"
           "  --num-partitions N    partitions for manual (shard_map) regions\n"
           "  --replica-count N     override the module's replica_count\n"
+          "  --trap-nonfinite      stop at the first instruction that makes a NaN or\n"
+          "                        infinity out of finite operands, naming it (exit 1)\n"
           "  -h, --help            this help\n"
           "\n"
           "Prints one line per result leaf (shape, finite count, min, max, mean) and\n"
@@ -99,13 +102,14 @@ int ts_cmd_run(int argc, char **argv) {
       {"outputs", required_argument, NULL, 'o'},
       {"num-partitions", required_argument, NULL, 'p'},
       {"replica-count", required_argument, NULL, 'R'},
+      {"trap-nonfinite", no_argument, NULL, 'T'},
       {"help", no_argument, NULL, 'h'},
       {NULL, 0, NULL, 0},
   };
   int64_t devices = 0, partitions = 0, replicas = 0;
   const char *inputs = NULL, *outputs = NULL;
   uint64_t seed = 0;
-  bool seeded = false;
+  bool seeded = false, trap = false;
   int c;
   opterr = 0;
   while ((c = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
@@ -116,6 +120,7 @@ int ts_cmd_run(int argc, char **argv) {
     case 'o': outputs = optarg; break;
     case 'p': if (!ts_cli_parse_count("run", "--num-partitions", optarg, &partitions)) return 2; break;
     case 'R': if (!ts_cli_parse_count("run", "--replica-count", optarg, &replicas)) return 2; break;
+    case 'T': trap = true; break;
     case 'h': usage(stdout); return 0;
     case ':':
       fprintf(stderr, "tessera run: error: option '%s' needs a value\n", argv[optind - 1]);
@@ -155,7 +160,7 @@ int ts_cmd_run(int argc, char **argv) {
   ts_status_t st;
   TS_CHECK_GOTO(ts_cli_read_module(path, &vopts, &text, &m, &diag), st, done);
   ts_interp_opts_t io = {.ndevices = devices > 1 ? (int)devices : 0, .num_partitions = partitions,
-                         .replica_count = replicas};
+                         .replica_count = replicas, .trap_nonfinite = trap};
   TS_CHECK_GOTO(ts_interp_create(m, &io, &it, &diag), st, done);
   np = m->entry->nparams;
   ndev = ts_interp_ndevices(it);

@@ -37,7 +37,7 @@ if(EXISTS ${real_hlo})
       ts_corpus_run(${f} finite --devices 1)
     endif()
   endforeach()
-  ts_corpus_run(tensorflow__tensorflow__gpu_hlo_collective_cse.hlo finite --devices 8)
+  ts_corpus_run(tensorflow__tensorflow__gpu_hlo_collective_cse.hlo finite --devices 8 --replica-count 8)
   ts_corpus_run(tensorflow__tensorflow__gpu_hlo_collective_topology.hlo finite --devices 8)
   ts_corpus_run(tensorflow__tensorflow__u4_all_gather_1x8.hlo finite --devices 8 --replica-count 8)
   ts_corpus_run(tensorflow__tensorflow__transformer_engine_softmax.hlo
