@@ -360,9 +360,8 @@ static ts_status_t k_scatter(ts_kernel_ctx_t *ctx, const ts_hlo_instr_t *instr, 
   for (int d = 0, j = 0; d < upd->rank; d++)
     if (!has(&uwd, d)) bus[j++] = us[d];
 
-  scatter_st s = {ctx, ta->v.comps.comps[0], ts_reducer_op(ta->v.comps.comps[0]), false, n, out, upd,
-                  NULL, NULL, NULL, TS_OK};
-  const ts_hlo_comp_t *c = s.comp;
+  const ts_hlo_comp_t *c = ta->v.comps.comps[0];
+  scatter_st s = {.ctx = ctx, .comp = c, .op = ts_reducer_op(c), .n = n, .out = out, .upd = upd, .st = TS_OK};
   s.assign = n == 1 && c->nparams == 2 && c->root == c->params[1];
   run_fn fn = scatter_apply_run;
   ts_elem_t e = x->elem;
