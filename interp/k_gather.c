@@ -111,8 +111,9 @@ static int64_t batch_index(const batch_t *b, int64_t off, int k) {
   return ts_load_i(b->idx->elem, b->idx->data, off + k * b->ivd_stride);
 }
 
-/* Start index s of operand dimension d for a window of `size`: unsigned
- * indices above INT64_MAX stand for huge values, not negative ones. */
+/* A loaded start index as a value: u64 indices above INT64_MAX load as
+ * negative bit patterns but stand for huge values (clamped high by gather,
+ * out of bounds for scatter). */
 static int64_t start_value(const batch_t *b, int64_t s) {
   if (s < 0 && ts_elem_is_unsigned_int(b->idx->elem)) return INT64_MAX;
   return s;
