@@ -1,0 +1,125 @@
+/* Element-wise reduction kernels for the types collectives reduce in.
+ * Narrow floats (bf16, f16, f8, f6, f4) reduce in f32 and sub-byte integers
+ * in 32-bit integers: comm.c converts once before and once after. */
+#include "coll_internal.h"
+
+#include <string.h>
+
+ts_elem_t coll_reduce_type(ts_elem_t t) {
+  switch (t) {
+  case TS_S1:
+  case TS_S2:
+  case TS_S4: return TS_S32;
+  case TS_U1:
+  case TS_U2:
+  case TS_U4: return TS_U32;
+  case TS_F32:
+  case TS_F64:
+  case TS_C64:
+  case TS_C128: return t;
+  default: return ts_elem_is_storage_float(t) ? TS_F32 : t;
+  }
+}
+
+bool coll_redop_ok(ts_elem_t t, ts_coll_redop_t op) {
+  if ((unsigned)op >= TS_COLL_REDOP_COUNT || !ts_elem_is_array(t)) return false;
+  if (ts_elem_is_complex(t)) return op == TS_COLL_SUM || op == TS_COLL_PROD;
+  return true;
+}
+
+#define SUM(a, b) ((a) + (b))
+#define PROD(a, b) ((a) * (b))
+#define MIN(a, b) ((b) < (a) ? (b) : (a))
+#define MAX(a, b) ((b) > (a) ? (b) : (a))
+
+/* Unsigned arithmetic for signed sums/products: wraps like XLA, no UB. */
+#define KERNEL(T, UT, NAME, F)                                                                   \
+  static void NAME(T *d, const T *a, const T *b, size_t n) {         \
+    for (size_t i = 0; i < n; i++) d[i] = F(a[i], b[i]);                                         \
+  }
+#define WRAP_KERNEL(T, UT, NAME, F)                                                              \
+  static void NAME(T *d, const T *a, const T *b, size_t n) {         \
+    for (size_t i = 0; i < n; i++) d[i] = (T)F((UT)a[i], (UT)b[i]);                              \
+  }
+
+#define FOUR(T, UT, SFX, WK)             \
+  WK(T, UT, sum_##SFX, SUM)              \
+  WK(T, UT, prod_##SFX, PROD)            \
+  KERNEL(T, UT, min_##SFX, MIN)          \
+  KERNEL(T, UT, max_##SFX, MAX)
+
+FOUR(float, float, f32, KERNEL)
+FOUR(double, double, f64, KERNEL)
+FOUR(int8_t, uint8_t, s8, WRAP_KERNEL)
+FOUR(int16_t, uint16_t, s16, WRAP_KERNEL)
+FOUR(int32_t, uint32_t, s32, WRAP_KERNEL)
+FOUR(int64_t, uint64_t, s64, WRAP_KERNEL)
+FOUR(uint8_t, uint8_t, u8, WRAP_KERNEL)
+FOUR(uint16_t, uint16_t, u16, WRAP_KERNEL)
+FOUR(uint32_t, uint32_t, u32, WRAP_KERNEL)
+FOUR(uint64_t, uint64_t, u64, WRAP_KERNEL)
+
+static void pred_or(uint8_t *d, const uint8_t *a, const uint8_t *b, size_t n) {
+  for (size_t i = 0; i < n; i++) d[i] = (uint8_t)((a[i] | b[i]) != 0);
+}
+static void pred_and(uint8_t *d, const uint8_t *a, const uint8_t *b, size_t n) {
+  for (size_t i = 0; i < n; i++) d[i] = (uint8_t)(a[i] && b[i]);
+}
+
+#define COMPLEX(T, SFX)                                                                     \
+  static void csum_##SFX(T *d, const T *a, const T *b, size_t n) {                          \
+    for (size_t i = 0; i < 2 * n; i++) d[i] = a[i] + b[i];                                  \
+  }                                                                                         \
+  static void cprod_##SFX(T *d, const T *a, const T *b, size_t n) {                         \
+    for (size_t i = 0; i < n; i++) {                                                        \
+      T re = a[2 * i] * b[2 * i] - a[2 * i + 1] * b[2 * i + 1];                              \
+      T im = a[2 * i] * b[2 * i + 1] + a[2 * i + 1] * b[2 * i];                              \
+      d[2 * i] = re;                                                                        \
+      d[2 * i + 1] = im;                                                                    \
+    }                                                                                       \
+  }
+COMPLEX(float, c64)
+COMPLEX(double, c128)
+
+#define DISPATCH(SFX, T)                                                      \
+  switch (op) {                                                               \
+  case TS_COLL_SUM: sum_##SFX((T *)dst, (const T *)a, (const T *)b, n); return;   \
+  case TS_COLL_PROD: prod_##SFX((T *)dst, (const T *)a, (const T *)b, n); return; \
+  case TS_COLL_MIN: min_##SFX((T *)dst, (const T *)a, (const T *)b, n); return;   \
+  case TS_COLL_MAX: max_##SFX((T *)dst, (const T *)a, (const T *)b, n); return;   \
+  default: return;                                                            \
+  }
+
+/* dst may alias a or b exactly (in-place accumulation): every kernel reads
+ * a[i] and b[i] before it writes d[i]. */
+void coll_reduce3(void *dst, const void *a, const void *b, size_t n, ts_elem_t type, ts_coll_redop_t op) {
+  switch (type) {
+  case TS_F32: DISPATCH(f32, float)
+  case TS_F64: DISPATCH(f64, double)
+  case TS_S8: DISPATCH(s8, int8_t)
+  case TS_S16: DISPATCH(s16, int16_t)
+  case TS_S32: DISPATCH(s32, int32_t)
+  case TS_S64: DISPATCH(s64, int64_t)
+  case TS_U8: DISPATCH(u8, uint8_t)
+  case TS_U16: DISPATCH(u16, uint16_t)
+  case TS_U32: DISPATCH(u32, uint32_t)
+  case TS_U64: DISPATCH(u64, uint64_t)
+  case TS_PRED:
+    if (op == TS_COLL_SUM || op == TS_COLL_MAX) pred_or(dst, a, b, n);
+    else pred_and(dst, a, b, n);
+    return;
+  case TS_C64:
+    if (op == TS_COLL_SUM) csum_c64(dst, a, b, n);
+    else cprod_c64(dst, a, b, n);
+    return;
+  case TS_C128:
+    if (op == TS_COLL_SUM) csum_c128(dst, a, b, n);
+    else cprod_c128(dst, a, b, n);
+    return;
+  default: TS_ASSERT(!"not a reduce type"); return;
+  }
+}
+
+void coll_reduce(void *dst, const void *src, size_t n, ts_elem_t type, ts_coll_redop_t op) {
+  coll_reduce3(dst, dst, src, n, type, op);
+}
