@@ -45,3 +45,15 @@ if(EXISTS ${real_hlo})
   ts_corpus_run(unidentified__unidentified__jit__fun_sdy_shard_map.hlo
                 "error:custom-call target \"ascend.matmul\" has no meaning" --devices 1)
 endif()
+
+# tessera run: .npy inputs/outputs round trip, and its usage errors.
+add_test(NAME run.npy_io COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/check_run_io.sh $<TARGET_FILE:tessera>
+                                 ${CMAKE_CURRENT_SOURCE_DIR}/run)
+set_tests_properties(run.npy_io PROPERTIES LABELS unit TIMEOUT 60)
+set(ident ${CMAKE_CURRENT_SOURCE_DIR}/run/ident.hlo)
+ts_cli_test(run_no_devices 2 "tessera run: error: say how many devices with --devices N (N = 1 runs the reference interpreter)" run ${ident})
+ts_cli_test(run_bad_seed 2 "tessera run: error: --random-inputs wants a non-negative integer seed, got '-3'" run --devices 1 --random-inputs -3 ${ident})
+ts_cli_test(run_inputs_and_seed 2 "tessera run: error: --inputs and --random-inputs exclude each other" run --devices 1 --inputs /tmp --random-inputs 1 ${ident})
+ts_cli_test(run_no_file 2 "tessera run: error: no module file given" run --devices 1)
+ts_cli_test(run_zero_devices 2 "tessera run: error: --devices wants a positive integer, got '0'" run --devices 0 ${ident})
+ts_cli_test(run_missing_inputs 2 "error: cannot open '/nonexistent/param0.npy': No such file or directory" run --devices 1 --inputs /nonexistent ${ident})
