@@ -406,7 +406,10 @@ ts_status_t ts_coll_comm_force_algorithm(ts_coll_comm_t *c, const char *name) {
 }
 
 void ts_coll_comm_abort(ts_coll_comm_t *c, ts_status_t why) { coll_world_abort(c->world, why, true); }
-ts_status_t ts_coll_comm_status(const ts_coll_comm_t *c) { return world_status(c->world); }
+ts_status_t ts_coll_comm_status(const ts_coll_comm_t *c) {
+  if (c->world->be->poll_abort) c->world->be->poll_abort(c->world);
+  return world_status(c->world);
+}
 
 /* ---- sub-communicators ---------------------------------------------------------- */
 
