@@ -326,7 +326,16 @@ static bool binary_s32(ts_opcode_t op, const int32_t *restrict a, const int32_t 
 
 /* ---- complex -------------------------------------------------------------- */
 
-static double complex cplx(double re, double im) { return CMPLX(re, im); }
+/* re + im*i without arithmetic (which would turn an infinite part into NaNs).
+ * CMPLX is C11 but clang's headers lack it; C11 6.2.5p13 lays a complex out
+ * as double[2], so a union builds it portably. */
+static double complex cplx(double re, double im) {
+  union {
+    double d[2];
+    double complex z;
+  } u = {.d = {re, im}};
+  return u.z;
+}
 
 static bool complex_unary_ok(ts_opcode_t op) {
   switch (op) {
