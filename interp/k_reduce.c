@@ -203,6 +203,17 @@ static ts_array_t elem_view(ts_elem_t e, const void *data, int64_t i) {
   return v;
 }
 
+/* Element i as parameter p of comp: converted through tmp when the
+ * parameter declares another type (floats match loosely in the verifier). */
+static ts_array_t param_view(const ts_hlo_comp_t *comp, int p, ts_elem_t e, const void *data, int64_t i,
+                             unsigned char *tmp) {
+  ts_array_t v = elem_view(e, data, i);
+  ts_elem_t want = p < comp->nparams ? comp->params[p]->shape->elem : e;
+  if (want == e || !ts_elem_is_array(want)) return v;
+  ts_elem_convert(e, v.data, want, tmp, 1);
+  return elem_view(want, tmp, 0);
+}
+
 /* Variadic reducers keep their accumulators on the stack. */
 #define MAX_VARIADIC 32
 #define MAX_ELEM_BYTES 16
@@ -213,8 +224,9 @@ static ts_array_t elem_view(ts_elem_t e, const void *data, int64_t i) {
 typedef struct {
   int n;
   int cur;
-  ts_elem_t acc_elem[MAX_VARIADIC], in_elem[MAX_VARIADIC];
+  ts_elem_t acc_elem[MAX_VARIADIC];
   _Alignas(16) unsigned char buf[2][MAX_VARIADIC][MAX_ELEM_BYTES];
+  _Alignas(16) unsigned char conv[2 * MAX_VARIADIC][MAX_ELEM_BYTES]; /* param_view's */
 } accum_t;
 
 static void accum_init(accum_t *s, const ts_array_t *init) {
@@ -227,8 +239,8 @@ static ts_status_t accum_step(ts_kernel_ctx_t *ctx, const ts_hlo_comp_t *comp, a
                               int64_t i) {
   ts_array_t args[2 * MAX_VARIADIC], outs[MAX_VARIADIC];
   for (int k = 0; k < s->n; k++) {
-    args[k] = elem_view(s->acc_elem[k], s->buf[s->cur][k], 0);
-    args[s->n + k] = elem_view(x[k].elem, x[k].data, i);
+    args[k] = param_view(comp, k, s->acc_elem[k], s->buf[s->cur][k], 0, s->conv[k]);
+    args[s->n + k] = param_view(comp, s->n + k, x[k].elem, x[k].data, i, s->conv[s->n + k]);
     outs[k] = elem_view(s->acc_elem[k], s->buf[!s->cur][k], 0);
   }
   TS_CHECK(ctx->apply(ctx, comp, args, 2 * s->n, outs, s->n));
@@ -251,11 +263,20 @@ static ts_status_t accum_setup(ts_kernel_ctx_t *ctx, const ts_hlo_instr_t *instr
   s->n = n;
   for (int k = 0; k < n; k++) {
     s->acc_elem[k] = out[k].elem;
-    s->in_elem[k] = in[k].elem;
     if (!ts_elem_is_array(out[k].elem) || !ts_elem_is_array(in[n + k].elem))
       return ts_kernel_fail(ctx, instr, TS_ERR_INVALID_ARGUMENT, "result %d is not an array", k);
   }
   return TS_OK;
+}
+
+/* Whether a reduction runs on the typed fast path: one operand, a reducer
+ * that is one op, init and result of one type. A float operand of another
+ * float type (an f32 reducer over bf16 data, which the verifier allows) is
+ * converted to it first. */
+static bool fast_path(ts_opcode_t op, int n, const ts_array_t *in, const ts_array_t *out) {
+  if (n != 1) return false;
+  ts_elem_t e = out[0].elem, x = in[0].elem;
+  return fast_ok(op, e) && in[1].elem == e && (x == e || (ts_elem_is_float(x) && ts_elem_is_float(e)));
 }
 
 /* ---- reduce ------------------------------------------------------------- */
@@ -374,12 +395,16 @@ static ts_status_t k_reduce(ts_kernel_ctx_t *ctx, const ts_hlo_instr_t *instr, c
   if (!da || da->kind != TS_ATTR_INT_LIST || !comp || nout != n)
     return ts_kernel_fail(ctx, instr, TS_ERR_INVALID_ARGUMENT, "needs dimensions= and to_apply=");
   ts_opcode_t op = n == 1 ? ts_reducer_op(comp) : TS_OP_COUNT;
-  ts_elem_t e = in[0].elem;
-  if (n == 1 && fast_ok(op, e) && in[1].elem == e && out[0].elem == e) {
-    reduce_fast(op, &in[0], &in[1], &out[0], &da->v.list);
-    return TS_OK;
+  if (!fast_path(op, n, in, out)) return reduce_apply(ctx, instr, comp, n, in, out, &da->v.list);
+  ts_array_t x = in[0];
+  if (x.elem != out[0].elem) {
+    x.elem = out[0].elem;
+    if (!(x.data = ts_kernel_scratch(ctx, ts_array_bytes(&x) + 1)))
+      return ts_kernel_fail(ctx, instr, TS_ERR_NOMEM, "out of memory converting the operand");
+    ts_elem_convert(in[0].elem, in[0].data, x.elem, x.data, ts_array_count(&x));
   }
-  return reduce_apply(ctx, instr, comp, n, in, out, &da->v.list);
+  reduce_fast(op, &x, &in[1], &out[0], &da->v.list);
+  return TS_OK;
 }
 
 /* ---- windows ------------------------------------------------------------ */
@@ -496,15 +521,24 @@ static ts_status_t k_reduce_window(ts_kernel_ctx_t *ctx, const ts_hlo_instr_t *i
   int64_t nout_elems = ts_array_count(&out[0]);
   if (nout_elems == 0) return TS_OK;
   ts_opcode_t op = n == 1 ? ts_reducer_op(comp) : TS_OP_COUNT;
-  ts_elem_t e = x->elem;
-  bool fast = n == 1 && fast_ok(op, e) && in[1].elem == e && out[0].elem == e;
+  ts_elem_t e = out[0].elem;
+  bool fast = fast_path(op, n, in, out);
 
   /* The apply path may run kernels on this ctx, which reuse its scratch. */
   size_t bytes = taps_words(w, x->rank, out[0].dims) * sizeof(int64_t);
-  int64_t *buf = fast ? ts_kernel_scratch(ctx, bytes) : ts_malloc(bytes);
+  bool convert = fast && x->elem != e;
+  size_t xbytes = convert ? (size_t)ts_array_count(x) * (size_t)ts_elem_storage_bytes(e) : 0;
+  int64_t *buf = fast ? ts_kernel_scratch(ctx, bytes + xbytes) : ts_malloc(bytes);
   if (!buf) return ts_kernel_fail(ctx, instr, TS_ERR_NOMEM, "out of memory for %zu bytes of window taps", bytes);
   taps_t t;
   taps_build(&t, w, x, out[0].dims, buf);
+  ts_array_t xc = *x;
+  if (convert) {
+    xc.elem = e;
+    xc.data = (char *)buf + bytes;
+    ts_elem_convert(x->elem, x->data, e, xc.data, ts_array_count(x));
+    x = &xc;
+  }
 
   ts_status_t st = TS_OK;
   accum_t s;
@@ -616,7 +650,9 @@ static ts_status_t k_select_and_scatter(ts_kernel_ctx_t *ctx, const ts_hlo_instr
         if (dir != SEL_NONE) {
           keep = select_fast(dir, x->elem, x->data, best, cand);
         } else {
-          ts_array_t args[2] = {elem_view(x->elem, x->data, best), elem_view(x->elem, x->data, cand)};
+          unsigned char t0[MAX_ELEM_BYTES], t1[MAX_ELEM_BYTES];
+          ts_array_t args[2] = {param_view(sel, 0, x->elem, x->data, best, t0),
+                                param_view(sel, 1, x->elem, x->data, cand, t1)};
           uint8_t pred = 0;
           ts_array_t res = elem_view(TS_PRED, &pred, 0);
           TS_CHECK_GOTO(ctx->apply(ctx, sel, args, 2, &res, 1), st, done);
@@ -628,8 +664,8 @@ static ts_status_t k_select_and_scatter(ts_kernel_ctx_t *ctx, const ts_hlo_instr
     if (fast_scatter) {
       combine_one(op, e, out[0].data, best, src->data, s);
     } else {
-      unsigned char tmp[MAX_ELEM_BYTES];
-      ts_array_t args[2] = {elem_view(e, out[0].data, best), elem_view(src->elem, src->data, s)};
+      unsigned char tmp[MAX_ELEM_BYTES], t0[MAX_ELEM_BYTES], t1[MAX_ELEM_BYTES];
+      ts_array_t args[2] = {param_view(sc, 0, e, out[0].data, best, t0), param_view(sc, 1, src->elem, src->data, s, t1)};
       ts_array_t res = elem_view(e, tmp, 0);
       TS_CHECK_GOTO(ctx->apply(ctx, sc, args, 2, &res, 1), st, done);
       memcpy((char *)out[0].data + (size_t)best * esz, tmp, esz);
