@@ -12,6 +12,7 @@ static const struct {
 } commands[] = {
     {"opt", ts_cmd_opt, "parse, verify and print an HLO module after a pipeline stage"},
     {"run", ts_cmd_run, "run a module (--devices 1: the reference interpreter)"},
+    {"bench", ts_cmd_bench, "benchmark collectives (nccl-tests style tables)"},
 };
 
 static void usage(FILE *f) {

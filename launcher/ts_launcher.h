@@ -12,6 +12,7 @@ typedef int (*ts_cmd_fn)(int argc, char **argv);
 
 int ts_cmd_opt(int argc, char **argv);
 int ts_cmd_run(int argc, char **argv);
+int ts_cmd_bench(int argc, char **argv);
 
 /* Parses a positive integer flag value; prints a usage error and returns
  * false when `s` is not one. */

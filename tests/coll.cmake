@@ -34,3 +34,29 @@ if(MPI_C_FOUND)
   add_test(NAME coll.mpi.deadline.p2p COMMAND ${coll_mpirun} 4 $<TARGET_FILE:test_coll_mpi> --backend=mpi --deadline)
   set_tests_properties(coll.mpi.deadline.p2p PROPERTIES LABELS mpi TIMEOUT 60 ENVIRONMENT "TESSERA_COLL_DIRECT=0;TESSERA_COLL_SHM=0")
 endif()
+
+# tessera bench collectives: runs for a few small sizes in seconds (never a
+# timed assertion), and its usage errors exit 2 with one clear line.
+add_test(NAME bench-smoke.collectives.threads
+         COMMAND tessera bench collectives --devices 3 -b 1K -e 64K -f 8 -n 3 -w 1)
+set_tests_properties(bench-smoke.collectives.threads PROPERTIES LABELS bench-smoke TIMEOUT 60
+                     PASS_REGULAR_EXPRESSION "# Out of bounds values : 0 OK")
+if(MPI_C_FOUND)
+  add_test(NAME bench-smoke.collectives.mpi
+           COMMAND ${coll_mpirun} 2 $<TARGET_FILE:tessera> bench collectives --backend=mpi --peer=mpi --memcpy
+                   -b 4K -e 256K -f 8 -n 3 -w 1)
+  set_tests_properties(bench-smoke.collectives.mpi PROPERTIES LABELS bench-smoke TIMEOUT 60
+                       PASS_REGULAR_EXPRESSION "# Out of bounds values : 0 OK")
+endif()
+ts_cli_test(bench_no_benchmark 2 "tessera bench: error: no benchmark given (benchmarks: collectives)" bench)
+ts_cli_test(bench_unknown_benchmark 2 "tessera bench: error: unknown benchmark 'gemm' (benchmarks: collectives)" bench gemm)
+ts_cli_test(bench_bad_backend 2 "tessera bench: error: unknown backend 'tcp' (backends: threads, mpi, ucx, nccl)" bench collectives --backend=tcp)
+ts_cli_test(bench_bad_size 2 "tessera bench: error: -b wants a positive size such as 4K, got '0'" bench collectives -b 0)
+ts_cli_test(bench_min_above_max 2 "tessera bench: error: -b is larger than -e" bench collectives -b 2M -e 1M)
+ts_cli_test(bench_bad_factor 2 "tessera bench: error: -f wants an integer factor >= 2, got '1'" bench collectives -f 1)
+ts_cli_test(bench_bad_collective 2 "tessera bench: error: unknown collective 'allreduce' (all-reduce, all-gather, reduce-scatter, all-to-all, collective-permute, broadcast)" bench collectives --collectives=all-reduce,allreduce)
+ts_cli_test(bench_bad_devices 2 "tessera bench: error: --devices wants an integer from 1 to 1024, got '0'" bench collectives --devices 0)
+ts_cli_test(bench_bad_type 2 "tessera bench: error: unknown or unsupported type 'f33' (f32, f64, bf16, f16, f8e4m3fn, s8..s64, u8..u64)" bench collectives -d f33)
+ts_cli_test(bench_peer_threads 2 "tessera bench: error: --peer=mpi needs the mpirun world (--backend=mpi or ucx), not in-process ranks" bench collectives --devices 2 --peer=mpi)
+ts_cli_test(bench_missing_value 2 "tessera bench: error: option '-n' needs a value" bench collectives -n)
+ts_cli_test(bench_unknown_option 2 "tessera bench: error: unknown option '--frob'" bench collectives --frob)
