@@ -54,36 +54,52 @@ static void philox4x32(uint32_t k0, uint32_t k1, uint32_t c[4]) {
 
 /* ---- rng-bit-generator ------------------------------------------------------ */
 /*
- * What XLA's expander computes, followed here exactly:
- *   state u64[2] = {key, counter} for ThreeFry; {key, counter_lo[, counter_hi]}
- *   for Philox. The key splits into two u32 words, low word first
- *   (prng.cc Uint64ToUint32s). The result is (new state, bits); the key
- *   is carried over unchanged.
+ * What XLA's RngBitGeneratorExpander builds, followed here (from our reading
+ * of rng_bit_generator_expander.cc and prng.cc; XLA's docs only say the
+ * output is a deterministic function of the state):
  *
- *   ThreeFry, 64-bit outputs (u64/s64/f64): element i = block(counter + i),
- *   the block's input words being (counter + i) low then high; its output
- *   words x0 | x1 << 32. New counter: counter + n.
- *   ThreeFry, 32-bit outputs: h = ceil(n / 2) blocks on counters counter + j;
- *   the first words fill elements 0..h-1 and the second words elements
- *   h..n-1 (ThreeFryRngBit32 concatenates the two output halves). New
- *   counter: counter + h.
- *   Philox, 32-bit outputs: ceil(n / 4) blocks on the 128-bit counter
- *   (lo, hi) + j, as four words lo.low, lo.high, hi.low, hi.high; block j
- *   fills elements 4j..4j+3 in word order. 64-bit outputs: ceil(n / 2)
- *   blocks, block j giving w0 | w1 << 32 and w2 | w3 << 32 to elements 2j
- *   and 2j+1. New counter: counter + blocks, with the carry into hi.
- *   8- and 16-bit outputs (both algorithms): the 32-bit generation on the
- *   same shape, each element truncated to its low bits (the expander's
- *   *RngBitNarrow: convert to u8/u16, then bitcast).
- *   Floating outputs are the same bits bitcast (f16/bf16/f32/f64/f8).
+ *   The key is state[0], split into two u32 words low word first
+ *   (prng.cc Uint64ToUint32s); the result is (new state, bits) with the key
+ *   carried over unchanged. Counters are split the same way (low, high).
  *
- * Choices where XLA's behaviour is backend-specific or unclear to us:
- *   rng_default runs ThreeFry (what the team's XLA CPU reference uses).
- *   Philox with a u64[2] state takes counter_hi = 0 and stores back only
- *   the low 64 bits of the new counter.
+ *   ThreeFry (state u64[2] = {key, counter}):
+ *   - 64-bit outputs (u64/s64/f64; ThreeFryRngBit64): element i (row-major)
+ *     is the block on counter + i, as x0 | x1 << 32. New counter: + n.
+ *   - 32-bit outputs (ThreeFryRngBit32): the shape is split in halves along
+ *     one dimension s (SplitShapeIntoHalves: the first even dimension, else
+ *     the first largest; a scalar counts as [1]). The half shape has d_s ->
+ *     ceil(d_s / 2); its elements take counters counter + 0, 1, ... in
+ *     row-major order, and the two words of half element (.., m, ..) go to
+ *     (.., 2m, ..) and (.., 2m + 1, ..) (CombineShapePair concatenates on a
+ *     new size-1 dimension after s and reshapes; an odd tail is sliced off).
+ *     New counter: + elements of the half shape.
+ *   Philox (PhiloxRngBit32/64): a 128-bit counter (lo, hi). With a u64[3]
+ *   state it is {key, lo, hi}. With u64[2] the expander reverses the whole
+ *   state (GetPhiloxStateOp), so lo = state[1] and hi = state[0] (the key),
+ *   and only the new lo is stored back (GetPhiloxOutputStateOp).
+ *   - 32-bit outputs: ceil(n / 4) blocks on counters (lo, hi) + j; block j's
+ *     words fill elements 4j..4j+3 in order.
+ *   - 64-bit outputs: ceil(n / 2) blocks; block j gives w0 | w1 << 32 to
+ *     element 2j and w2 | w3 << 32 to element 2j + 1.
+ *   New counter: + blocks, with the carry into hi.
+ *   8- and 16-bit outputs (both algorithms; *RngBitNarrow): the 32-bit
+ *   generation on the same shape, each element truncated to its low bits.
+ *   Floating outputs are the same bits (bitcast).
+ *
+ * Where we had to decide:
+ *   rng_default runs ThreeFry (the team's choice for the CPU reference;
+ *   XLA lets each backend pick: RNG_DEFAULT_ALG below is the one place).
+ *   The 32-bit ThreeFry interleave is that of current XLA (the concat on a
+ *   trivial dimension); older XLA concatenated the halves end to end along
+ *   s. Sub-byte outputs (s4/u4, f4) and pred are refused.
+ *
+ * Every element's bits depend only on key, counter and its index, so a
+ * shard can be recomputed from the global indices it covers.
  */
 
 typedef enum { ALG_THREEFRY, ALG_PHILOX } rng_alg_t;
+
+#define RNG_DEFAULT_ALG ALG_THREEFRY
 
 /* Element k of a 8/16/32-bit output. */
 static inline void put_narrow(void *d, int w, int64_t k, uint32_t v) {
@@ -95,31 +111,54 @@ static inline void put_narrow(void *d, int w, int64_t k, uint32_t v) {
     ((uint8_t *)d)[k] = (uint8_t)v;
 }
 
-/* Returns the new counter. */
-static uint64_t threefry_fill(uint64_t key, uint64_t ctr, int w, void *d, int64_t n) {
-  uint32_t k0 = (uint32_t)key, k1 = (uint32_t)(key >> 32);
-  if (w == 64) {
-    uint64_t *o = d;
-    for (int64_t i = 0; i < n; i++) {
-      uint64_t c = ctr + (uint64_t)i;
-      uint32_t x[2] = {(uint32_t)c, (uint32_t)(c >> 32)};
-      threefry2x32(k0, k1, x);
-      o[i] = x[0] | (uint64_t)x[1] << 32;
-    }
-    return ctr + (uint64_t)n;
-  }
-  int64_t h = (n + 1) / 2;
-  for (int64_t j = 0; j < h; j++) {
-    uint64_t c = ctr + (uint64_t)j;
-    uint32_t x[2] = {(uint32_t)c, (uint32_t)(c >> 32)};
-    threefry2x32(k0, k1, x);
-    put_narrow(d, w, j, x[0]);
-    if (h + j < n) put_narrow(d, w, h + j, x[1]);
-  }
-  return ctr + (uint64_t)h;
+static inline void threefry_at(uint32_t k0, uint32_t k1, uint64_t c, uint32_t x[2]) {
+  x[0] = (uint32_t)c;
+  x[1] = (uint32_t)(c >> 32);
+  threefry2x32(k0, k1, x);
 }
 
-/* Advances the 128-bit counter (lo, hi) by `blocks`. */
+/* ThreeFryRngBit64. Returns the new counter. */
+static uint64_t threefry_fill64(uint64_t key, uint64_t ctr, uint64_t *o, int64_t n) {
+  uint32_t k0 = (uint32_t)key, k1 = (uint32_t)(key >> 32), x[2];
+  for (int64_t i = 0; i < n; i++) {
+    threefry_at(k0, k1, ctr + (uint64_t)i, x);
+    o[i] = x[0] | (uint64_t)x[1] << 32;
+  }
+  return ctr + (uint64_t)n;
+}
+
+/* ThreeFryRngBit32 (and Narrow) on the shape `dims`. Returns the new counter. */
+static uint64_t threefry_fill32(uint64_t key, uint64_t ctr, int w, void *d, int rank, const int64_t *dims) {
+  uint32_t k0 = (uint32_t)key, k1 = (uint32_t)(key >> 32), x[2];
+  if (rank == 0) {
+    threefry_at(k0, k1, ctr, x);
+    put_narrow(d, w, 0, x[0]);
+    return ctr + 1;
+  }
+  int s = -1;
+  for (int i = 0; i < rank && s < 0; i++)
+    if (dims[i] % 2 == 0) s = i;
+  if (s < 0)
+    for (int i = 0; i < rank; i++)
+      if (s < 0 || dims[i] > dims[s]) s = i;
+  int64_t outer = 1, inner = 1, ds = dims[s], hs = (ds + 1) / 2;
+  for (int i = 0; i < s; i++) outer *= dims[i];
+  for (int i = s + 1; i < rank; i++) inner *= dims[i];
+  uint64_t c = ctr;
+  for (int64_t o = 0; o < outer; o++)
+    for (int64_t m = 0; m < hs; m++) {
+      int64_t base = (o * ds + 2 * m) * inner;
+      bool second = 2 * m + 1 < ds;
+      for (int64_t k = 0; k < inner; k++) {
+        threefry_at(k0, k1, c++, x);
+        put_narrow(d, w, base + k, x[0]);
+        if (second) put_narrow(d, w, base + inner + k, x[1]);
+      }
+    }
+  return c;
+}
+
+/* PhiloxRngBit32/64 (and Narrow). Advances the 128-bit counter (lo, hi). */
 static void philox_fill(uint64_t key, uint64_t *lo, uint64_t *hi, int w, void *d, int64_t n) {
   uint32_t k0 = (uint32_t)key, k1 = (uint32_t)(key >> 32);
   int per = w == 64 ? 2 : 4;
@@ -146,7 +185,9 @@ static ts_status_t k_rng_bit_generator(ts_kernel_ctx_t *ctx, const ts_hlo_instr_
   const ts_hlo_attr_t *a = ts_hlo_instr_attr(instr, "algorithm");
   const char *name = a && a->kind == TS_ATTR_IDENT ? a->v.s : "rng_default";
   rng_alg_t alg;
-  if (strcmp(name, "rng_three_fry") == 0 || strcmp(name, "rng_default") == 0)
+  if (strcmp(name, "rng_default") == 0)
+    alg = RNG_DEFAULT_ALG;
+  else if (strcmp(name, "rng_three_fry") == 0)
     alg = ALG_THREEFRY;
   else if (strcmp(name, "rng_philox") == 0)
     alg = ALG_PHILOX;
@@ -155,8 +196,7 @@ static ts_status_t k_rng_bit_generator(ts_kernel_ctx_t *ctx, const ts_hlo_instr_
   const ts_array_t *st = &in[0];
   int64_t ns = ts_array_count(st);
   if (st->elem != TS_U64 || st->rank != 1 || !(ns == 2 || (alg == ALG_PHILOX && ns == 3)))
-    return ts_kernel_fail(ctx, instr, TS_ERR_INVALID_ARGUMENT,
-                          "%s needs a u64[2] state%s, got %s with %lld elements", name,
+    return ts_kernel_fail(ctx, instr, TS_ERR_INVALID_ARGUMENT, "%s needs a u64[2]%s state, got %s[%lld]", name,
                           alg == ALG_PHILOX ? " or u64[3]" : "", ts_elem_name(st->elem), (long long)ns);
   if (nout != 2) return ts_kernel_fail(ctx, instr, TS_ERR_INVALID_ARGUMENT, "the result must be (state, bits)");
   ts_array_t *bits = &out[1];
@@ -168,11 +208,13 @@ static ts_status_t k_rng_bit_generator(ts_kernel_ctx_t *ctx, const ts_hlo_instr_
   memcpy(s, st->data, (size_t)ns * 8);
   int64_t n = ts_array_count(bits);
   if (alg == ALG_THREEFRY) {
-    s[1] = threefry_fill(s[0], s[1], w, bits->data, n);
+    s[1] = w == 64 ? threefry_fill64(s[0], s[1], bits->data, n)
+                   : threefry_fill32(s[0], s[1], w, bits->data, bits->rank, bits->dims);
   } else {
-    uint64_t hi = ns == 3 ? s[2] : 0;
-    philox_fill(s[0], &s[1], &hi, w, bits->data, n);
-    s[2] = hi;
+    uint64_t lo = s[1], hi = ns == 3 ? s[2] : s[0];
+    philox_fill(s[0], &lo, &hi, w, bits->data, n);
+    s[1] = lo;
+    s[2] = hi; /* not stored back for u64[2] */
   }
   memcpy(out[0].data, s, (size_t)ns * 8);
   return TS_OK;
