@@ -56,6 +56,7 @@ int main(int argc, char **argv) {
       return 2;
     }
   }
+  setvbuf(stdout, NULL, _IOLBF, 0);
   if (ts_coll_mpi_init(&argc, &argv) != TS_OK) return 3;
   int wr;
   MPI_Comm_rank(MPI_COMM_WORLD, &wr);
