@@ -681,7 +681,8 @@ static ts_status_t post(ts_coll_comm_t *c, const coll_op_t *op, ts_coll_req_t **
   o->user_send = op->send;
   o->user_recv = op->recv;
   bool reduces = o->kind == TS_COLL_ALL_REDUCE || o->kind == TS_COLL_REDUCE_SCATTER;
-  o->type = reduces ? coll_reduce_type(op->type) : op->type;
+  /* backends that run whole collectives (NCCL, device buffers) reduce in the type itself */
+  o->type = reduces && !c->be->run ? coll_reduce_type(op->type) : op->type;
   o->esize = (size_t)ts_elem_storage_bytes(o->type);
   double now = ts_coll_now();
   o->deadline = now + c->timeout_s;

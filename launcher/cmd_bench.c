@@ -607,6 +607,11 @@ int ts_cmd_bench(int argc, char **argv) {
     return run_threads(&o);
   }
   if (devices_given) return bad("--devices is for in-process runs (--backend=threads)%s", "");
+  if (o.backend == TS_COLL_BACKEND_NCCL) {
+    fprintf(stderr, "tessera bench: error: --backend=nccl needs device buffers, which this benchmark does not "
+                    "allocate yet\n");
+    return 3;
+  }
   if (o.peer && o.type != TS_F32 && o.type != TS_F64 && !ts_elem_is_signed_int(o.type) &&
       !ts_elem_is_unsigned_int(o.type))
     return bad("--peer=mpi needs a type MPI has (f32, f64, integers), not '%s'", ts_elem_name(o.type));
