@@ -229,9 +229,13 @@ static ts_status_t k_rng_bit_generator(ts_kernel_ctx_t *ctx, const ts_hlo_instr_
  * words). Runs are reproducible, and a slice can be recomputed from the
  * global indices it covers.
  *   rng_uniform(a, b): floats a + (b - a) * u with u in [0, 1) (53 bits for
- *   f64, 24 otherwise), kept below b after rounding; integers a + r mod
- *   (b - a). b <= a gives a.
+ *   f64, 24 otherwise); a value that rounds up to b in the output type
+ *   becomes the type's largest value below b. Integers a + r mod (b - a)
+ *   (r 64 bits: the bias is below range / 2^64). b <= a gives a.
  *   rng_normal(mu, sigma): mu + sigma * z, z by Box-Muller from two uniforms.
+ * So an rng inside a loop body draws the same values on every trip: XLA's
+ * values there come from a hidden global state (RngExpander), which a
+ * stateless kernel cannot have.
  */
 
 #define RNG_SEED UINT64_C(0x7e55e4a5eed5eed5) /* module-wide */
@@ -253,6 +257,24 @@ static uint64_t rng_bits(uint64_t key, int64_t i, int which) {
 /* In [0, 1) with 53 (f64) or 24 random bits: exact in the type. */
 static double unit(uint64_t r, bool f64) { return f64 ? (double)(r >> 11) * 0x1p-53 : (double)(r >> 40) * 0x1p-24; }
 
+/* Element i := the largest value of float type t below b (b a value of t):
+ * float formats are sign-magnitude, so that is one step of the bit pattern
+ * toward -inf. Little-endian storage, as everywhere in interp/. */
+static void store_below(ts_elem_t t, void *o, int64_t i, double b) {
+  size_t sz = (size_t)ts_elem_storage_bytes(t);
+  char *e = (char *)o + (size_t)i * sz;
+  uint64_t p = 0;
+  ts_store_f(t, o, i, b);
+  memcpy(&p, e, sz);
+  if (b > 0)
+    p -= 1;
+  else if (b < 0)
+    p += 1;
+  else
+    p = UINT64_C(1) << (ts_elem_bits(t) - 1) | 1; /* -(smallest subnormal) */
+  memcpy(e, &p, sz);
+}
+
 static ts_status_t k_rng(ts_kernel_ctx_t *ctx, const ts_hlo_instr_t *instr, const ts_array_t *in, int nin,
                          ts_array_t *out, int nout) {
   const ts_hlo_attr_t *da = ts_hlo_instr_attr(instr, "distribution");
@@ -273,11 +295,14 @@ static ts_status_t k_rng(ts_kernel_ctx_t *ctx, const ts_hlo_instr_t *instr, cons
         double u1 = 1 - u; /* (0, 1] */
         double u2 = unit(rng_bits(key, i, 1), f64);
         v = a + b * sqrt(-2 * log(u1)) * cos(6.283185307179586 * u2);
+      } else if (b > a) {
+        v = isfinite(b - a) ? a + (b - a) * u : a * (1 - u) + b * u; /* no overflow for huge spans */
+        if (v < a) v = a;
       } else {
-        v = b > a ? a + (b - a) * u : a;
+        v = a;
       }
       ts_store_f(t, o, i, v);
-      if (!normal && b > a && ts_load_f(t, o, i) >= b) ts_store_f(t, o, i, a); /* rounded up to b */
+      if (!normal && b > a && ts_load_f(t, o, i) >= b) store_below(t, o, i, b); /* rounded up to b */
     }
     return TS_OK;
   }
