@@ -1,6 +1,8 @@
-/* Kernels: random numbers. rng-bit-generator is bit-exact with what XLA's
+/* Kernels: random numbers. rng-bit-generator computes what XLA's
  * RngBitGeneratorExpander builds (xla/service/rng_bit_generator_expander.cc
- * over xla/hlo/builder/lib/prng.cc); `rng`, whose values XLA leaves to the
+ * over xla/hlo/builder/lib/prng.cc), as we read that code: the block
+ * functions are pinned by Random123's known-answer vectors, the layout has
+ * not been compared with an XLA run. `rng`, whose values XLA leaves to the
  * implementation, is deterministic and counter-based here.
  *
  * Both block functions are counter-based (Salmon et al., "Parallel random
