@@ -422,6 +422,146 @@ CONV_REAL(conv_int, int64_t, uint64_t)
 CONV_COMPLEX(conv_c64, float)
 CONV_COMPLEX(conv_c128, double)
 
+/* f32 and f64 convolutions run as gemm over im2col patches: per group, the
+ * patch matrix P [rows = (batch, output position), cols = (kernel position,
+ * input feature)] times the kernel matrix W [cols, output features of the
+ * group], a chunk of rows at a time so that P stays small. */
+typedef struct {
+  int nsp;
+  int64_t osize[TS_MAX_RANK], wsize[TS_MAX_RANK], ostride[TS_MAX_RANK], kstride[TS_MAX_RANK];
+  bool rev[TS_MAX_RANK];
+  int64_t *tap[TS_MAX_RANK]; /* [o * W + k]: lhs offset, -1 for padding and holes */
+  int64_t wprod, osprod, k_in, og, groups, obatch, cols, rows, chunk;
+  int64_t l_batch, l_feat, r_in, r_out, o_batch, o_feat, lbatch_per_group;
+  bool fgroups;
+  double density; /* share of taps on lhs elements */
+} im2col_t;
+
+#define IM2COL_CHUNK_ELEMS (INT64_C(1) << 22)
+
+/* Fills everything but the tap tables; returns the int64s they need. */
+static size_t im2col_plan(im2col_t *m, const ts_conv_dnums_t *dn, const ts_window_t *w, const ts_array_t *l,
+                          const ts_array_t *r, const ts_array_t *out, int64_t fgc, int64_t bgc) {
+  int64_t ls[TS_MAX_RANK], rs[TS_MAX_RANK], os[TS_MAX_RANK];
+  ts_strides(l->rank, l->dims, ls);
+  ts_strides(r->rank, r->dims, rs);
+  ts_strides(out->rank, out->dims, os);
+  size_t words = 1;
+  m->nsp = dn->nspatial;
+  m->wprod = m->osprod = 1;
+  m->density = 1.0;
+  for (int s = 0; s < m->nsp; s++) {
+    m->osize[s] = out->dims[dn->out_spatial[s]];
+    m->wsize[s] = w->dims[s].size;
+    m->ostride[s] = os[dn->out_spatial[s]];
+    m->kstride[s] = rs[dn->k_spatial[s]];
+    m->rev[s] = w->dims[s].reversal;
+    m->wprod *= m->wsize[s];
+    m->osprod *= m->osize[s];
+    words += (size_t)(m->osize[s] * m->wsize[s]);
+    /* the share of taps that land on lhs elements (the rest are padding or
+     * lhs-dilation holes, which im2col multiplies as zeros) */
+    const ts_window_dim_t *wd = &w->dims[s];
+    int64_t valid = 0, in = l->dims[dn->in_spatial[s]];
+    for (int64_t o = 0; o < m->osize[s]; o++)
+      for (int64_t k = 0; k < wd->size; k++) {
+        int64_t p = o * wd->stride + k * wd->rhs_dilate - wd->pad_lo;
+        valid += p >= 0 && p % wd->lhs_dilate == 0 && p / wd->lhs_dilate < in;
+      }
+    if (m->osize[s] > 0) m->density *= (double)valid / (double)(m->osize[s] * m->wsize[s]);
+  }
+  m->k_in = r->dims[dn->k_in_feature];
+  m->groups = fgc > 1 ? fgc : bgc;
+  m->fgroups = fgc > 1;
+  m->og = r->dims[dn->k_out_feature] / m->groups;
+  m->obatch = out->dims[dn->out_batch];
+  m->lbatch_per_group = l->dims[dn->in_batch] / bgc;
+  m->cols = m->wprod * m->k_in;
+  m->rows = m->obatch * m->osprod;
+  m->chunk = m->cols ? IM2COL_CHUNK_ELEMS / m->cols : m->rows;
+  if (m->chunk < 1) m->chunk = 1;
+  if (m->chunk > m->rows) m->chunk = m->rows;
+  m->l_batch = ls[dn->in_batch];
+  m->l_feat = ls[dn->in_feature];
+  m->r_in = rs[dn->k_in_feature];
+  m->r_out = rs[dn->k_out_feature];
+  m->o_batch = os[dn->out_batch];
+  m->o_feat = os[dn->out_feature];
+  return words;
+}
+
+static void im2col_taps(im2col_t *m, const ts_conv_dnums_t *dn, const ts_window_t *w, const ts_array_t *l,
+                        int64_t *buf) {
+  int64_t ls[TS_MAX_RANK];
+  ts_strides(l->rank, l->dims, ls);
+  for (int s = 0; s < m->nsp; s++) {
+    const ts_window_dim_t *wd = &w->dims[s];
+    int64_t in = l->dims[dn->in_spatial[s]];
+    m->tap[s] = buf;
+    buf += m->osize[s] * m->wsize[s];
+    for (int64_t o = 0; o < m->osize[s]; o++)
+      for (int64_t k = 0; k < wd->size; k++) {
+        int64_t p = o * wd->stride + k * wd->rhs_dilate - wd->pad_lo;
+        bool ok = p >= 0 && p % wd->lhs_dilate == 0 && p / wd->lhs_dilate < in;
+        m->tap[s][o * wd->size + k] = ok ? p / wd->lhs_dilate * ls[dn->in_spatial[s]] : -1;
+      }
+  }
+}
+
+/* Output position `sp` (row-major over the output spatial dims) as indices. */
+static void im2col_pos(const im2col_t *m, int64_t sp, int64_t *os) {
+  for (int s = m->nsp - 1; s >= 0; s--) {
+    os[s] = sp % m->osize[s];
+    sp /= m->osize[s];
+  }
+}
+
+#define CONV_GEMM(NAME, T, GEMM)                                                                             \
+  static void NAME(const im2col_t *m, const T *L, const T *R, T *O, T *Wm, T *P, T *Y) {                     \
+    int64_t C = m->cols, og = m->og, k_in = m->k_in;                                                         \
+    for (int64_t g = 0; g < m->groups; g++) {                                                                \
+      int64_t k[TS_MAX_RANK] = {0};                                                                          \
+      for (int64_t kf = 0; kf < m->wprod; kf++, ts_index_next(m->nsp, m->wsize, k)) {                        \
+        int64_t roff = g * og * m->r_out;                                                                    \
+        for (int s = 0; s < m->nsp; s++) roff += (m->rev[s] ? m->wsize[s] - 1 - k[s] : k[s]) * m->kstride[s]; \
+        for (int64_t i = 0; i < k_in; i++)                                                                   \
+          for (int64_t j = 0; j < og; j++) Wm[(kf * k_in + i) * og + j] = R[roff + i * m->r_in + j * m->r_out]; \
+      }                                                                                                      \
+      for (int64_t r0 = 0; r0 < m->rows; r0 += m->chunk) {                                                   \
+        int64_t nr = m->rows - r0 < m->chunk ? m->rows - r0 : m->chunk;                                      \
+        for (int64_t q = 0; q < nr; q++) {                                                                   \
+          int64_t ob = (r0 + q) / m->osprod, os[TS_MAX_RANK], kk[TS_MAX_RANK] = {0};                         \
+          im2col_pos(m, (r0 + q) % m->osprod, os);                                                           \
+          int64_t lb = m->fgroups ? ob : g * m->lbatch_per_group + ob;                                       \
+          int64_t base = lb * m->l_batch + (m->fgroups ? g * k_in : 0) * m->l_feat;                          \
+          for (int64_t kf = 0; kf < m->wprod; kf++, ts_index_next(m->nsp, m->wsize, kk)) {                   \
+            T *dst = P + q * C + kf * k_in;                                                                  \
+            int64_t off = base;                                                                              \
+            for (int s = 0; s < m->nsp && off >= 0; s++) {                                                   \
+              int64_t t = m->tap[s][os[s] * m->wsize[s] + kk[s]];                                            \
+              off = t < 0 ? -1 : off + t;                                                                    \
+            }                                                                                                \
+            if (off < 0)                                                                                     \
+              for (int64_t i = 0; i < k_in; i++) dst[i] = 0;                                                 \
+            else                                                                                             \
+              for (int64_t i = 0; i < k_in; i++) dst[i] = L[off + i * m->l_feat];                            \
+          }                                                                                                  \
+        }                                                                                                    \
+        GEMM(CblasRowMajor, CblasNoTrans, CblasNoTrans, (blasint)nr, (blasint)og, (blasint)C, 1, P,          \
+             (blasint)C, Wm, (blasint)og, 0, Y, (blasint)og);                                                \
+        for (int64_t q = 0; q < nr; q++) {                                                                   \
+          int64_t ob = (r0 + q) / m->osprod, os[TS_MAX_RANK];                                                \
+          im2col_pos(m, (r0 + q) % m->osprod, os);                                                           \
+          int64_t obase = ob * m->o_batch + g * og * m->o_feat;                                              \
+          for (int s = 0; s < m->nsp; s++) obase += os[s] * m->ostride[s];                                   \
+          for (int64_t j = 0; j < og; j++) O[obase + j * m->o_feat] = Y[q * og + j];                         \
+        }                                                                                                    \
+      }                                                                                                      \
+    }                                                                                                        \
+  }
+CONV_GEMM(conv_gemm_f32, float, cblas_sgemm)
+CONV_GEMM(conv_gemm_f64, double, cblas_dgemm)
+
 static int64_t int_attr(const ts_hlo_instr_t *instr, const char *name, int64_t dflt) {
   const ts_hlo_attr_t *a = ts_hlo_instr_attr(instr, name);
   return a && a->kind == TS_ATTR_INT ? a->v.i : dflt;
@@ -446,19 +586,39 @@ static ts_status_t k_convolution(ts_kernel_ctx_t *ctx, const ts_hlo_instr_t *ins
   ts_elem_t native = class_native(c);
   size_t eb = class_bytes(c);
   bool la = l->elem == native, ra = r->elem == native, oa = out->elem == native;
-  size_t gbytes = align64(conv_words(dn, w, out) * sizeof(int64_t));
+  im2col_t m;
+  size_t mwords = im2col_plan(&m, dn, w, l, r, out, fgc, bgc);
+  /* im2col pays ~2 units per patch element and gemm's multiply-adds ~30x
+   * cheaper than the direct loop's, which skips padding and holes: */
+  bool gemm = (c == CK_F32 || c == CK_F64) && m.cols > 0 && m.cols <= INT_MAX && m.og <= INT_MAX &&
+              m.density * (double)m.og > (double)m.og / 30.0 + 2.0;
+  /* scratch: tap tables, converted operands and result, then the gemm's
+   * kernel matrix, patch chunk and result chunk */
+  size_t gbytes = align64((gemm ? mwords : conv_words(dn, w, out)) * sizeof(int64_t));
   size_t lbytes = la ? 0 : align64((size_t)ts_array_count(l) * eb), rbytes = ra ? 0 : align64((size_t)ts_array_count(r) * eb);
   size_t obytes = oa ? 0 : align64((size_t)n * eb);
-  char *buf = ts_kernel_scratch(ctx, gbytes + lbytes + rbytes + obytes);
+  size_t wbytes = gemm ? align64((size_t)(m.cols * m.og) * eb) : 0, pbytes = gemm ? align64((size_t)(m.chunk * m.cols) * eb) : 0;
+  size_t ybytes = gemm ? align64((size_t)(m.chunk * m.og) * eb) : 0;
+  char *buf = ts_kernel_scratch(ctx, gbytes + lbytes + rbytes + obytes + wbytes + pbytes + ybytes);
   if (!buf) return ts_kernel_fail(ctx, instr, TS_ERR_NOMEM, "out of memory for convolution scratch");
-  conv_t g;
-  conv_build(&g, dn, w, l, r, out, fgc, bgc, (int64_t *)buf);
   int id[TS_MAX_RANK];
   for (int d = 0; d < TS_MAX_RANK; d++) id[d] = d;
   const void *L = l->data, *R = r->data;
   if (!la) pack(c, out->elem, l, id, buf + gbytes), L = buf + gbytes;
   if (!ra) pack(c, out->elem, r, id, buf + gbytes + lbytes), R = buf + gbytes + lbytes;
   void *O = oa ? out->data : buf + gbytes + lbytes + rbytes;
+  if (gemm) {
+    char *wm = buf + gbytes + lbytes + rbytes + obytes;
+    im2col_taps(&m, dn, w, l, (int64_t *)buf);
+    if (c == CK_F32)
+      conv_gemm_f32(&m, L, R, O, (float *)wm, (float *)(wm + wbytes), (float *)(wm + wbytes + pbytes));
+    else
+      conv_gemm_f64(&m, L, R, O, (double *)wm, (double *)(wm + wbytes), (double *)(wm + wbytes + pbytes));
+    if (!oa) store_from(c, O, out, n);
+    return TS_OK;
+  }
+  conv_t g;
+  conv_build(&g, dn, w, l, r, out, fgc, bgc, (int64_t *)buf);
 
   int64_t idx[TS_MAX_RANK] = {0}, os[TS_MAX_RANK];
   for (int64_t o = 0; o < n; o++) {

@@ -294,6 +294,8 @@ def conv_module(name, comment, ty_in, ty_out, cases, lo=-3, hi=4, kty=None):
         res = conv_ref(l.astype(object), r.astype(object), labels, info, fgc, bgc)
         if ty_out in WRAP:
             res = wrap(res, ty_out)
+        elif ty_out == 'bf16':
+            res = bf16(res.astype(np.float64))
         groups = (', feature_group_count=%d' % fgc if fgc > 1 else '') + \
             (', batch_group_count=%d' % bgc if bgc > 1 else '')
         lines.append('  r%d = %s convolution(l%d, q%d)%s, dim_labels=%s%s' % (
@@ -331,4 +333,6 @@ if __name__ == '__main__':
     conv_module('conv_s32', 'Integer convolutions accumulate in s32.', 's32', 's32', CONV_CASES[:3] + CONV_CASES[6:9])
     conv_module('conv_s8_s32', 's8 x s8 -> s32: operands widen, sums beyond s8.', 's8', 's32', CONV_CASES[:2],
                 lo=100, hi=128)
+    conv_module('conv_bf16', 'bf16 convolution: sums of products of integers in [-20, 20] are exact in f32 and '
+                'round once to bf16.', 'bf16', 'bf16', CONV_CASES[:2] + CONV_CASES[6:7], lo=-20, hi=21)
     conv_module('conv_c128', 'c128 convolution with small complex integers.', 'c128', 'c128', CONV_CASES[5:7])
