@@ -281,6 +281,19 @@ CONV_CASES = [  # (lhs shape, rhs shape, labels, window info, fgc, bgc)
 ]
 
 
+# Wide kernels (16 output features per group): f32 runs these through
+# im2col + gemm, s32 through the direct loop.
+WIDE_CASES = [
+    ((1, 4, 4, 4), (2, 2, 2, 16), 'b01f_01io->b01f', dict(size=[2, 2], pad=[(0, 1), (1, 0)]), 2, 1),
+    ((1, 6, 6, 2), (3, 2, 2, 16), 'b01f_01io->b01f', dict(size=[3, 2], stride=[2, 1], pad=[(1, 1), (0, 1)],
+                                                          rhs=[1, 2], rev=[1, 1]), 1, 1),
+    ((1, 3, 3, 2), (2, 2, 2, 16), 'b01f_01io->b01f', dict(size=[2, 2], lhs=[2, 2], pad=[(1, 1), (1, 1)]), 1, 1),
+    ((2, 3, 7), (16, 3, 3), 'bf0_oi0->bf0', dict(size=[3], stride=[2], pad=[(1, 0)]), 1, 1),
+    ((2, 3, 4, 5), (2, 2, 2, 16), 'f01b_i01o->01bf', dict(size=[2, 2], stride=[2, 1]), 1, 1),
+    ((4, 3, 3, 2), (2, 2, 2, 16), 'b01f_01io->b01f', dict(size=[2, 2], pad=[(1, 0), (0, 0)]), 1, 2),
+]
+
+
 def conv_module(name, comment, ty_in, ty_out, cases, lo=-3, hi=4, kty=None):
     lines, results = [], []
     for k, (ls, rs, labels, info, fgc, bgc) in enumerate(cases):
@@ -329,8 +342,8 @@ if __name__ == '__main__':
     dot_bf16()
     dot_tolerance()
     conv_module('conv_f32', 'Small integers: exact. Strides, padding (negative too), lhs and rhs dilation, '
-                'reversal, feature and batch groups, other dim_labels.', 'f32', 'f32', CONV_CASES)
-    conv_module('conv_s32', 'Integer convolutions accumulate in s32.', 's32', 's32', CONV_CASES[:3] + CONV_CASES[6:9])
+                'reversal, feature and batch groups, other dim_labels.', 'f32', 'f32', CONV_CASES + WIDE_CASES)
+    conv_module('conv_s32', 'Integer convolutions accumulate in s32.', 's32', 's32', CONV_CASES[:3] + CONV_CASES[6:9] + WIDE_CASES)
     conv_module('conv_s8_s32', 's8 x s8 -> s32: operands widen, sums beyond s8.', 's8', 's32', CONV_CASES[:2],
                 lo=100, hi=128)
     conv_module('conv_bf16', 'bf16 convolution: sums of products of integers in [-20, 20] are exact in f32 and '
