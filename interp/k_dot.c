@@ -6,7 +6,10 @@
  * round once), to f64, to complex, or to 64-bit integers that wrap to the
  * result's width (s8 x s8 -> s32 included). f32/f64/c64/c128 dots go
  * through OpenBLAS gemm, packing operands into [batch, M, K] / [batch, K, N]
- * scratch when their layout is not one gemm takes as it is. */
+ * scratch when their layout is not one gemm takes as it is. f32/f64
+ * convolutions run as gemm over im2col patches when most window taps land on
+ * the operand; the rest (and integer and complex ones) as a direct loop over
+ * the taps. Batch groups follow StableHLO's split/convolve/concatenate. */
 #include "interp_internal.h"
 
 #include <cblas.h>
