@@ -89,8 +89,10 @@ static void philox4x32(uint32_t k0, uint32_t k1, uint32_t c[4]) {
  *   Floating outputs are the same bits (bitcast).
  *
  * Where we had to decide:
- *   rng_default runs ThreeFry (the team's choice for the CPU reference;
- *   XLA lets each backend pick: RNG_DEFAULT_ALG below is the one place).
+ *   rng_default runs Philox, as XLA's CPU and GPU compilers expand it
+ *   (RngBitGeneratorExpander(RNG_PHILOX)); JAX's u64[2] states under the
+ *   default algorithm are why the reversed u64[2] Philox path exists.
+ *   RNG_DEFAULT_ALG below is the one place.
  *   The 32-bit ThreeFry interleave is that of current XLA (the concat on a
  *   trivial dimension); older XLA concatenated the halves end to end along
  *   s. Sub-byte outputs (s4/u4, f4) and pred are refused.
@@ -101,7 +103,7 @@ static void philox4x32(uint32_t k0, uint32_t k1, uint32_t c[4]) {
 
 typedef enum { ALG_THREEFRY, ALG_PHILOX } rng_alg_t;
 
-#define RNG_DEFAULT_ALG ALG_THREEFRY
+#define RNG_DEFAULT_ALG ALG_PHILOX
 
 /* Element k of a 8/16/32-bit output. */
 static inline void put_narrow(void *d, int w, int64_t k, uint32_t v) {

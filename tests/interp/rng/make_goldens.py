@@ -193,7 +193,7 @@ def module(name, comment, cases):
         alg, state, ty, dims = case[:4]
         chain = len(case) > 4 and case[4]
         bits = BITS[ty]
-        gen = philox if alg == 'rng_philox' else threefry  # rng_default: ThreeFry
+        gen = threefry if alg == 'rng_three_fry' else philox  # rng_default: Philox, as XLA's CPU/GPU
         if chain:
             state, sname = prev
         else:
@@ -235,7 +235,7 @@ def main():
     module('threefry_u32',
            '32-bit ThreeFry outputs: the split dimension (first even; else first\n'
            'largest), odd tails, scalars, a counter wrapping past 2^64, chained\n'
-           'states, rng_default (ThreeFry here).',
+           'states.',
            [(TF, [K1, 0], 'u32', [3, 4]),
             (TF, [K1, 7], 'u32', [5]),
             (TF, [K2, 100], 'u32', [3, 5]),
@@ -245,8 +245,7 @@ def main():
             (TF, [K2, 3], 's32', [7, 1]),
             (TF, [K1, 5], 'u32', []),
             (TF, [K2, M64 - 2], 'u32', [8]),
-            (TF, None, 'u32', [2, 2], True),
-            ('rng_default', [K1, 9], 'u32', [6])])
+            (TF, None, 'u32', [2, 2], True)])
     module('threefry_u64',
            '64-bit ThreeFry outputs: element i on counter + i.',
            [(TF, [K1, 0], 'u64', [5]),
