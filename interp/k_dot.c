@@ -118,6 +118,10 @@ static void pack(cclass_t c, ts_elem_t out, const ts_array_t *x, const int *perm
       const float *s = (const float *)x->data + src;
       float *d = (float *)dst + j;
       for (int64_t t = 0; t < inner; t++) d[t] = s[t * istr];
+    } else if (c == CK_F32 && x->elem == TS_BF16) { /* bf16 is the top half of an f32 */
+      const uint16_t *s = (const uint16_t *)x->data + src;
+      uint32_t *d = (uint32_t *)dst + j;
+      for (int64_t t = 0; t < inner; t++) d[t] = (uint32_t)s[t * istr] << 16;
     } else if (c == CK_F64 && x->elem == TS_F64) {
       const double *s = (const double *)x->data + src;
       double *d = (double *)dst + j;
