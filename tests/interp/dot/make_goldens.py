@@ -8,6 +8,7 @@ import sys
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.dont_write_bytecode = True  # no __pycache__ next to the goldens
 sys.path.insert(0, os.path.join(HERE, '..', 'reduce'))
 from goldens_lib import bf16, const, dilate_pad, write  # noqa: E402
 
