@@ -58,7 +58,7 @@ extern const coll_backend_t coll_nccl_backend;
 /* Same-host shared memory for the direct paths of process worlds (shm.c):
  * one segment per world, rows [slot][world rank]. */
 #define COLL_DIRECT_SLOTS 16
-#define COLL_EAGER_BYTES (64 * 1024)
+#define COLL_EAGER_BYTES (256 * 1024)
 
 typedef struct {
   _Atomic uint64_t flag; /* (generation << 40) | phase */

@@ -130,6 +130,9 @@ static ts_status_t world_status(coll_world_t *w) {
 
 /* ---- helpers for algorithms ---------------------------------------------------- */
 
+/* Spin briefly (a peer on another core answers within microseconds), then
+ * yield (with more ranks than cores the rank we wait for needs the core),
+ * then nap. */
 void coll_backoff(unsigned spins) {
   if (spins < 64) {
 #if defined(__x86_64__) || defined(__i386__)

@@ -16,7 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define CHUNK_BYTES (64 * 1024)
+#define CHUNK_BYTES (128 * 1024)
 #define GEN_SHIFT 40
 #define PHASE_MASK ((1ull << GEN_SHIFT) - 1)
 
@@ -192,8 +192,11 @@ static ts_status_t reduce_slice(ts_coll_comm_t *c, coll_op_t *op, dmode_t m, siz
   for (int p = 0; p < c->size; p++) {
     const void *src;
     TS_CHECK(peer_src(c, m, p, off, len, tmp, &src));
-    if (p == 0) memcpy(acc, src, len);
-    else coll_reduce(acc, src, len / es, op->type, op->redop);
+    if (p == 0) {
+      if (src != acc) memcpy(acc, src, len);
+    } else {
+      coll_reduce(acc, src, len / es, op->type, op->redop);
+    }
   }
   return TS_OK;
 }
@@ -213,12 +216,18 @@ static ts_status_t direct_allreduce(ts_coll_comm_t *c, coll_op_t *op, dmode_t m)
   size_t lo = (size_t)((unsigned __int128)op->count * (unsigned)r / (unsigned)n) * es;
   size_t hi = (size_t)((unsigned __int128)op->count * (unsigned)(r + 1) / (unsigned)n) * es;
   size_t chunk = CHUNK_BYTES - CHUNK_BYTES % es;
-  char *acc = coll_scratch(c, 0, chunk), *tmp = coll_scratch(c, 1, chunk);
-  if (!acc || !tmp) return TS_ERR_NOMEM;
+  char *tmp = coll_scratch(c, 1, chunk), *acc = NULL;
+  /* out of place: reduce straight into our own output and push from there
+   * (still in cache); in place, through scratch (our input is read by the
+   * reduction of the same chunk) */
+  bool inplace = op->send == op->recv;
+  if (inplace) acc = coll_scratch(c, 0, chunk);
+  if (!tmp || (inplace && !acc)) return TS_ERR_NOMEM;
   for (size_t off = lo; off < hi; off += chunk) {
     size_t len = hi - off < chunk ? hi - off : chunk;
-    TS_CHECK(reduce_slice(c, op, m, off, len, acc, tmp));
-    for (int k = 0; k < n; k++) TS_CHECK(peer_write(c, m, (r + k) % n, off, acc, len));
+    char *a = inplace ? acc : (char *)op->recv + off;
+    TS_CHECK(reduce_slice(c, op, m, off, len, a, tmp));
+    for (int k = inplace ? 0 : 1; k < n; k++) TS_CHECK(peer_write(c, m, (r + k) % n, off, a, len));
   }
   (void)bytes;
   return TS_OK;

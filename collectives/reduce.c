@@ -32,14 +32,23 @@ bool coll_redop_ok(ts_elem_t t, ts_coll_redop_t op) {
 #define MIN(a, b) ((b) < (a) ? (b) : (a))
 #define MAX(a, b) ((b) > (a) ? (b) : (a))
 
-/* Unsigned arithmetic for signed sums/products: wraps like XLA, no UB. */
-#define KERNEL(T, UT, NAME, F)                                                                   \
-  static void NAME(T *d, const T *a, const T *b, size_t n) {         \
-    for (size_t i = 0; i < n; i++) d[i] = F(a[i], b[i]);                                         \
+/* Two forms per kernel, both with non-aliasing pointers so that the
+ * compiler vectorises them without run-time overlap checks: d = a op b, and
+ * d op= b (accumulate). Signed sums/products go through the unsigned type:
+ * they wrap like XLA, without undefined behaviour. */
+#define KERNEL(T, UT, NAME, F)                                                                     \
+  static void NAME(T *restrict d, const T *restrict a, const T *restrict b, size_t n) {           \
+    for (size_t i = 0; i < n; i++) d[i] = F(a[i], b[i]);                                           \
+  }                                                                                                \
+  static void NAME##_acc(T *restrict d, const T *restrict b, size_t n) {                          \
+    for (size_t i = 0; i < n; i++) d[i] = F(d[i], b[i]);                                           \
   }
-#define WRAP_KERNEL(T, UT, NAME, F)                                                              \
-  static void NAME(T *d, const T *a, const T *b, size_t n) {         \
-    for (size_t i = 0; i < n; i++) d[i] = (T)F((UT)a[i], (UT)b[i]);                              \
+#define WRAP_KERNEL(T, UT, NAME, F)                                                                \
+  static void NAME(T *restrict d, const T *restrict a, const T *restrict b, size_t n) {           \
+    for (size_t i = 0; i < n; i++) d[i] = (T)F((UT)a[i], (UT)b[i]);                                \
+  }                                                                                                \
+  static void NAME##_acc(T *restrict d, const T *restrict b, size_t n) {                          \
+    for (size_t i = 0; i < n; i++) d[i] = (T)F((UT)d[i], (UT)b[i]);                                \
   }
 
 #define FOUR(T, UT, SFX, WK)             \
@@ -81,18 +90,32 @@ static void pred_and(uint8_t *d, const uint8_t *a, const uint8_t *b, size_t n) {
 COMPLEX(float, c64)
 COMPLEX(double, c128)
 
-#define DISPATCH(SFX, T)                                                      \
-  switch (op) {                                                               \
-  case TS_COLL_SUM: sum_##SFX((T *)dst, (const T *)a, (const T *)b, n); return;   \
-  case TS_COLL_PROD: prod_##SFX((T *)dst, (const T *)a, (const T *)b, n); return; \
-  case TS_COLL_MIN: min_##SFX((T *)dst, (const T *)a, (const T *)b, n); return;   \
-  case TS_COLL_MAX: max_##SFX((T *)dst, (const T *)a, (const T *)b, n); return;   \
-  default: return;                                                            \
+#define DISPATCH(SFX, T)                                                                         \
+  switch (op) {                                                                                  \
+  case TS_COLL_SUM:                                                                              \
+    if (acc) sum_##SFX##_acc((T *)dst, (const T *)src, n);                                       \
+    else sum_##SFX((T *)dst, (const T *)a, (const T *)b, n);                                     \
+    return;                                                                                      \
+  case TS_COLL_PROD:                                                                             \
+    if (acc) prod_##SFX##_acc((T *)dst, (const T *)src, n);                                      \
+    else prod_##SFX((T *)dst, (const T *)a, (const T *)b, n);                                    \
+    return;                                                                                      \
+  case TS_COLL_MIN:                                                                              \
+    if (acc) min_##SFX##_acc((T *)dst, (const T *)src, n);                                       \
+    else min_##SFX((T *)dst, (const T *)a, (const T *)b, n);                                     \
+    return;                                                                                      \
+  case TS_COLL_MAX:                                                                              \
+    if (acc) max_##SFX##_acc((T *)dst, (const T *)src, n);                                       \
+    else max_##SFX((T *)dst, (const T *)a, (const T *)b, n);                                     \
+    return;                                                                                      \
+  default: return;                                                                               \
   }
 
-/* dst may alias a or b exactly (in-place accumulation): every kernel reads
- * a[i] and b[i] before it writes d[i]. */
+/* dst may be a or b exactly (in-place accumulation), never a partial overlap. */
 void coll_reduce3(void *dst, const void *a, const void *b, size_t n, ts_elem_t type, ts_coll_redop_t op) {
+  /* dst == a or dst == b: accumulate the other operand (every op commutes) */
+  bool acc = dst == a || dst == b;
+  const void *src = dst == a ? b : a;
   switch (type) {
   case TS_F32: DISPATCH(f32, float)
   case TS_F64: DISPATCH(f64, double)
