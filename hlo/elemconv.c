@@ -115,7 +115,7 @@ uint32_t ts_elem_from_double(ts_elem_t t, double v) {
   double m = floor(q), frac = q - m;
   /* Round half to even: "even" is the encoding's last bit, which for e8m0
    * (no mantissa) is the exponent field's. */
-  bool odd = f.mbits ? fmod(m, 2) != 0 : ((E + f.bias) & 1) != 0;
+  bool odd = f.mbits ? ((uint64_t)m & 1) != 0 : ((E + f.bias) & 1) != 0; /* m < 2^25 */
   if (frac > 0.5 || (frac == 0.5 && odd)) m += 1;
   uint32_t M = (uint32_t)m, mag;
   if (M >= (UINT32_C(2) << f.mbits)) { /* rounded up into the next binade */
@@ -325,6 +325,78 @@ static bool convertible(ts_elem_t t) {
   return t < TS_ELEM_COUNT && ts_elem_is_array(t) && ts_elem_bits(t) > 0;
 }
 
+/* Bit-exact fast paths for the conversions training programs run most;
+ * they give the same bits as the generic load/store (round to nearest
+ * even; narrowing keeps a NaN's sign and top payload bits with the quiet
+ * bit set, widening gives the canonical quiet NaN with the sign). */
+static uint16_t bf16_from_f32(uint32_t x) {
+  if ((x & 0x7fffffff) > 0x7f800000) return (uint16_t)((x >> 16) | 0x40);
+  return (uint16_t)((x + 0x7fff + ((x >> 16) & 1)) >> 16);
+}
+
+static uint16_t f16_from_f32(uint32_t x) {
+  uint32_t sign = (x >> 16) & 0x8000, a = x & 0x7fffffff;
+  if (a > 0x7f800000) return (uint16_t)(sign | 0x7e00 | ((a >> 13) & 0x3ff));
+  if (a >= 0x477ff000) return (uint16_t)(sign | 0x7c00); /* >= 65520 rounds to inf */
+  if (a < 0x38800000) { /* below 2^-14: a multiple of the subnormal quantum 2^-24 */
+    float f;
+    memcpy(&f, &a, 4);
+    return (uint16_t)(sign | (uint32_t)rintf(f * 16777216.0f)); /* exact scaling, RNE */
+  }
+  uint32_t r = a - 0x38000000; /* rebias 127 -> 15 */
+  r += 0xfff + ((r >> 13) & 1);
+  return (uint16_t)(sign | (r >> 13));
+}
+
+static uint32_t f32_from_f16(uint16_t h) {
+  uint32_t sign = (uint32_t)(h & 0x8000) << 16, e = (h >> 10) & 0x1f, m = h & 0x3ff;
+  if (e == 0x1f) return sign | 0x7f800000 | (m ? 0x00400000 : 0); /* NaN: canonical, as the generic path */
+  if (e == 0) {
+    float f = (float)m * 0x1p-24f;
+    uint32_t b;
+    memcpy(&b, &f, 4);
+    return sign | b;
+  }
+  return sign | ((e + 112) << 23) | (m << 13);
+}
+
+static uint32_t f32_from_bf16(uint16_t h) {
+  uint32_t b = (uint32_t)h << 16;
+  if ((b & 0x7fffffff) > 0x7f800000) b = (b & 0x80000000) | 0x7fc00000; /* NaN: as the generic path */
+  return b;
+}
+
+static bool convert_fast(ts_elem_t from, const unsigned char *s, ts_elem_t to, unsigned char *d, int64_t n) {
+  if (from == TS_F32 && (to == TS_BF16 || to == TS_F16)) {
+    for (int64_t i = 0; i < n; i++) {
+      uint32_t x;
+      memcpy(&x, s + i * 4, 4);
+      uint16_t y = to == TS_BF16 ? bf16_from_f32(x) : f16_from_f32(x);
+      memcpy(d + i * 2, &y, 2);
+    }
+    return true;
+  }
+  if ((from == TS_BF16 || from == TS_F16) && to == TS_F32) {
+    for (int64_t i = 0; i < n; i++) {
+      uint16_t x;
+      memcpy(&x, s + i * 2, 2);
+      uint32_t y = from == TS_BF16 ? f32_from_bf16(x) : f32_from_f16(x);
+      memcpy(d + i * 4, &y, 4);
+    }
+    return true;
+  }
+  if (from == TS_F32 && to == TS_F64) { /* the common widening, without the switch */
+    for (int64_t i = 0; i < n; i++) {
+      float x;
+      memcpy(&x, s + i * 4, 4);
+      double y = x;
+      memcpy(d + i * 8, &y, 8);
+    }
+    return true;
+  }
+  return false;
+}
+
 ts_status_t ts_elem_convert(ts_elem_t from, const void *src, ts_elem_t to, void *dst, int64_t n) {
   if (!convertible(from) || !convertible(to) || n < 0 || (n > 0 && (!src || !dst)))
     return TS_ERR_INVALID_ARGUMENT;
@@ -335,15 +407,7 @@ ts_status_t ts_elem_convert(ts_elem_t from, const void *src, ts_elem_t to, void 
     memmove(d, s, (size_t)n * (size_t)sb);
     return TS_OK;
   }
-  if (from == TS_F32 && to == TS_F64) { /* the common widening, without the switch */
-    for (int64_t i = 0; i < n; i++) {
-      float x;
-      memcpy(&x, s + i * 4, 4);
-      double y = x;
-      memcpy(d + i * 8, &y, 8);
-    }
-    return TS_OK;
-  }
+  if (convert_fast(from, s, to, d, n)) return TS_OK;
   for (int64_t i = 0; i < n; i++) {
     val_t v = load(from, s + i * sb);
     store(to, d + i * db, &v);

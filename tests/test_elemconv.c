@@ -376,7 +376,44 @@ static void test_errors_and_bitcast(void) {
   EXPECT(!ts_elem_bitcast_ok(TS_TUPLE, TS_S8, NULL, NULL));
 }
 
+/* The f32 <-> bf16/f16 fast paths of ts_elem_convert agree bit for bit with
+ * the one-element formulas (ts_elem_from_double / ts_elem_to_double): every
+ * 16-bit pattern, and f32 patterns with every high half and the low halves
+ * that matter for rounding (ties, just below/above, all ones). */
+static void test_fast_paths(void) {
+  int bad = 0;
+  for (uint32_t h = 0; h < 65536; h++) {
+    uint16_t x = (uint16_t)h;
+    for (int k = 0; k < 2; k++) {
+      ts_elem_t t = k ? TS_F16 : TS_BF16;
+      float got;
+      ts_elem_convert(t, &x, TS_F32, &got, 1);
+      float want = (float)ts_elem_to_double(t, x);
+      uint32_t gb, wb;
+      memcpy(&gb, &got, 4);
+      memcpy(&wb, &want, 4);
+      if (gb != wb && bad++ < 5) printf("%s 0x%04x -> f32: got 0x%08x, want 0x%08x\n", ts_elem_name(t), h, gb, wb);
+    }
+  }
+  static const uint32_t lows[] = {0, 1, 0x0fff, 0x1000, 0x1001, 0x2000, 0x3000, 0x7fff, 0x8000, 0x8001, 0xc000, 0xffff};
+  for (uint32_t hi = 0; hi < 65536; hi++)
+    for (size_t l = 0; l < sizeof lows / sizeof lows[0]; l++) {
+      uint32_t b = hi << 16 | lows[l];
+      float f;
+      memcpy(&f, &b, 4);
+      for (int k = 0; k < 2; k++) {
+        ts_elem_t t = k ? TS_F16 : TS_BF16;
+        uint16_t got;
+        ts_elem_convert(TS_F32, &f, t, &got, 1);
+        uint32_t want = ts_elem_from_double(t, (double)f);
+        if (got != want && bad++ < 5) printf("f32 0x%08x -> %s: got 0x%04x, want 0x%04x\n", b, ts_elem_name(t), got, want);
+      }
+    }
+  EXPECT(bad == 0);
+}
+
 int main(void) {
+  test_fast_paths();
   test_bf16();
   test_f16();
   test_f8();
