@@ -16,12 +16,19 @@ endforeach()
 # Modules whose collectives span devices run on that many simulated devices;
 # custom-calls with no defined meaning must fail clearly.
 set(real_hlo ${TESSERA_SHARED_DIR}/corpus/real_hlo)
+# Runs of seconds in a release build take minutes under ASan at -O0: those
+# are also labelled `heavy`, which the sanitizer pass of .ci/run skips.
+set(heavy_runs openxla__xla__test_hlo.txt tensorflow__tensorflow__sharded_computation.hlo)
 function(ts_corpus_run file want)
   if(EXISTS ${real_hlo}/${file})
     add_test(NAME corpus.run.${file}
              COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/check_run.sh $<TARGET_FILE:tessera> ${real_hlo}/${file} ${want}
                      --random-inputs 1 ${ARGN})
-    set_tests_properties(corpus.run.${file} PROPERTIES LABELS corpus TIMEOUT 600)
+    set(labels corpus)
+    if(file IN_LIST heavy_runs)
+      set(labels corpus heavy)
+    endif()
+    set_tests_properties(corpus.run.${file} PROPERTIES LABELS "${labels}" TIMEOUT 600)
   endif()
 endfunction()
 if(EXISTS ${real_hlo})
