@@ -326,3 +326,24 @@ void ts_hlo_comp_set_root(ts_hlo_comp_t *c, ts_hlo_instr_t *root) {
   c->root = root;
   if (root) root->is_root = true;
 }
+
+ts_status_t ts_hlo_comp_index_params(ts_hlo_comp_t *c) {
+  int64_t max = -1;
+  for (int k = 0; k < c->ninstrs; k++)
+    if (c->instrs[k]->op == TS_OP_PARAMETER && c->instrs[k]->param_number > max) max = c->instrs[k]->param_number;
+  c->nparams = (int)(max + 1);
+  c->params = NULL;
+  if (max < 0) return TS_OK;
+  c->params = ts_arena_alloc(c->module->arena, sizeof *c->params * (size_t)c->nparams);
+  if (!c->params) return TS_ERR_NOMEM;
+  memset(c->params, 0, sizeof *c->params * (size_t)c->nparams);
+  for (int k = 0; k < c->ninstrs; k++) {
+    ts_hlo_instr_t *i = c->instrs[k];
+    if (i->op != TS_OP_PARAMETER || i->param_number < 0) continue;
+    if (c->params[i->param_number]) return TS_ERR_INVALID_ARGUMENT;
+    c->params[i->param_number] = i;
+  }
+  for (int k = 0; k < c->nparams; k++)
+    if (!c->params[k]) return TS_ERR_INVALID_ARGUMENT;
+  return TS_OK;
+}

@@ -350,6 +350,10 @@ const ts_hlo_attr_t *ts_hlo_instr_attr(const ts_hlo_instr_t *i, const char *name
 ts_status_t ts_hlo_module_add_attr(ts_hlo_module_t *m, const ts_hlo_attr_t *a);
 const ts_hlo_attr_t *ts_hlo_module_attr(const ts_hlo_module_t *m, const char *name);
 void ts_hlo_comp_set_root(ts_hlo_comp_t *c, ts_hlo_instr_t *root);
+/* Rebuilds c->params from its parameter instructions (after a pass added
+ * them with ts_hlo_instr_add and set param_number). TS_ERR_INVALID_ARGUMENT
+ * when numbers repeat or leave a gap. */
+ts_status_t ts_hlo_comp_index_params(ts_hlo_comp_t *c);
 
 /* Shapes allocated in the module arena. */
 ts_shape_t *ts_hlo_shape_array(ts_hlo_module_t *m, ts_elem_t elem, int rank, const int64_t *dims);

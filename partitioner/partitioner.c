@@ -1,5 +1,15 @@
-/* The SPMD partitioner (placeholder while the core is written). */
-#include "ts_partitioner.h"
+/* The SPMD partitioner's driver and its per-op handlers (GSPMD section 4).
+ *
+ * Every source instruction becomes a value of the output module together
+ * with the sharding that value has; an operation asks for its operands in
+ * the shardings it needs (ts_part_reshard moves them) and then runs on the
+ * per-device shards. An operation without a handler of its own runs on the
+ * full value (operands gathered, result sliced): correct for every op, at
+ * the cost of the collectives, so the handlers below exist for speed. */
+#include "partitioner_internal.h"
+
+#include <stdio.h>
+#include <string.h>
 
 void ts_partition_opts_default(ts_partition_opts_t *o) {
   *o = (ts_partition_opts_t){0};
@@ -7,11 +17,588 @@ void ts_partition_opts_default(ts_partition_opts_t *o) {
   o->conv_halo_exchange_always_on_lhs = true;
 }
 
+/* ---- shardings of source instructions ----------------------------------- */
+
+static ts_sharding_value_t *sharding_of(part_t *p, const ts_hlo_instr_t *i) {
+  if (!i->sharding) return ts_part_replicated(p);
+  ts_sharding_value_t *s = NULL;
+  ts_status_t st = ts_sharding_from_syntax(p->a, i->sharding, i->shape, &s);
+  if (st != TS_OK) {
+    ts_part_fail(p, i, st == TS_ERR_NOMEM ? st : TS_ERR_INVALID_ARGUMENT, "its sharding does not fit its shape");
+    return NULL;
+  }
+  if (s->kind == TS_SHARD_UNKNOWN) return ts_part_replicated(p);
+  return s;
+}
+
+static const ts_sharding_value_t *leaf(const ts_sharding_value_t *s, int k) {
+  return s && s->kind == TS_SHARD_TUPLE ? s->tuple[k] : s;
+}
+
+/* Manual: the value is already per-device (every leaf of a tuple). */
+static bool is_manual(const ts_sharding_value_t *s) {
+  if (!s) return false;
+  if (s->kind == TS_SHARD_MANUAL) return true;
+  if (s->kind != TS_SHARD_TUPLE || s->ntuple == 0) return false;
+  for (int k = 0; k < s->ntuple; k++)
+    if (!is_manual(s->tuple[k])) return false;
+  return true;
+}
+
+/* A sharding of an n-dim array whose dim k is dim sel[k] of `s`; dims of s
+ * not selected must be untiled. */
+static ts_sharding_value_t *select_dims(part_t *p, const ts_sharding_value_t *s, int n, const int64_t *sel) {
+  if (!s || s->kind != TS_SHARD_TILED || p->st != TS_OK) return (ts_sharding_value_t *)s;
+  int ns = s->nsubgroups;
+  int64_t dims[TS_PART_MAX_RANK + 8], idx[TS_PART_MAX_RANK + 8], nidx[TS_PART_MAX_RANK + 8];
+  for (int k = 0; k < n; k++) dims[k] = s->dims[sel[k]];
+  for (int k = 0; k < ns; k++) dims[n + k] = s->dims[s->data_rank + k];
+  int64_t *dev = ts_arena_alloc(p->a, sizeof *dev * (size_t)s->ntiles);
+  if (!dev) {
+    p->st = TS_ERR_NOMEM;
+    return NULL;
+  }
+  for (int64_t t = 0; t < s->ntiles; t++) {
+    int64_t l = t;
+    for (int k = s->ndims - 1; k >= 0; k--) {
+      idx[k] = l % s->dims[k];
+      l /= s->dims[k];
+    }
+    for (int k = 0; k < n; k++) nidx[k] = idx[sel[k]];
+    for (int k = 0; k < ns; k++) nidx[n + k] = idx[s->data_rank + k];
+    int64_t lin = 0;
+    for (int k = 0; k < n + ns; k++) lin = lin * dims[k] + nidx[k];
+    dev[lin] = s->devices[t];
+  }
+  ts_sharding_value_t *out = NULL;
+  if (ts_sharding_tiled(p->a, n + ns, dims, dev, ns, s->subgroups, &out) != TS_OK)
+    ts_part_fail(p, NULL, TS_ERR_INTERNAL, "cannot select sharding dimensions");
+  return out;
+}
+
+/* The sharding of an operand of rank `rank` whose dim opdim[k] corresponds
+ * to result dim outdim[k] (k < n), under result sharding s (rank out_rank):
+ * result dims not listed are replicated, operand dims not listed untiled. */
+static ts_sharding_value_t *operand_sharding(part_t *p, const ts_sharding_value_t *s, int out_rank, int n,
+                                             const int64_t *outdim, const int64_t *opdim, int rank) {
+  if (!s || s->kind != TS_SHARD_TILED) return (ts_sharding_value_t *)s;
+  bool keep[TS_PART_MAX_RANK] = {false};
+  for (int k = 0; k < n; k++) keep[outdim[k]] = true;
+  ts_sharding_value_t *r = ts_part_replicate_dims(p, s, out_rank, keep);
+  ts_sharding_value_t *sel = select_dims(p, r, n, outdim);
+  return ts_part_embed(p, sel, n, rank, opdim);
+}
+
+/* ---- emitting ------------------------------------------------------------ */
+
+/* Operand k of i, resharded to `want`. */
+static ts_hlo_instr_t *operand(part_t *p, const ts_hlo_instr_t *i, int k, const ts_sharding_value_t *want) {
+  const ts_hlo_instr_t *o = i->ops[k];
+  return ts_part_reshard(p, p->val[o->id], o->shape, p->sh[o->id], want);
+}
+
+/* i's op on new operands with a new shape, its attributes copied. */
+static ts_hlo_instr_t *emit_like(part_t *p, const ts_hlo_instr_t *i, ts_hlo_instr_t *const *ops,
+                                 const ts_shape_t *shape) {
+  ts_hlo_instr_t *r = ts_part_add(p, i->op, shape, ops, i->nops, i->name);
+  if (!r) return NULL;
+  r->async_wrapped = i->async_wrapped;
+  for (int k = 0; k < i->nattrs; k++) ts_part_copy_attr(p, r, &i->attrs[k]);
+  return r;
+}
+
+static void set(part_t *p, const ts_hlo_instr_t *i, ts_hlo_instr_t *v, const ts_sharding_value_t *s) {
+  p->val[i->id] = v;
+  p->sh[i->id] = (ts_sharding_value_t *)s;
+}
+
+static const ts_shape_t *full_shape(part_t *p, const ts_shape_t *s) {
+  return ts_part_local_shape(p, s, ts_part_replicated(p));
+}
+
+/* Any op on full values: operands gathered, the result sliced to `s`. */
+static void fallback(part_t *p, const ts_hlo_instr_t *i, const ts_sharding_value_t *s) {
+  ts_hlo_instr_t *ops[1024];
+  if (i->nops > 1024) {
+    ts_part_fail(p, i, TS_ERR_UNSUPPORTED, "more than 1024 operands");
+    return;
+  }
+  ts_sharding_value_t *rep = ts_part_replicated(p);
+  for (int k = 0; k < i->nops; k++) ops[k] = operand(p, i, k, rep);
+  ts_hlo_instr_t *r = emit_like(p, i, ops, full_shape(p, i->shape));
+  if (r && i->literal) r->literal = ts_part_copy_literal(p, i->literal);
+  set(p, i, ts_part_reshard(p, r, i->shape, rep, s), s);
+}
+
+static bool is_elementwise(ts_opcode_t op) {
+  switch (op) {
+  case TS_OP_ABS: case TS_OP_ACOS: case TS_OP_ACOSH: case TS_OP_ADD: case TS_OP_AND: case TS_OP_ASIN:
+  case TS_OP_ASINH: case TS_OP_ATAN: case TS_OP_ATAN2: case TS_OP_ATANH: case TS_OP_CBRT: case TS_OP_CEIL:
+  case TS_OP_CLAMP: case TS_OP_COUNT_LEADING_ZEROS: case TS_OP_COMPARE: case TS_OP_COMPLEX: case TS_OP_CONVERT:
+  case TS_OP_COPY: case TS_OP_COSINE: case TS_OP_COSH: case TS_OP_DIVIDE: case TS_OP_ERF: case TS_OP_EXPONENTIAL:
+  case TS_OP_EXPONENTIAL_MINUS_ONE: case TS_OP_FLOOR: case TS_OP_IMAG: case TS_OP_IS_FINITE: case TS_OP_LOG:
+  case TS_OP_LOG_PLUS_ONE: case TS_OP_LOGISTIC: case TS_OP_MAP: case TS_OP_MAXIMUM: case TS_OP_MINIMUM:
+  case TS_OP_MULTIPLY: case TS_OP_NEGATE: case TS_OP_NOT: case TS_OP_OR: case TS_OP_POPCNT: case TS_OP_POWER:
+  case TS_OP_REAL: case TS_OP_REDUCE_PRECISION: case TS_OP_REMAINDER: case TS_OP_ROUND_NEAREST_AFZ:
+  case TS_OP_ROUND_NEAREST_EVEN: case TS_OP_RSQRT: case TS_OP_SELECT: case TS_OP_SHIFT_LEFT:
+  case TS_OP_SHIFT_RIGHT_ARITHMETIC: case TS_OP_SHIFT_RIGHT_LOGICAL: case TS_OP_SIGN: case TS_OP_SINE:
+  case TS_OP_SINH: case TS_OP_SQRT: case TS_OP_SUBTRACT: case TS_OP_TAN: case TS_OP_TANH: case TS_OP_XOR:
+    return true;
+  default: return false;
+  }
+}
+
+static void elementwise(part_t *p, const ts_hlo_instr_t *i, const ts_sharding_value_t *s) {
+  ts_hlo_instr_t *ops[8];
+  if (i->nops > 8) {
+    fallback(p, i, s);
+    return;
+  }
+  for (int k = 0; k < i->nops; k++) {
+    const ts_shape_t *os = i->ops[k]->shape;
+    bool scalar = os->rank == 0 && i->shape->rank > 0; /* select's pred, clamp's bounds */
+    ops[k] = operand(p, i, k, scalar ? ts_part_replicated(p) : s);
+  }
+  set(p, i, emit_like(p, i, ops, ts_part_local_shape(p, i->shape, s)), s);
+}
+
+static void transpose(part_t *p, const ts_hlo_instr_t *i, const ts_sharding_value_t *s) {
+  const ts_hlo_attr_t *a = ts_hlo_instr_attr(i, "dimensions");
+  int r = i->shape->rank;
+  int64_t inv[TS_PART_MAX_RANK];
+  for (int k = 0; k < r; k++) inv[a->v.list.v[k]] = k;
+  ts_sharding_value_t *os = (ts_sharding_value_t *)s;
+  if (s->kind == TS_SHARD_TILED && ts_sharding_transpose(p->a, s, r, inv, &os) != TS_OK) {
+    fallback(p, i, s);
+    return;
+  }
+  ts_hlo_instr_t *x = operand(p, i, 0, os);
+  set(p, i, emit_like(p, i, &x, ts_part_local_shape(p, i->shape, s)), s);
+}
+
+static void broadcast(part_t *p, const ts_hlo_instr_t *i, const ts_sharding_value_t *s) {
+  const ts_hlo_attr_t *a = ts_hlo_instr_attr(i, "dimensions");
+  int n = a ? a->v.list.n : 0;
+  int64_t opdim[TS_PART_MAX_RANK];
+  for (int k = 0; k < n; k++) opdim[k] = k;
+  ts_sharding_value_t *os = operand_sharding(p, s, i->shape->rank, n, a ? a->v.list.v : NULL, opdim, n);
+  ts_hlo_instr_t *x = operand(p, i, 0, os);
+  set(p, i, emit_like(p, i, &x, ts_part_local_shape(p, i->shape, s)), s);
+}
+
+/* reduce: the kept operand dims carry the result's tiles; reduced dims are
+ * gathered (a reduced dim tiled in the operand would need masking of the
+ * padding and an all-reduce: later). */
+static void reduce(part_t *p, const ts_hlo_instr_t *i, const ts_sharding_value_t *s) {
+  int n = i->nops / 2;
+  const ts_hlo_attr_t *a = ts_hlo_instr_attr(i, "dimensions");
+  const ts_shape_t *in = i->ops[0]->shape;
+  const ts_sharding_value_t *s0 = leaf(s, 0);
+  for (int k = 1; k < n; k++)
+    if (!ts_sharding_equal(leaf(s, k), s0)) {
+      fallback(p, i, s);
+      return;
+    }
+  bool reduced[TS_PART_MAX_RANK] = {false};
+  for (int k = 0; a && k < a->v.list.n; k++) reduced[a->v.list.v[k]] = true;
+  int64_t outdim[TS_PART_MAX_RANK], opdim[TS_PART_MAX_RANK];
+  int m = 0;
+  for (int d = 0; d < in->rank; d++)
+    if (!reduced[d]) {
+      outdim[m] = m;
+      opdim[m] = d;
+      m++;
+    }
+  ts_sharding_value_t *os = operand_sharding(p, s0, m, m, outdim, opdim, in->rank);
+  ts_hlo_instr_t *ops[256];
+  if (i->nops > 256) {
+    fallback(p, i, s);
+    return;
+  }
+  for (int k = 0; k < n; k++) ops[k] = operand(p, i, k, os);
+  for (int k = n; k < i->nops; k++) ops[k] = operand(p, i, k, ts_part_replicated(p));
+  set(p, i, emit_like(p, i, ops, ts_part_local_shape(p, i->shape, s)), s);
+}
+
+/* dot: batch and free dims of each operand carry the result's tiles (the
+ * other operand's free dims replicated), contracting dims gathered. */
+static ts_sharding_value_t *dot_operand_sharding(part_t *p, const ts_hlo_instr_t *i, int side,
+                                                 const ts_sharding_value_t *s) {
+  const ts_hlo_attr_t *lb = ts_hlo_instr_attr(i, "lhs_batch_dims"), *rb = ts_hlo_instr_attr(i, "rhs_batch_dims");
+  const ts_hlo_attr_t *lc = ts_hlo_instr_attr(i, "lhs_contracting_dims"),
+                      *rc = ts_hlo_instr_attr(i, "rhs_contracting_dims");
+  const ts_hlo_attr_t *b = side ? rb : lb, *c = side ? rc : lc;
+  const ts_shape_t *os = i->ops[side]->shape;
+  int nb = lb ? lb->v.list.n : 0;
+  /* Result dims: batch, then lhs free dims, then rhs free dims. */
+  int next_out = nb;
+  if (side == 1) {
+    const ts_shape_t *ls = i->ops[0]->shape;
+    next_out = ls->rank - (lc ? lc->v.list.n : 0);
+  }
+  int64_t outdim[TS_PART_MAX_RANK], opdim[TS_PART_MAX_RANK];
+  bool used[TS_PART_MAX_RANK] = {false};
+  int n = 0;
+  for (int k = 0; k < nb; k++) {
+    outdim[n] = k;
+    opdim[n++] = b->v.list.v[k];
+    used[b->v.list.v[k]] = true;
+  }
+  for (int k = 0; c && k < c->v.list.n; k++) used[c->v.list.v[k]] = true;
+  for (int d = 0; d < os->rank; d++)
+    if (!used[d]) {
+      outdim[n] = next_out++;
+      opdim[n++] = d;
+    }
+  return operand_sharding(p, s, i->shape->rank, n, outdim, opdim, os->rank);
+}
+
+static void dot(part_t *p, const ts_hlo_instr_t *i, const ts_sharding_value_t *s) {
+  if (i->nops != 2) {
+    fallback(p, i, s);
+    return;
+  }
+  ts_hlo_instr_t *ops[2];
+  for (int side = 0; side < 2; side++) ops[side] = operand(p, i, side, dot_operand_sharding(p, i, side, s));
+  set(p, i, emit_like(p, i, ops, ts_part_local_shape(p, i->shape, s)), s);
+}
+
+static void reshape(part_t *p, const ts_hlo_instr_t *i, const ts_sharding_value_t *s) {
+  const ts_shape_t *from = i->ops[0]->shape, *to = i->shape;
+  if (s->kind != TS_SHARD_TILED) {
+    ts_hlo_instr_t *x = operand(p, i, 0, s);
+    set(p, i, emit_like(p, i, &x, ts_part_local_shape(p, to, s)), s);
+    return;
+  }
+  ts_sharding_value_t *os = NULL;
+  if (ts_sharding_reshape(p->a, s, to, from, &os) != TS_OK || !os) {
+    fallback(p, i, s);
+    return;
+  }
+  /* Local reshape only when every tiled dim divides evenly on both sides. */
+  for (int d = 0; d < to->rank; d++)
+    if (to->dims[d] % s->dims[d] != 0) {
+      fallback(p, i, s);
+      return;
+    }
+  if (os->kind == TS_SHARD_TILED)
+    for (int d = 0; d < from->rank; d++)
+      if (from->dims[d] % os->dims[d] != 0) {
+        fallback(p, i, s);
+        return;
+      }
+  ts_hlo_instr_t *x = operand(p, i, 0, os);
+  set(p, i, emit_like(p, i, &x, ts_part_local_shape(p, to, s)), s);
+}
+
+static const char *target_of(const ts_hlo_instr_t *i) {
+  const ts_hlo_attr_t *a = ts_hlo_instr_attr(i, "custom_call_target");
+  return a && a->kind == TS_ATTR_STRING ? a->v.s : "";
+}
+
+static ts_hlo_comp_t *partition_comp(part_t *p, const ts_hlo_comp_t *c, ts_sharding_value_t *const *params,
+                                     const ts_sharding_value_t *root);
+
+static void control_flow(part_t *p, const ts_hlo_instr_t *i, const ts_sharding_value_t *s) {
+  ts_hlo_instr_t *ops[256];
+  if (i->nops > 256) {
+    fallback(p, i, s);
+    return;
+  }
+  if (i->op == TS_OP_WHILE) {
+    const ts_hlo_comp_t *cond = ts_hlo_instr_attr(i, "condition")->v.comps.comps[0];
+    const ts_hlo_comp_t *body = ts_hlo_instr_attr(i, "body")->v.comps.comps[0];
+    ts_sharding_value_t *ps[1] = {(ts_sharding_value_t *)s};
+    ts_hlo_comp_t *nc = partition_comp(p, cond, ps, ts_part_replicated(p));
+    ts_hlo_comp_t *nb = partition_comp(p, body, ps, s);
+    ops[0] = operand(p, i, 0, s);
+    ts_hlo_instr_t *w = ts_part_add(p, TS_OP_WHILE, ts_part_local_shape(p, i->shape, s), ops, 1, i->name);
+    ts_part_attr_comp(p, w, "condition", nc);
+    ts_part_attr_comp(p, w, "body", nb);
+    set(p, i, w, s);
+    return;
+  }
+  if (i->op == TS_OP_CALL || i->op == TS_OP_FUSION) {
+    const ts_hlo_comp_t *callee = i->called[0];
+    ts_sharding_value_t *ps[256];
+    for (int k = 0; k < callee->nparams; k++) ps[k] = sharding_of(p, callee->params[k]);
+    ts_hlo_comp_t *nc = partition_comp(p, callee, ps, s);
+    for (int k = 0; k < i->nops; k++) ops[k] = operand(p, i, k, ps[k]);
+    ts_hlo_instr_t *c = ts_part_add(p, i->op, ts_part_local_shape(p, i->shape, s), ops, i->nops, i->name);
+    for (int k = 0; k < i->nattrs; k++) {
+      const ts_hlo_attr_t *a = &i->attrs[k];
+      if (a->kind == TS_ATTR_COMP) ts_part_attr_comp(p, c, a->name, nc);
+      else ts_part_copy_attr(p, c, a);
+    }
+    set(p, i, c, s);
+    return;
+  }
+  /* conditional: each branch takes its operand in its parameter's sharding
+   * and gives its result in the conditional's. */
+  ops[0] = operand(p, i, 0, ts_part_replicated(p));
+  ts_hlo_comp_t *br[256];
+  for (int k = 0; k < i->ncalled && k + 1 < i->nops; k++) {
+    const ts_hlo_comp_t *b = i->called[k];
+    ts_sharding_value_t *ps[1] = {sharding_of(p, b->params[0])};
+    br[k] = partition_comp(p, b, ps, s);
+    ops[k + 1] = operand(p, i, k + 1, ps[0]);
+  }
+  ts_hlo_instr_t *c = ts_part_add(p, i->op, ts_part_local_shape(p, i->shape, s), ops, i->nops, i->name);
+  int next = 0;
+  for (int k = 0; k < i->nattrs && c; k++) {
+    const ts_hlo_attr_t *a = &i->attrs[k];
+    if (a->kind == TS_ATTR_COMP) {
+      ts_part_attr_comp(p, c, a->name, br[next++]);
+    } else if (a->kind == TS_ATTR_COMP_LIST) {
+      ts_hlo_attr_t na = *a;
+      na.name = ts_arena_strdup(p->dst->arena, a->name);
+      na.v.comps.comps = ts_arena_alloc(p->dst->arena, sizeof(ts_hlo_comp_t *) * (size_t)a->v.comps.n);
+      if (!na.v.comps.comps) return;
+      for (int b = 0; b < a->v.comps.n; b++) na.v.comps.comps[b] = br[next++];
+      if (ts_hlo_instr_add_attr(c, &na) != TS_OK) p->st = TS_ERR_NOMEM;
+    } else {
+      ts_part_copy_attr(p, c, a);
+    }
+  }
+  set(p, i, c, s);
+}
+
+/* Instructions in manual regions run as written on their local shapes. */
+static void manual(part_t *p, const ts_hlo_instr_t *i, const ts_sharding_value_t *s) {
+  ts_hlo_instr_t *ops[1024];
+  if (i->nops > 1024) {
+    ts_part_fail(p, i, TS_ERR_UNSUPPORTED, "more than 1024 operands");
+    return;
+  }
+  for (int k = 0; k < i->nops; k++) {
+    const ts_hlo_instr_t *o = i->ops[k];
+    ops[k] = is_manual(p->sh[o->id]) ? p->val[o->id] : operand(p, i, k, ts_part_replicated(p));
+  }
+  ts_hlo_instr_t *r = emit_like(p, i, ops, full_shape(p, i->shape));
+  set(p, i, r, s);
+}
+
+static void partition_instr(part_t *p, const ts_hlo_instr_t *i, ts_sharding_value_t *param_sharding) {
+  ts_sharding_value_t *s = param_sharding ? param_sharding : sharding_of(p, i);
+  if (!s) return;
+  if (i->op == TS_OP_PARAMETER) {
+    ts_hlo_instr_t *v = ts_part_add(p, TS_OP_PARAMETER, ts_part_local_shape(p, i->shape, s), NULL, 0, i->name);
+    if (v) v->param_number = i->param_number;
+    set(p, i, v, s);
+    return;
+  }
+  if (i->op == TS_OP_CUSTOM_CALL) {
+    const char *t = target_of(i);
+    if (!strcmp(t, "Sharding")) {
+      /* A sharding constraint: the value, resharded. A manual one keeps the
+       * local value. */
+      if (is_manual(s)) set(p, i, p->val[i->ops[0]->id], s);
+      else set(p, i, operand(p, i, 0, s), s);
+      return;
+    }
+    if (!strcmp(t, "SPMDFullToShardShape")) {
+      const ts_hlo_instr_t *o = i->ops[0];
+      ts_sharding_value_t *os = sharding_of(p, o);
+      ts_hlo_instr_t *x = operand(p, i, 0, os);
+      if (x && !ts_shape_equal(x->shape, i->shape, false))
+        x = ts_part_reshape(p, x, i->shape->rank, i->shape->dims); /* same elements: shard shape == region shape */
+      set(p, i, x, s);
+      return;
+    }
+    if (!strcmp(t, "SPMDShardToFullShape")) {
+      set(p, i, p->val[i->ops[0]->id], s);
+      return;
+    }
+  }
+  if (is_manual(s)) {
+    manual(p, i, s);
+    return;
+  }
+  if (s->kind == TS_SHARD_TUPLE && i->op != TS_OP_TUPLE && i->op != TS_OP_GET_TUPLE_ELEMENT &&
+      i->op != TS_OP_WHILE && i->op != TS_OP_CALL && i->op != TS_OP_CONDITIONAL && i->op != TS_OP_REDUCE) {
+    fallback(p, i, s);
+    return;
+  }
+  switch (i->op) {
+  case TS_OP_TUPLE: {
+    ts_hlo_instr_t *ops[1024];
+    if (i->nops > 1024) {
+      fallback(p, i, s);
+      return;
+    }
+    for (int k = 0; k < i->nops; k++) ops[k] = operand(p, i, k, leaf(s, k));
+    set(p, i, emit_like(p, i, ops, ts_part_local_shape(p, i->shape, s)), s);
+    return;
+  }
+  case TS_OP_GET_TUPLE_ELEMENT: {
+    const ts_hlo_instr_t *o = i->ops[0];
+    int64_t k = ts_hlo_instr_attr(i, "index")->v.i;
+    const ts_sharding_value_t *es = leaf(p->sh[o->id], (int)k);
+    ts_hlo_instr_t *x = p->val[o->id];
+    ts_hlo_instr_t *g = x ? ts_part_add(p, TS_OP_GET_TUPLE_ELEMENT, x->shape->tuple[k], &x, 1, i->name) : NULL;
+    ts_part_attr_int(p, g, "index", k);
+    set(p, i, ts_part_reshard(p, g, i->shape, es, s), s);
+    return;
+  }
+  case TS_OP_TRANSPOSE: transpose(p, i, s); return;
+  case TS_OP_BROADCAST: broadcast(p, i, s); return;
+  case TS_OP_REDUCE: reduce(p, i, s); return;
+  case TS_OP_DOT: dot(p, i, s); return;
+  case TS_OP_RESHAPE: reshape(p, i, s); return;
+  case TS_OP_WHILE: case TS_OP_CALL: case TS_OP_CONDITIONAL: control_flow(p, i, s); return;
+  default: break;
+  }
+  if (is_elementwise(i->op) && i->shape->elem != TS_TUPLE) {
+    elementwise(p, i, s);
+    return;
+  }
+  fallback(p, i, s);
+}
+
+/* Topological order over operands (source text order need not be). */
+static ts_status_t order(part_t *p, const ts_hlo_comp_t *c, const ts_hlo_instr_t ***out) {
+  const ts_hlo_instr_t **ord = ts_calloc((size_t)c->ninstrs + 1, sizeof *ord);
+  uint8_t *state = ts_calloc((size_t)p->src->next_id + 1, 1);
+  const ts_hlo_instr_t **stack = ts_calloc((size_t)c->ninstrs + 1, sizeof *stack);
+  int *next = ts_calloc((size_t)c->ninstrs + 1, sizeof *next);
+  if (!ord || !state || !stack || !next) {
+    ts_free(ord);
+    ts_free(state);
+    ts_free(stack);
+    ts_free(next);
+    return TS_ERR_NOMEM;
+  }
+  int n = 0;
+  for (int k = 0; k < c->ninstrs; k++) {
+    if (state[c->instrs[k]->id]) continue;
+    int sp = 0;
+    stack[sp] = c->instrs[k];
+    next[sp++] = 0;
+    state[c->instrs[k]->id] = 1;
+    while (sp) {
+      const ts_hlo_instr_t *t = stack[sp - 1];
+      int e = next[sp - 1]++;
+      if (e < t->nops) {
+        const ts_hlo_instr_t *d = t->ops[e];
+        if (!state[d->id]) {
+          state[d->id] = 1;
+          stack[sp] = d;
+          next[sp++] = 0;
+        }
+      } else {
+        ord[n++] = t;
+        sp--;
+      }
+    }
+  }
+  ts_free(state);
+  ts_free(stack);
+  ts_free(next);
+  *out = ord;
+  return TS_OK;
+}
+
+static ts_hlo_comp_t *partition_comp(part_t *p, const ts_hlo_comp_t *c, ts_sharding_value_t *const *params,
+                                     const ts_sharding_value_t *root) {
+  if (p->st != TS_OK) return NULL;
+  char name[512];
+  snprintf(name, sizeof name, "%s", c->name);
+  for (int k = 1; ts_hlo_module_find_comp(p->dst, name); k++) snprintf(name, sizeof name, "%s.spmd%d", c->name, k);
+  ts_hlo_comp_t *out = NULL;
+  ts_status_t st = ts_hlo_comp_add(p->dst, name, &out);
+  if (st != TS_OK) {
+    p->st = st;
+    return NULL;
+  }
+  ts_hlo_comp_t *saved = p->cur;
+  ts_hlo_instr_t *saved_pid = p->pid;
+  p->cur = out;
+  p->pid = NULL;
+  const ts_hlo_instr_t **ord = NULL;
+  if ((st = order(p, c, &ord)) != TS_OK) {
+    p->st = st;
+    return NULL;
+  }
+  for (int k = 0; k < c->ninstrs && p->st == TS_OK; k++) {
+    const ts_hlo_instr_t *i = ord[k];
+    partition_instr(p, i, i->op == TS_OP_PARAMETER && params ? params[i->param_number] : NULL);
+  }
+  ts_free(ord);
+  if (p->st == TS_OK) {
+    const ts_hlo_instr_t *r = c->root;
+    ts_hlo_instr_t *v = root ? ts_part_reshard(p, p->val[r->id], r->shape, p->sh[r->id], root) : p->val[r->id];
+    if (v) ts_hlo_comp_set_root(out, v);
+    if (p->st == TS_OK && ts_hlo_comp_index_params(out) != TS_OK)
+      ts_part_fail(p, NULL, TS_ERR_INTERNAL, "computation %s: parameters are not dense", c->name);
+  }
+  p->cur = saved;
+  p->pid = saved_pid;
+  return out;
+}
+
 ts_status_t ts_partition(ts_hlo_module_t *m, const ts_partition_opts_t *opts, ts_hlo_module_t **out,
                          ts_diag_t *diag) {
-  (void)m;
-  (void)opts;
   *out = NULL;
-  ts_diag_plain(diag, "the partitioner is not written yet");
-  return TS_ERR_UNSUPPORTED;
+  part_t p = {0};
+  if (opts) p.opts = *opts;
+  else ts_partition_opts_default(&p.opts);
+  p.src = m;
+  p.diag = diag;
+  p.n = p.opts.num_partitions > 0 ? p.opts.num_partitions : m->num_partitions;
+  if (p.n < 1) {
+    ts_diag_plain(diag, "the partition count is unknown: give num_partitions");
+    return TS_ERR_INVALID_ARGUMENT;
+  }
+  if (!m->entry) {
+    ts_diag_plain(diag, "module %s has no entry computation", m->name);
+    return TS_ERR_INVALID_ARGUMENT;
+  }
+  ts_status_t st = ts_sharding_propagate(m, NULL, diag);
+  if (st != TS_OK) return st;
+  p.dst = ts_hlo_module_create(m->name);
+  p.a = ts_arena_create();
+  p.val = ts_calloc((size_t)m->next_id + 1, sizeof *p.val);
+  p.sh = ts_calloc((size_t)m->next_id + 1, sizeof *p.sh);
+  p.clone = ts_calloc((size_t)m->ncomps + 1, sizeof *p.clone);
+  p.next_channel = 1;
+  if (!p.dst || !p.a || !p.val || !p.sh || !p.clone) {
+    st = TS_ERR_NOMEM;
+    goto done;
+  }
+  p.dst->num_partitions = p.n;
+  p.dst->replica_count = 1;
+  ts_hlo_attr_t np = {.name = "num_partitions", .kind = TS_ATTR_INT};
+  np.v.i = p.n;
+  if ((st = ts_hlo_module_add_attr(p.dst, &np)) != TS_OK) goto done;
+  ts_hlo_comp_t *entry = partition_comp(&p, m->entry, NULL, NULL);
+  st = p.st;
+  if (st == TS_OK) {
+    entry->is_entry = true;
+    p.dst->entry = entry;
+    /* The entry goes last, as dumps have it. */
+    for (int k = 0; k < p.dst->ncomps - 1; k++)
+      if (p.dst->comps[k] == entry) {
+        memmove(&p.dst->comps[k], &p.dst->comps[k + 1], sizeof entry * (size_t)(p.dst->ncomps - 1 - k));
+        p.dst->comps[p.dst->ncomps - 1] = entry;
+        break;
+      }
+    ts_hlo_verify_opts_t vo = {.num_partitions = p.n};
+    ts_diag_t vd = {0};
+    if (ts_hlo_verify(p.dst, &vo, &vd) != TS_OK) {
+      ts_diag_plain(diag, "internal error: the partitioned module does not verify: %s", vd.text ? vd.text : "");
+      st = TS_ERR_INTERNAL;
+    }
+    ts_diag_free(&vd);
+  }
+done:
+  ts_free(p.val);
+  ts_free(p.sh);
+  ts_free(p.clone);
+  ts_arena_destroy(p.a);
+  if (st != TS_OK) {
+    ts_hlo_module_destroy(p.dst);
+    return st;
+  }
+  *out = p.dst;
+  return TS_OK;
 }

@@ -1,0 +1,87 @@
+/* partitioner/ internals: the state of one partitioning run, instruction
+ * builders for the output module, and resharding. */
+#ifndef TS_PARTITIONER_INTERNAL_H
+#define TS_PARTITIONER_INTERNAL_H
+
+#include "ts_partitioner.h"
+#include "ts_sharding.h"
+
+#define TS_PART_MAX_RANK 64
+
+typedef struct {
+  ts_hlo_module_t *src, *dst;
+  ts_partition_opts_t opts;
+  int64_t n;                    /* partitions */
+  ts_arena_t *a;                /* sharding values of this run */
+  ts_diag_t *diag;
+  ts_status_t st;               /* sticky: builders return NULL once set */
+  /* Per source instruction id: its partitioned value and that value's
+   * sharding (for manual values, MANUAL: the local shape is the shape). */
+  ts_hlo_instr_t **val;
+  ts_sharding_value_t **sh;
+  /* Per source computation index: its unpartitioned clone (scalar callees
+   * such as reducers), or NULL. */
+  ts_hlo_comp_t **clone;
+  ts_hlo_comp_t *cur;           /* the output computation being built */
+  ts_hlo_instr_t *pid;          /* partition-id in cur, made on first use */
+  int64_t next_channel;
+  ts_hlo_comp_t *reducers[TS_ELEM_COUNT][2]; /* [elem][0 add / 1 or] */
+} part_t;
+
+/* Records the first error (naming `i` when given) and returns it. */
+ts_status_t ts_part_fail(part_t *p, const ts_hlo_instr_t *i, ts_status_t st, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
+/* ---- building the output module (build.c) ------------------------------- */
+
+ts_shape_t *ts_part_shape(part_t *p, ts_elem_t e, int rank, const int64_t *dims);
+ts_hlo_instr_t *ts_part_add(part_t *p, ts_opcode_t op, const ts_shape_t *shape, ts_hlo_instr_t *const *ops,
+                            int nops, const char *name);
+void ts_part_attr_int(part_t *p, ts_hlo_instr_t *i, const char *name, int64_t v);
+void ts_part_attr_bool(part_t *p, ts_hlo_instr_t *i, const char *name, bool v);
+void ts_part_attr_ints(part_t *p, ts_hlo_instr_t *i, const char *name, int n, const int64_t *v);
+void ts_part_attr_ident(part_t *p, ts_hlo_instr_t *i, const char *name, const char *v);
+void ts_part_attr_comp(part_t *p, ts_hlo_instr_t *i, const char *name, ts_hlo_comp_t *c);
+void ts_part_attr_groups(part_t *p, ts_hlo_instr_t *i, int64_t ngroups, int64_t group_size, const int64_t *groups);
+/* A copy of attribute `a` of the source module in the output module; called
+ * computations map to their unpartitioned clones. */
+void ts_part_copy_attr(part_t *p, ts_hlo_instr_t *i, const ts_hlo_attr_t *a);
+ts_literal_t *ts_part_copy_literal(part_t *p, const ts_literal_t *l);
+/* The unpartitioned clone of a source computation (memoised). */
+ts_hlo_comp_t *ts_part_clone_comp(part_t *p, const ts_hlo_comp_t *c);
+
+ts_hlo_instr_t *ts_part_const_s32(part_t *p, int n, const int64_t *v); /* s32[n], or s32[] when n < 0 */
+ts_hlo_instr_t *ts_part_zero(part_t *p, ts_elem_t e);                  /* scalar 0 / false */
+ts_hlo_instr_t *ts_part_partition_id(part_t *p);                       /* u32[] */
+/* The scalar s32 value table[partition-id]. */
+ts_hlo_instr_t *ts_part_table_lookup(part_t *p, const int64_t *table);
+ts_hlo_instr_t *ts_part_reshape(part_t *p, ts_hlo_instr_t *x, int rank, const int64_t *dims);
+ts_hlo_instr_t *ts_part_broadcast_scalar(part_t *p, ts_hlo_instr_t *x, int rank, const int64_t *dims);
+ts_hlo_instr_t *ts_part_slice(part_t *p, ts_hlo_instr_t *x, const int64_t *start, const int64_t *limit);
+ts_hlo_instr_t *ts_part_pad(part_t *p, ts_hlo_instr_t *x, const int64_t *hi);
+/* A two-parameter scalar computation: add (or `or` for pred). */
+ts_hlo_comp_t *ts_part_sum_comp(part_t *p, ts_elem_t e);
+/* A collective with explicit groups over partition ids, a fresh channel_id
+ * and use_global_device_ids=true (SPMD-partitioned modules' convention). */
+ts_hlo_instr_t *ts_part_collective(part_t *p, ts_opcode_t op, const ts_shape_t *shape, ts_hlo_instr_t *x,
+                                   int64_t ngroups, int64_t group_size, const int64_t *groups);
+
+/* ---- shardings and resharding (reshard.c) ------------------------------- */
+
+/* The per-device shape of `shape` under sharding `s` (tuples recursively;
+ * tiled dims ceil(N/t); everything else the full shape). */
+const ts_shape_t *ts_part_local_shape(part_t *p, const ts_shape_t *shape, const ts_sharding_value_t *s);
+ts_sharding_value_t *ts_part_replicated(part_t *p);
+/* `s` (over `rank` dims) with the tiles of dims where keep[d] is false
+ * folded into a replicated subgroup. */
+ts_sharding_value_t *ts_part_replicate_dims(part_t *p, const ts_sharding_value_t *s, int rank, const bool *keep);
+/* A sharding of a rank-`rank` array whose dim map[k] carries the tiles of
+ * dim k of `s` (s has `srank` data dims and no dim left out: fold them into
+ * replication first); other dims are untiled. */
+ts_sharding_value_t *ts_part_embed(part_t *p, const ts_sharding_value_t *s, int srank, int rank,
+                                   const int64_t *map);
+/* x (sharded `from`, of logical `shape`) as sharded `to`. */
+ts_hlo_instr_t *ts_part_reshard(part_t *p, ts_hlo_instr_t *x, const ts_shape_t *shape,
+                                const ts_sharding_value_t *from, const ts_sharding_value_t *to);
+
+#endif
