@@ -410,7 +410,7 @@ static void partition_instr(part_t *p, const ts_hlo_instr_t *i, ts_sharding_valu
       return;
     }
   }
-  if (is_manual(s)) {
+  if (is_manual(s) && i->op != TS_OP_GET_TUPLE_ELEMENT && i->op != TS_OP_TUPLE) {
     manual(p, i, s);
     return;
   }
