@@ -8,6 +8,7 @@
  * the cost of the collectives, so the handlers below exist for speed. */
 #include "partitioner_internal.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -186,11 +187,62 @@ static void broadcast(part_t *p, const ts_hlo_instr_t *i, const ts_sharding_valu
   set(p, i, emit_like(p, i, &x, ts_part_local_shape(p, i->shape, s)), s);
 }
 
+/* Whether `init` is the identity of the reducer `comp` (so that every
+ * device may start its partial reduction from it). */
+static bool identity_init(const ts_hlo_instr_t *init, const ts_hlo_comp_t *comp) {
+  if (init->op != TS_OP_CONSTANT || !init->literal || init->literal->elided || !comp || comp->nparams != 2)
+    return false;
+  const ts_hlo_instr_t *r = comp->root;
+  if (r->nops != 2 || !((r->ops[0] == comp->params[0] && r->ops[1] == comp->params[1]) ||
+                        (r->ops[0] == comp->params[1] && r->ops[1] == comp->params[0])))
+    return false;
+  const ts_literal_t *l = init->literal;
+  double v = l->f ? l->f[0] : (double)(l->i ? l->i[0] : 0);
+  bool is_float = l->f != NULL;
+  switch (r->op) {
+  case TS_OP_ADD: case TS_OP_OR: case TS_OP_XOR: return v == 0;
+  case TS_OP_MULTIPLY: return v == 1;
+  case TS_OP_AND: return v != 0 && !is_float;
+  case TS_OP_MAXIMUM: return is_float && v == -INFINITY;
+  case TS_OP_MINIMUM: return is_float && v == INFINITY;
+  default: return false;
+  }
+}
+
+/* The reduced dims are tiled where the operand already is: each device
+ * reduces its slice and an all-reduce combines them. */
+static bool reduce_partial(part_t *p, const ts_hlo_instr_t *i, const ts_sharding_value_t *s) {
+  if (i->nops != 2 || i->ncalled != 1) return false;
+  const ts_hlo_instr_t *in = i->ops[0];
+  const ts_sharding_value_t *O = p->sh[in->id];
+  const ts_hlo_attr_t *a = ts_hlo_instr_attr(i, "dimensions");
+  if (!O || O->kind != TS_SHARD_TILED || !a || !identity_init(i->ops[1], i->called[0])) return false;
+  bool keep[TS_PART_MAX_RANK] = {false}, any = false;
+  for (int k = 0; k < a->v.list.n; k++) {
+    int64_t d = a->v.list.v[k];
+    if (O->dims[d] > 1) {
+      if (in->shape->dims[d] % O->dims[d] != 0) return false; /* padding would join the reduction */
+      keep[d] = any = true;
+    }
+  }
+  if (!any) return false;
+  ts_sharding_value_t *op = ts_part_replicate_dims(p, O, in->shape->rank, keep);
+  ts_hlo_instr_t *ops[2] = {operand(p, i, 0, op), operand(p, i, 1, ts_part_replicated(p))};
+  ts_hlo_instr_t *partial = emit_like(p, i, ops, full_shape(p, i->shape));
+  int64_t ng, gs, *groups;
+  ts_part_groups_over_dims(p, op, keep, &ng, &gs, &groups);
+  if (!groups || !partial) return p->st != TS_OK;
+  ts_hlo_instr_t *all = ts_part_collective(p, TS_OP_ALL_REDUCE, partial->shape, partial, ng, gs, groups);
+  ts_part_attr_comp(p, all, "to_apply", ts_part_clone_comp(p, i->called[0]));
+  set(p, i, ts_part_reshard(p, all, i->shape, ts_part_replicated(p), s), s);
+  return true;
+}
+
 /* reduce: the kept operand dims carry the result's tiles; reduced dims are
- * gathered (a reduced dim tiled in the operand would need masking of the
- * padding and an all-reduce: later). */
+ * gathered unless reduce_partial applies. */
 static void reduce(part_t *p, const ts_hlo_instr_t *i, const ts_sharding_value_t *s) {
   int n = i->nops / 2;
+  if (reduce_partial(p, i, s)) return;
   const ts_hlo_attr_t *a = ts_hlo_instr_attr(i, "dimensions");
   const ts_shape_t *in = i->ops[0]->shape;
   const ts_sharding_value_t *s0 = leaf(s, 0);
@@ -253,11 +305,53 @@ static ts_sharding_value_t *dot_operand_sharding(part_t *p, const ts_hlo_instr_t
   return operand_sharding(p, s, i->shape->rank, n, outdim, opdim, os->rank);
 }
 
+static int64_t bytes_of(const ts_shape_t *s) {
+  int64_t n = ts_elem_storage_bytes(s->elem);
+  for (int d = 0; d < s->rank; d++) n *= s->dims[d];
+  return n;
+}
+
+/* The contracting dims are tiled where the lhs already is: each device
+ * multiplies its slices of the contracting dims and an all-reduce sums
+ * the partial results (GSPMD's "contracting dims partitioned" case). Taken
+ * when the result is smaller than the operands a gather would move. */
+static bool dot_contracting(part_t *p, const ts_hlo_instr_t *i, const ts_sharding_value_t *s) {
+  const ts_hlo_attr_t *lc = ts_hlo_instr_attr(i, "lhs_contracting_dims"),
+                      *rc = ts_hlo_instr_attr(i, "rhs_contracting_dims");
+  const ts_hlo_instr_t *lhs = i->ops[0], *rhs = i->ops[1];
+  const ts_sharding_value_t *L = p->sh[lhs->id];
+  if (!lc || !rc || !L || L->kind != TS_SHARD_TILED || i->shape->elem == TS_PRED)
+    return false;
+  bool keep[TS_PART_MAX_RANK] = {false}, any = false;
+  for (int k = 0; k < lc->v.list.n; k++) {
+    int64_t d = lc->v.list.v[k];
+    if (L->dims[d] > 1) {
+      if (lhs->shape->dims[d] % L->dims[d] != 0) return false; /* padding would join the sums */
+      keep[d] = any = true;
+    }
+  }
+  if (!any || bytes_of(i->shape) >= bytes_of(lhs->shape) + bytes_of(rhs->shape)) return false;
+  ts_sharding_value_t *lp = ts_part_replicate_dims(p, L, lhs->shape->rank, keep);
+  ts_sharding_value_t *sc = select_dims(p, lp, lc->v.list.n, lc->v.list.v);
+  ts_sharding_value_t *rp = ts_part_embed(p, sc, rc->v.list.n, rhs->shape->rank, rc->v.list.v);
+  if (!lp || !rp) return false;
+  ts_hlo_instr_t *ops[2] = {operand(p, i, 0, lp), operand(p, i, 1, rp)};
+  ts_hlo_instr_t *partial = emit_like(p, i, ops, full_shape(p, i->shape));
+  int64_t ng, gs, *groups;
+  ts_part_groups_over_dims(p, lp, keep, &ng, &gs, &groups);
+  if (!groups || !partial) return p->st != TS_OK;
+  ts_hlo_instr_t *sum = ts_part_collective(p, TS_OP_ALL_REDUCE, partial->shape, partial, ng, gs, groups);
+  ts_part_attr_comp(p, sum, "to_apply", ts_part_sum_comp(p, i->shape->elem));
+  set(p, i, ts_part_reshard(p, sum, i->shape, ts_part_replicated(p), s), s);
+  return true;
+}
+
 static void dot(part_t *p, const ts_hlo_instr_t *i, const ts_sharding_value_t *s) {
   if (i->nops != 2) {
     fallback(p, i, s);
     return;
   }
+  if (dot_contracting(p, i, s)) return;
   ts_hlo_instr_t *ops[2];
   for (int side = 0; side < 2; side++) ops[side] = operand(p, i, side, dot_operand_sharding(p, i, side, s));
   set(p, i, emit_like(p, i, ops, ts_part_local_shape(p, i->shape, s)), s);

@@ -80,6 +80,11 @@ ts_sharding_value_t *ts_part_replicate_dims(part_t *p, const ts_sharding_value_t
  * replication first); other dims are untiled. */
 ts_sharding_value_t *ts_part_embed(part_t *p, const ts_sharding_value_t *s, int srank, int rank,
                                    const int64_t *map);
+/* Groups of devices that differ only in their tile index along the data
+ * dims where mask[d] (same index elsewhere, subgroups included), each in
+ * row-major tile order over those dims; arrays in p->a. */
+void ts_part_groups_over_dims(part_t *p, const ts_sharding_value_t *s, const bool *mask, int64_t *ngroups,
+                              int64_t *group_size, int64_t **groups);
 /* x (sharded `from`, of logical `shape`) as sharded `to`. */
 ts_hlo_instr_t *ts_part_reshard(part_t *p, ts_hlo_instr_t *x, const ts_shape_t *shape,
                                 const ts_sharding_value_t *from, const ts_sharding_value_t *to);

@@ -119,6 +119,32 @@ ts_sharding_value_t *ts_part_embed(part_t *p, const ts_sharding_value_t *s, int 
   return out;
 }
 
+void ts_part_groups_over_dims(part_t *p, const ts_sharding_value_t *s, const bool *mask, int64_t *ngroups,
+                              int64_t *group_size, int64_t **groups) {
+  int64_t gs = 1, idx[TS_PART_MAX_RANK + 8];
+  for (int d = 0; d < s->data_rank; d++)
+    if (mask[d]) gs *= s->dims[d];
+  int64_t ng = s->ntiles / gs;
+  int64_t *g = ts_arena_alloc(p->a, sizeof *g * (size_t)s->ntiles);
+  if (!g) {
+    p->st = TS_ERR_NOMEM;
+    *groups = NULL;
+    return;
+  }
+  for (int64_t t = 0; t < s->ntiles; t++) {
+    unlinear(s->ndims, s->dims, t, idx);
+    int64_t key = 0, pos = 0;
+    for (int e = 0; e < s->ndims; e++) {
+      if (e < s->data_rank && mask[e]) pos = pos * s->dims[e] + idx[e];
+      else key = key * s->dims[e] + idx[e];
+    }
+    g[key * gs + pos] = s->devices[t];
+  }
+  *ngroups = ng;
+  *group_size = gs;
+  *groups = g;
+}
+
 /* ---- resharding --------------------------------------------------------- */
 
 static ts_hlo_instr_t *gte(part_t *p, ts_hlo_instr_t *t, int k) {
@@ -167,37 +193,19 @@ static ts_hlo_instr_t *to_full(part_t *p, ts_hlo_instr_t *x, const ts_shape_t *s
       return NULL;
     }
     ts_hlo_instr_t *cur = x;
-    int64_t dims[TS_PART_MAX_RANK], idx[TS_PART_MAX_RANK + 8];
+    int64_t dims[TS_PART_MAX_RANK];
     for (int d = 0; d < shape->rank; d++) dims[d] = x->shape->dims[d];
     for (int d = 0; d < from->data_rank && cur; d++) {
       int64_t t = from->dims[d];
       if (t == 1) continue;
       /* Groups: devices equal in every other tile index, in tile order. */
-      int64_t ng = from->ntiles / t;
-      int64_t *groups = ts_arena_alloc(p->a, sizeof *groups * (size_t)from->ntiles);
-      int64_t *fill = ts_arena_alloc(p->a, sizeof *fill * (size_t)ng);
-      int64_t *key = ts_arena_alloc(p->a, sizeof *key * (size_t)from->ntiles);
-      if (!groups || !fill || !key) {
-        p->st = TS_ERR_NOMEM;
-        return NULL;
-      }
-      int64_t nkeys = 0;
-      /* Key = linear index of the tile index with dim d dropped. */
-      for (int64_t k = 0; k < from->ntiles; k++) {
-        unlinear(from->ndims, from->dims, k, idx);
-        int64_t kk = 0;
-        for (int e = 0; e < from->ndims; e++)
-          if (e != d) kk = kk * from->dims[e] + idx[e];
-        key[k] = kk;
-        if (kk + 1 > nkeys) nkeys = kk + 1;
-      }
-      for (int64_t k = 0; k < from->ntiles; k++) {
-        unlinear(from->ndims, from->dims, k, idx);
-        groups[key[k] * t + idx[d]] = from->devices[k];
-      }
-      (void)fill;
+      bool mask[TS_PART_MAX_RANK] = {false};
+      mask[d] = true;
+      int64_t ng, gs, *groups;
+      ts_part_groups_over_dims(p, from, mask, &ng, &gs, &groups);
+      if (!groups) return NULL;
       dims[d] *= t;
-      cur = ts_part_collective(p, TS_OP_ALL_GATHER, ts_part_shape(p, shape->elem, shape->rank, dims), cur, ng, t,
+      cur = ts_part_collective(p, TS_OP_ALL_GATHER, ts_part_shape(p, shape->elem, shape->rank, dims), cur, ng, gs,
                                groups);
       ts_part_attr_ints(p, cur, "dimensions", 1, (int64_t[]){d});
     }
@@ -289,6 +297,31 @@ ts_hlo_instr_t *ts_part_reshard(part_t *p, ts_hlo_instr_t *x, const ts_shape_t *
       const ts_shape_t *ls = ts_part_local_shape(p, shape, to);
       switch (r.kind) {
       case TS_RESHARD_NONE: return x;
+      case TS_RESHARD_DYNAMIC_SLICE: {
+        /* Each device already holds its new shard: slice it out locally, at
+         * (tile index in `to` x chunk) - (tile index in `from` x chunk). */
+        if (!tiled(from)) break;
+        int rk = shape->rank;
+        int64_t fi[TS_PART_MAX_RANK + 8], ti[TS_PART_MAX_RANK + 8];
+        int64_t *table = ts_arena_alloc(p->a, sizeof *table * (size_t)p->n);
+        ts_hlo_instr_t *ops[TS_PART_MAX_RANK + 1];
+        if (!table) return NULL;
+        ops[0] = x;
+        for (int d = 0; d < rk; d++) {
+          int64_t fc = shape->dims[d] / from->dims[d], tc = shape->dims[d] / to->dims[d];
+          for (int64_t dev = 0; dev < p->n; dev++) {
+            if (ts_sharding_tile_index(from, dev, fi) != TS_OK || ts_sharding_tile_index(to, dev, ti) != TS_OK) {
+              ts_part_fail(p, NULL, TS_ERR_INVALID_ARGUMENT, "device %lld is not in the sharding", (long long)dev);
+              return NULL;
+            }
+            table[dev] = ti[d] * tc - fi[d] * fc;
+          }
+          ops[1 + d] = ts_part_table_lookup(p, table);
+        }
+        ts_hlo_instr_t *ds = ts_part_add(p, TS_OP_DYNAMIC_SLICE, ls, ops, rk + 1, "dynamic-slice");
+        ts_part_attr_ints(p, ds, "dynamic_slice_sizes", rk, ls->dims);
+        return ds;
+      }
       case TS_RESHARD_ALL_GATHER: {
         ts_hlo_instr_t *g = ts_part_collective(p, TS_OP_ALL_GATHER, ls, x, r.ngroups, r.group_size, r.groups);
         ts_part_attr_ints(p, g, "dimensions", 1, (int64_t[]){r.dim});
