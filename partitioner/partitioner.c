@@ -187,6 +187,15 @@ static void broadcast(part_t *p, const ts_hlo_instr_t *i, const ts_sharding_valu
   set(p, i, emit_like(p, i, &x, ts_part_local_shape(p, i->shape, s)), s);
 }
 
+/* Whether a scatter's update computation adds the update to the operand. */
+static bool reducer_is_add(const ts_hlo_comp_t *c) {
+  if (!c || c->nparams != 2) return false;
+  const ts_hlo_instr_t *r = c->root;
+  return r->op == TS_OP_ADD && r->nops == 2 &&
+         ((r->ops[0] == c->params[0] && r->ops[1] == c->params[1]) ||
+          (r->ops[0] == c->params[1] && r->ops[1] == c->params[0]));
+}
+
 /* Whether `init` is the identity of the reducer `comp` (so that every
  * device may start its partial reduction from it). */
 static bool identity_init(const ts_hlo_instr_t *init, const ts_hlo_comp_t *comp) {
@@ -385,6 +394,183 @@ static void reshape(part_t *p, const ts_hlo_instr_t *i, const ts_sharding_value_
   set(p, i, emit_like(p, i, &x, ts_part_local_shape(p, to, s)), s);
 }
 
+/* ---- ops that move data along some dims only ----------------------------- */
+
+/* The dims an op changes (slices, pads, concatenates, reverses, sorts,
+ * windows): on every other dim it works shard by shard. false when the op
+ * is not one of these. */
+static bool touched_dims(const ts_hlo_instr_t *i, bool *touched) {
+  int r = i->shape->rank;
+  const ts_shape_t *in = i->nops ? i->ops[0]->shape : i->shape;
+  if (i->shape->elem == TS_TUPLE) {
+    if (i->op != TS_OP_SORT) return false;
+    r = in->rank;
+  } else if (i->op != TS_OP_IOTA && in->rank != r) {
+    return false;
+  }
+  for (int d = 0; d < r; d++) touched[d] = false;
+  const ts_hlo_attr_t *a;
+  switch (i->op) {
+  case TS_OP_SLICE:
+    a = ts_hlo_instr_attr(i, "slice");
+    for (int d = 0; d < r; d++)
+      touched[d] = a->v.slice->start[d] != 0 || a->v.slice->limit[d] != in->dims[d] || a->v.slice->stride[d] != 1;
+    return true;
+  case TS_OP_PAD:
+    a = ts_hlo_instr_attr(i, "padding");
+    for (int d = 0; d < r; d++)
+      touched[d] = a->v.padding->lo[d] != 0 || a->v.padding->hi[d] != 0 || a->v.padding->interior[d] != 0;
+    return true;
+  case TS_OP_CONCATENATE: case TS_OP_REVERSE: case TS_OP_SORT:
+    a = ts_hlo_instr_attr(i, "dimensions");
+    for (int k = 0; a && k < a->v.list.n; k++) touched[a->v.list.v[k]] = true;
+    return a != NULL;
+  case TS_OP_IOTA:
+    a = ts_hlo_instr_attr(i, "iota_dimension");
+    if (a) touched[a->v.i] = true;
+    return a != NULL;
+  case TS_OP_DYNAMIC_SLICE:
+    for (int d = 0; d < r; d++) touched[d] = i->shape->dims[d] != in->dims[d];
+    return true;
+  case TS_OP_DYNAMIC_UPDATE_SLICE:
+    for (int d = 0; d < r; d++) touched[d] = i->ops[1]->shape->dims[d] != in->dims[d];
+    return true;
+  case TS_OP_REDUCE_WINDOW: {
+    a = ts_hlo_instr_attr(i, "window");
+    if (!a || a->v.window->n != r || i->nops != 2) return false;
+    for (int d = 0; d < r; d++) {
+      const ts_window_dim_t *w = &a->v.window->dims[d];
+      touched[d] = w->size != 1 || w->stride != 1 || w->pad_lo || w->pad_hi || w->lhs_dilate > 1 ||
+                   w->rhs_dilate > 1 || w->reversal;
+    }
+    return true;
+  }
+  default: return false;
+  }
+}
+
+/* An op that only changes `touched` dims runs on shards of the others: the
+ * result's tiles on touched dims fold into replication, same-rank operands
+ * take that sharding, scalars (pad values, start indices) are replicated,
+ * and the result is sliced to `s` after. Attributes that name sizes on the
+ * untouched dims (slice limits, dynamic_slice_sizes) get the local sizes. */
+static bool passthrough(part_t *p, const ts_hlo_instr_t *i, const ts_sharding_value_t *s) {
+  bool touched[TS_PART_MAX_RANK], keep[TS_PART_MAX_RANK];
+  if (s->kind != TS_SHARD_TILED && !(s->kind == TS_SHARD_TUPLE && i->op == TS_OP_SORT)) return false;
+  if (!touched_dims(i, touched)) return false;
+  const ts_sharding_value_t *s0 = leaf(s, 0);
+  if (s0->kind != TS_SHARD_TILED) return false;
+  for (int k = 1; s->kind == TS_SHARD_TUPLE && k < s->ntuple; k++)
+    if (!ts_sharding_equal(s->tuple[k], s0)) return false;
+  int r = s0->data_rank;
+  for (int d = 0; d < r; d++) keep[d] = !touched[d];
+  ts_sharding_value_t *sp = ts_part_replicate_dims(p, s0, r, keep);
+  ts_sharding_value_t *full = (ts_sharding_value_t *)sp;
+  if (s->kind == TS_SHARD_TUPLE) {
+    ts_sharding_value_t *el[64];
+    if (s->ntuple > 64) return false;
+    for (int k = 0; k < s->ntuple; k++) el[k] = sp;
+    if (ts_sharding_tuple(p->a, s->ntuple, el, &full) != TS_OK) return false;
+  }
+  ts_hlo_instr_t *ops[256];
+  if (i->nops > 256) return false;
+  for (int k = 0; k < i->nops; k++) {
+    const ts_shape_t *os = i->ops[k]->shape;
+    ops[k] = operand(p, i, k, os->rank == r && os->rank > 0 ? sp : ts_part_replicated(p));
+  }
+  const ts_shape_t *ls = ts_part_local_shape(p, i->shape, full);
+  ts_hlo_instr_t *x = emit_like(p, i, ops, ls);
+  if (!x) return true;
+  /* Local sizes on the untouched dims. */
+  const ts_shape_t *lin = ops[0] ? ops[0]->shape : ls;
+  for (int k = 0; k < x->nattrs; k++) {
+    ts_hlo_attr_t *a = &x->attrs[k];
+    if (a->kind == TS_ATTR_SLICE)
+      for (int d = 0; d < r; d++)
+        if (!touched[d]) a->v.slice->limit[d] = lin->dims[d];
+    if (a->kind == TS_ATTR_INT_LIST && !strcmp(a->name, "dynamic_slice_sizes"))
+      for (int d = 0; d < r && d < a->v.list.n; d++)
+        if (!touched[d]) a->v.list.v[d] = ls->dims[d];
+  }
+  set(p, i, ts_part_reshard(p, x, i->shape, full, s), s);
+  return true;
+}
+
+/* gather whose result is sharded on its batch dims only: the indices take
+ * those tiles, the operand is replicated, and every device gathers its own
+ * rows (GSPMD's index passthrough). */
+static bool gather(part_t *p, const ts_hlo_instr_t *i, const ts_sharding_value_t *s) {
+  if (s->kind != TS_SHARD_TILED || i->nops != 2 || ts_hlo_instr_attr(i, "operand_batching_dims")) return false;
+  const ts_hlo_attr_t *off = ts_hlo_instr_attr(i, "offset_dims"), *ivd = ts_hlo_instr_attr(i, "index_vector_dim");
+  const ts_shape_t *idx = i->ops[1]->shape;
+  int r = i->shape->rank;
+  bool is_offset[TS_PART_MAX_RANK] = {false}, keep[TS_PART_MAX_RANK];
+  for (int k = 0; off && k < off->v.list.n; k++) is_offset[off->v.list.v[k]] = true;
+  for (int d = 0; d < r; d++) keep[d] = !is_offset[d];
+  ts_sharding_value_t *sb = ts_part_replicate_dims(p, s, r, keep);
+  /* Batch dims of the result are the indices' dims other than the index
+   * vector dim, in order. */
+  int64_t outdim[TS_PART_MAX_RANK], opdim[TS_PART_MAX_RANK];
+  int n = 0, next = 0;
+  int64_t v = ivd ? ivd->v.i : idx->rank;
+  for (int d = 0; d < r; d++) {
+    if (is_offset[d]) continue;
+    if (next == v) next++;
+    outdim[n] = d;
+    opdim[n++] = next++;
+  }
+  ts_sharding_value_t *is = operand_sharding(p, sb, r, n, outdim, opdim, idx->rank);
+  ts_hlo_instr_t *ops[2] = {operand(p, i, 0, ts_part_replicated(p)), operand(p, i, 1, is)};
+  ts_hlo_instr_t *x = emit_like(p, i, ops, ts_part_local_shape(p, i->shape, sb));
+  set(p, i, ts_part_reshard(p, x, i->shape, sb, s), s);
+  return true;
+}
+
+/* scatter-add of updates sharded on their scatter dims: every device adds
+ * its updates into zeros, an all-reduce sums them, and the operand is added
+ * once (embedding gradients). */
+static bool scatter_add(part_t *p, const ts_hlo_instr_t *i, const ts_sharding_value_t *s) {
+  if (i->nops != 3 || i->ncalled != 1 || !reducer_is_add(i->called[0])) return false;
+  if (ts_hlo_instr_attr(i, "input_batching_dims")) return false;
+  const ts_hlo_instr_t *upd = i->ops[2];
+  const ts_sharding_value_t *U = p->sh[upd->id];
+  if (!U || U->kind != TS_SHARD_TILED || i->shape->elem == TS_PRED) return false;
+  const ts_hlo_attr_t *uwd = ts_hlo_instr_attr(i, "update_window_dims"), *ivd = ts_hlo_instr_attr(i, "index_vector_dim");
+  const ts_shape_t *us = upd->shape, *idx = i->ops[1]->shape;
+  bool is_window[TS_PART_MAX_RANK] = {false}, keep[TS_PART_MAX_RANK], any = false;
+  for (int k = 0; uwd && k < uwd->v.list.n; k++) is_window[uwd->v.list.v[k]] = true;
+  for (int d = 0; d < us->rank; d++) {
+    keep[d] = !is_window[d] && U->dims[d] > 1;
+    if (keep[d] && us->dims[d] % U->dims[d] != 0) return false; /* padded updates would be added */
+    any |= keep[d];
+  }
+  if (!any) return false;
+  ts_sharding_value_t *up = ts_part_replicate_dims(p, U, us->rank, keep);
+  int64_t outdim[TS_PART_MAX_RANK], opdim[TS_PART_MAX_RANK];
+  int n = 0, next = 0;
+  int64_t v = ivd ? ivd->v.i : idx->rank;
+  for (int d = 0; d < us->rank; d++) {
+    if (is_window[d]) continue;
+    if (next == v) next++;
+    outdim[n] = d;
+    opdim[n++] = next++;
+  }
+  ts_sharding_value_t *is = operand_sharding(p, up, us->rank, n, outdim, opdim, idx->rank);
+  ts_hlo_instr_t *base = operand(p, i, 0, ts_part_replicated(p));
+  ts_hlo_instr_t *zeros = base ? ts_part_broadcast_scalar(p, ts_part_zero(p, i->shape->elem), i->shape->rank,
+                                                          i->shape->dims) : NULL;
+  ts_hlo_instr_t *ops[3] = {zeros, operand(p, i, 1, is), operand(p, i, 2, up)};
+  ts_hlo_instr_t *local = emit_like(p, i, ops, full_shape(p, i->shape));
+  int64_t ng, gs, *groups;
+  ts_part_groups_over_dims(p, up, keep, &ng, &gs, &groups);
+  if (!groups || !local) return p->st != TS_OK;
+  ts_hlo_instr_t *sum = ts_part_collective(p, TS_OP_ALL_REDUCE, local->shape, local, ng, gs, groups);
+  ts_part_attr_comp(p, sum, "to_apply", ts_part_sum_comp(p, i->shape->elem));
+  ts_hlo_instr_t *r = ts_part_add(p, TS_OP_ADD, local->shape, (ts_hlo_instr_t *[]){base, sum}, 2, "add");
+  set(p, i, ts_part_reshard(p, r, i->shape, ts_part_replicated(p), s), s);
+  return true;
+}
+
 static const char *target_of(const ts_hlo_instr_t *i) {
   const ts_hlo_attr_t *a = ts_hlo_instr_attr(i, "custom_call_target");
   return a && a->kind == TS_ATTR_STRING ? a->v.s : "";
@@ -540,8 +726,11 @@ static void partition_instr(part_t *p, const ts_hlo_instr_t *i, ts_sharding_valu
   case TS_OP_DOT: dot(p, i, s); return;
   case TS_OP_RESHAPE: reshape(p, i, s); return;
   case TS_OP_WHILE: case TS_OP_CALL: case TS_OP_CONDITIONAL: control_flow(p, i, s); return;
+  case TS_OP_GATHER: if (gather(p, i, s)) return; break;
+  case TS_OP_SCATTER: if (scatter_add(p, i, s)) return; break;
   default: break;
   }
+  if (passthrough(p, i, s)) return;
   if (is_elementwise(i->op) && i->shape->elem != TS_TUPLE) {
     elementwise(p, i, s);
     return;
