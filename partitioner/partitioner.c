@@ -20,14 +20,25 @@ void ts_partition_opts_default(ts_partition_opts_t *o) {
 
 /* ---- shardings of source instructions ----------------------------------- */
 
+/* Values are cached by sharding text and shape rank: building one costs
+ * O(devices log devices), and a module repeats a handful of shardings. */
 static ts_sharding_value_t *sharding_of(part_t *p, const ts_hlo_instr_t *i) {
   if (!i->sharding) return ts_part_replicated(p);
-  ts_sharding_value_t *s = NULL;
-  ts_status_t st = ts_sharding_from_syntax(p->a, i->sharding, i->shape, &s);
-  if (st != TS_OK) {
-    ts_part_fail(p, i, st == TS_ERR_NOMEM ? st : TS_ERR_INVALID_ARGUMENT, "its sharding does not fit its shape");
-    return NULL;
+  ts_buf_t key = {0};
+  ts_buf_printf(&key, "%d:", i->shape->elem == TS_TUPLE ? -1 - i->shape->ntuple : i->shape->rank);
+  ts_sharding_print(&key, i->sharding);
+  ts_sharding_value_t *s = key.oom ? NULL : ts_strmap_get(&p->cache, key.data, key.len);
+  if (!s || i->shape->elem == TS_TUPLE) {
+    ts_status_t st = ts_sharding_from_syntax(p->a, i->sharding, i->shape, &s);
+    if (st != TS_OK) {
+      ts_buf_free(&key);
+      ts_part_fail(p, i, st == TS_ERR_NOMEM ? st : TS_ERR_INVALID_ARGUMENT, "its sharding does not fit its shape");
+      return NULL;
+    }
+    const char *k = key.oom ? NULL : ts_arena_strndup(p->a, key.data, key.len);
+    if (k && i->shape->elem != TS_TUPLE) ts_strmap_put(&p->cache, k, key.len, s);
   }
+  ts_buf_free(&key);
   if (s->kind == TS_SHARD_UNKNOWN) return ts_part_replicated(p);
   return s;
 }
@@ -877,6 +888,7 @@ done:
   ts_free(p.val);
   ts_free(p.sh);
   ts_free(p.clone);
+  ts_strmap_free(&p.cache);
   ts_arena_destroy(p.a);
   if (st != TS_OK) {
     ts_hlo_module_destroy(p.dst);

@@ -26,6 +26,7 @@ typedef struct {
   ts_hlo_instr_t *pid;          /* partition-id in cur, made on first use */
   int64_t next_channel;
   ts_hlo_comp_t *reducers[TS_ELEM_COUNT][2]; /* [elem][0 add / 1 or] */
+  ts_strmap_t cache;            /* "rank:sharding text" -> value */
 } part_t;
 
 /* Records the first error (naming `i` when given) and returns it. */
