@@ -328,10 +328,40 @@ ts_hlo_instr_t *ts_part_reshard(part_t *p, ts_hlo_instr_t *x, const ts_shape_t *
         return g;
       }
       case TS_RESHARD_ALL_TO_ALL: {
-        /* all-to-all splits split_dim into parts and concatenates them
-         * along dim: in HLO, split and concat are the same dimension, so
-         * reshape to put the pieces in a dimension of their own. */
-        break;
+        /* Tiles move from dim a to dim b. HLO's all-to-all splits and
+         * concatenates the same dimension, so: split b into [G, b/G], swap
+         * the G parts (part k to group member k), then move the G dim, now
+         * indexed by the sender's tile along a, in front of a and merge. */
+        int a = r.dim, b = r.split_dim, rk = shape->rank;
+        int64_t G = r.group_size, d1[TS_PART_MAX_RANK + 1], perm[TS_PART_MAX_RANK + 1], d2[TS_PART_MAX_RANK + 1];
+        const ts_shape_t *xs = x->shape;
+        if (a == b || xs->dims[b] % G != 0) break;
+        int n1 = 0;
+        for (int d = 0; d < rk; d++) {
+          if (d == b) {
+            d1[n1++] = G;
+            d1[n1++] = xs->dims[b] / G;
+          } else {
+            d1[n1++] = xs->dims[d];
+          }
+        }
+        ts_hlo_instr_t *x1 = ts_part_reshape(p, x, n1, d1);
+        ts_hlo_instr_t *aa = ts_part_add(p, TS_OP_ALL_TO_ALL, x1 ? x1->shape : NULL, &x1, 1, "all-to-all");
+        ts_part_attr_int(p, aa, "channel_id", p->next_channel++);
+        ts_part_attr_groups(p, aa, r.ngroups, r.group_size, r.groups);
+        ts_part_attr_ints(p, aa, "dimensions", 1, (int64_t[]){b});
+        /* Positions in x1: G at b, a at a' (shifted past the split). */
+        int ap = a < b ? a : a + 1, np2 = 0;
+        for (int d = 0; d < n1; d++) {
+          if (d == b) continue;
+          if (d == ap) perm[np2++] = b;
+          perm[np2++] = d;
+        }
+        for (int d = 0; d < n1; d++) d2[d] = d1[perm[d]];
+        ts_hlo_instr_t *t = aa ? ts_part_add(p, TS_OP_TRANSPOSE, ts_part_shape(p, shape->elem, n1, d2), &aa, 1,
+                                             "transpose") : NULL;
+        ts_part_attr_ints(p, t, "dimensions", n1, perm);
+        return ts_part_reshape(p, t, rk, ls->dims);
       }
       case TS_RESHARD_COLLECTIVE_PERMUTE: {
         ts_hlo_instr_t *cp = ts_part_add(p, TS_OP_COLLECTIVE_PERMUTE, ls, &x, 1, "collective-permute");
