@@ -177,4 +177,27 @@ ts_status_t ts_interp_load_args(const ts_hlo_module_t *m, const char *dir, ts_va
  * each file atomically. */
 ts_status_t ts_interp_write_outputs(const char *dir, ts_value_t *result, ts_diag_t *diag);
 
+/* ---- shards ------------------------------------------------------------- */
+
+struct ts_sharding_value;
+
+/* Device `device`'s shard of `full` under `sharding` (a TUPLE value with one
+ * entry per leaf for tuples; ts_sharding.h), as a new value of
+ * `shard_shape` (refs == 1, the caller unrefs): the part
+ * ts_sharding_shard names, zero-padded where the shard shape is larger
+ * (uneven tiles). REPLICATED, MANUAL, UNKNOWN and MAXIMAL give the whole
+ * array. TS_ERR_INVALID_ARGUMENT when the shapes or the sharding do not fit
+ * or the device is not in it; TS_ERR_UNSUPPORTED for UNREDUCED. */
+ts_status_t ts_interp_shard_value(const ts_value_t *full, const struct ts_sharding_value *sharding,
+                                  int64_t device, const ts_shape_t *shard_shape, ts_value_t **out);
+
+/* The full value of `full_shape` assembled from the devices' shards
+ * (per_device[d] is device d's value, ndev devices), a new value the caller
+ * unrefs. Each tile is read from one device: the one with every subgroup
+ * index 0 (replicas are not compared); REPLICATED, MANUAL and UNKNOWN read
+ * device 0, MAXIMAL its device; shard padding is ignored. Errors as above. */
+ts_status_t ts_interp_unshard_values(ts_value_t *const *per_device, int ndev,
+                                     const struct ts_sharding_value *sharding, const ts_shape_t *full_shape,
+                                     ts_value_t **out);
+
 #endif

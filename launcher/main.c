@@ -13,6 +13,7 @@ static const struct {
     {"opt", ts_cmd_opt, "parse, verify and print an HLO module after a pipeline stage"},
     {"run", ts_cmd_run, "run a module (--devices 1: the reference interpreter)"},
     {"bench", ts_cmd_bench, "benchmark collectives (nccl-tests style tables)"},
+    {"check", ts_cmd_check, "partition a module, run it on N simulated devices, compare with the reference"},
 };
 
 static void usage(FILE *f) {

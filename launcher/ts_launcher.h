@@ -4,6 +4,7 @@
 
 #include "ts_common.h"
 #include "ts_hlo.h"
+#include "ts_partitioner.h"
 
 /* A subcommand: parses its own flags from argv (argv[0] is its name) and
  * returns the process exit code (0 ok, 1 check failed, 2 bad input/usage,
@@ -13,6 +14,7 @@ typedef int (*ts_cmd_fn)(int argc, char **argv);
 int ts_cmd_opt(int argc, char **argv);
 int ts_cmd_run(int argc, char **argv);
 int ts_cmd_bench(int argc, char **argv);
+int ts_cmd_check(int argc, char **argv);
 
 /* Parses a positive integer flag value; prints a usage error and returns
  * false when `s` is not one. */
@@ -26,5 +28,28 @@ ts_status_t ts_cli_write_output(const char *path, const char *data, size_t len, 
  * verifies it. *text (free with ts_free) backs the module's diagnostics. */
 ts_status_t ts_cli_read_module(const char *path, const ts_hlo_verify_opts_t *vopts, char **text,
                                ts_hlo_module_t **m, ts_diag_t *diag);
+
+/* The partitioner's options as flags (partition_flags.c), for a command's
+ * getopt_long table: put TS_PARTITION_FLAG_OPTIONS among its entries (the
+ * file includes <getopt.h>), pass the codes it returns to
+ * ts_partition_flag_parse, and print ts_partition_flags_help in --help.
+ * Booleans take an optional `=true` / `=false` (alone: true). */
+enum {
+  TS_PFLAG_THRESHOLD = 0x100,
+  TS_PFLAG_UNROLL,
+  TS_PFLAG_BIDIRECTIONAL,
+  TS_PFLAG_CONV_LHS,
+  TS_PFLAG_FASTER,
+};
+#define TS_PARTITION_FLAG_OPTIONS                                                      \
+  {"threshold-for-windowed-einsum-mib", required_argument, NULL, TS_PFLAG_THRESHOLD},   \
+      {"unroll-windowed-einsum", optional_argument, NULL, TS_PFLAG_UNROLL},             \
+      {"bidirectional-windowed-einsum", optional_argument, NULL, TS_PFLAG_BIDIRECTIONAL}, \
+      {"conv-halo-exchange-always-on-lhs", optional_argument, NULL, TS_PFLAG_CONV_LHS}, \
+      {"choose-faster-windowed-einsum-over-mem", optional_argument, NULL, TS_PFLAG_FASTER}
+extern const char ts_partition_flags_help[];
+/* Applies flag `code` with value `arg` (NULL when none) to `o`; prints a
+ * usage error naming `cmd` and returns false on a bad value. */
+bool ts_partition_flag_parse(const char *cmd, int code, const char *arg, ts_partition_opts_t *o);
 
 #endif

@@ -1,0 +1,166 @@
+# SPMD partitioner, checked numerically with `tessera check`: every case of
+# ../shared/corpus/xla_spmd with its num_partitions and options, the sharded
+# modules of ../shared/corpus/real_hlo, hand-written modules in
+# tests/partition/, the CLI's errors, and the shard/unshard helpers.
+#
+# Cases the partitioner cannot pass yet are named, with the reason, in
+# tests/partition/spmd_expected_failures.txt: check_spmd.sh then expects them
+# to fail and fails when one passes (remove it from the list then). The list
+# is read when the test runs: editing it needs no reconfigure.
+
+set(ts_spmd_xfail ${CMAKE_CURRENT_SOURCE_DIR}/partition/spmd_expected_failures.txt)
+set(ts_partition_dir ${CMAKE_CURRENT_SOURCE_DIR}/partition)
+
+# ts_check_test(NAME FILE WANT LABELS [CHECK FLAGS...]); WANT as check_spmd.sh.
+function(ts_check_test name file want labels)
+  add_test(NAME ${name}
+           COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/check_spmd.sh $<TARGET_FILE:tessera> ${ts_spmd_xfail}
+                   ${file} ${want} ${ARGN})
+  set(timeout 60)
+  if("corpus" IN_LIST labels)
+    set(timeout 300)
+  endif()
+  set_tests_properties(${name} PROPERTIES LABELS "${labels}" TIMEOUT ${timeout} SKIP_RETURN_CODE 77)
+endfunction()
+
+# --- corpus: xla_spmd, num_partitions and options from expectations.jsonl ---
+# A fixed --max-memory keeps "too large to run here" (exit 3) the same on
+# every machine: the six einsum cases of 38 to 384 GiB.
+set(spmd_dir ${TESSERA_SHARED_DIR}/corpus/xla_spmd)
+# The README's six einsum cases hold 38 to 384 GiB arrays: partitioned and
+# verified, then exit 3 without running.
+set(spmd_too_large
+    076_einsum_contracting_dims_partitioned.hlo
+    079_einsum_rhs_non_contracting_dims_partitioned.hlo
+    080_einsum_output_lhs_non_contracting_dim_partitioned.hlo
+    082_unrolled_einsum_rhs_windowed_in_contracting_out_non_contracting_partitioned.hlo
+    083_bidirectional_einsum_rhs_windowed_in_contracting_out_non_contracting_partitioned.hlo
+    085_einsum_rhs_windowed_non_contracting_no_double_ag.hlo)
+if(EXISTS ${spmd_dir}/expectations.jsonl)
+  set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS ${spmd_dir}/expectations.jsonl)
+  file(READ ${spmd_dir}/expectations.jsonl rest)
+  # One JSON object per line; split by hand (no CMake lists: the lines hold
+  # ';' and unbalanced '[').
+  while(NOT rest STREQUAL "")
+    string(FIND "${rest}" "\n" nl)
+    if(nl EQUAL -1)
+      set(line "${rest}")
+      set(rest "")
+    else()
+      string(SUBSTRING "${rest}" 0 ${nl} line)
+      math(EXPR nl "${nl} + 1")
+      string(SUBSTRING "${rest}" ${nl} -1 rest)
+    endif()
+    string(STRIP "${line}" line)
+    if(line STREQUAL "")
+      continue()
+    endif()
+    string(JSON file GET "${line}" file)
+    string(JSON nparts GET "${line}" num_partitions)
+    string(JSON nopts LENGTH "${line}" options)
+    set(flags --num-partitions ${nparts} --max-memory 8G)
+    if(nopts GREATER 0)
+      math(EXPR last "${nopts} - 1")
+      foreach(k RANGE ${last})
+        string(JSON key MEMBER "${line}" options ${k})
+        string(JSON type TYPE "${line}" options ${key})
+        string(JSON value GET "${line}" options ${key})
+        string(REPLACE "_" "-" flag "${key}")
+        if(type STREQUAL "BOOLEAN")
+          if(value)
+            list(APPEND flags --${flag})
+          else()
+            list(APPEND flags --${flag}=false)
+          endif()
+        else()
+          list(APPEND flags --${flag}=${value})
+        endif()
+      endforeach()
+    endif()
+    set(want ok)
+    if(file IN_LIST spmd_too_large)
+      set(want "not-run:memory estimate:")
+    endif()
+    ts_check_test(corpus.spmd.${file} ${spmd_dir}/${file} ${want} corpus ${flags})
+  endwhile()
+else()
+  add_test(NAME corpus.spmd.absent COMMAND sh -c "echo 'skipped: ${spmd_dir} not found'; exit 77")
+  set_tests_properties(corpus.spmd.absent PROPERTIES LABELS corpus SKIP_RETURN_CODE 77)
+endif()
+
+# --- corpus: the sharded real_hlo modules (skipped when absent) ---
+set(real_hlo ${TESSERA_SHARED_DIR}/corpus/real_hlo)
+ts_check_test(corpus.check.tensorflow__tensorflow__sharded_computation.hlo
+              ${real_hlo}/tensorflow__tensorflow__sharded_computation.hlo ok "corpus;heavy" --num-partitions 2)
+ts_check_test(corpus.check.tensorflow__tensorflow__spmd.hlo ${real_hlo}/tensorflow__tensorflow__spmd.hlo ok corpus)
+ts_check_test(corpus.check.tensorflow__tensorflow__spmd_8_devices.hlo
+              ${real_hlo}/tensorflow__tensorflow__spmd_8_devices.hlo ok corpus --num-partitions 8)
+ts_check_test(corpus.check.tensorflow__tensorflow__sharded_16_devices.hlo
+              ${real_hlo}/tensorflow__tensorflow__sharded_16_devices.hlo ok corpus)
+ts_check_test(corpus.check.tensorflow__tensorflow__sharded_2_devices.hlo
+              ${real_hlo}/tensorflow__tensorflow__sharded_2_devices.hlo ok corpus --num-partitions 2)
+ts_check_test(corpus.check.tensorflow__tensorflow__must_alias_with_sharding.hlo
+              ${real_hlo}/tensorflow__tensorflow__must_alias_with_sharding.hlo ok corpus --num-partitions 2)
+ts_check_test(corpus.check.unidentified__unidentified__jit__fun_sdy_shard_map.hlo
+              ${real_hlo}/unidentified__unidentified__jit__fun_sdy_shard_map.hlo
+              "error:custom-call target \"ascend.matmul\" has no meaning" corpus --num-partitions 8)
+
+# --- unit: hand-written sharded modules ---
+ts_check_test(partition.elementwise_tiled ${ts_partition_dir}/elementwise_tiled.hlo ok unit)
+ts_check_test(partition.dot_batch ${ts_partition_dir}/dot_batch.hlo ok unit)
+ts_check_test(partition.reshard_replicated_to_tiled ${ts_partition_dir}/reshard_replicated_to_tiled.hlo ok unit)
+ts_check_test(partition.uneven_5_over_2 ${ts_partition_dir}/uneven_5_over_2.hlo ok unit)
+ts_check_test(partition.tuple_root ${ts_partition_dir}/tuple_root.hlo ok unit --random-inputs 7)
+ts_check_test(partition.options ${ts_partition_dir}/dot_batch.hlo ok unit --threshold-for-windowed-einsum-mib=0
+              --unroll-windowed-einsum --bidirectional-windowed-einsum=true
+              --conv-halo-exchange-always-on-lhs=false --choose-faster-windowed-einsum-over-mem=false)
+# The check itself must catch a wrong result: in the assembled output, and
+# in a replica the assembly does not read.
+ts_check_test(partition.mismatch_detected ${ts_partition_dir}/mismatch_partition_id.hlo
+              "mismatch:out0 u32[2]: MISMATCH: 1 of 2 elements differ" unit)
+ts_check_test(partition.mismatch_detected_worst ${ts_partition_dir}/mismatch_partition_id.hlo
+              "mismatch:worst at [1]: got 1, want 0" unit)
+ts_check_test(partition.mismatch_replica_detected ${ts_partition_dir}/mismatch_replica.hlo
+              "mismatch:but MISMATCH on device 1's copy: 3 elements differ" unit)
+# Memory estimate, by hand: f32[4,8] parameter 128 B + the add's 128 B =
+# 256 B for the reference run; 2 devices x (64 + 64) B partitioned.
+ts_check_test(partition.too_large ${ts_partition_dir}/small_no_header.hlo
+              "not-run:memory estimate: reference run 256 B, partitioned run 256 B (limit 255 B)" unit
+              --num-partitions 2 --max-memory 255)
+
+# --- unit: the command line ---
+set(small ${ts_partition_dir}/small_no_header.hlo)
+ts_cli_test(check_no_partitions 2
+            "tessera check: error: say how many devices with --num-partitions N (the module's header gives none)"
+            check ${small})
+ts_cli_test(check_bad_partitions 2 "tessera check: error: --num-partitions wants a positive integer, got 'two'"
+            check --num-partitions two ${small})
+ts_cli_test(check_bad_bool 2 "tessera check: error: --unroll-windowed-einsum wants true or false, got 'maybe'"
+            check --num-partitions 2 --unroll-windowed-einsum=maybe ${small})
+ts_cli_test(check_bad_threshold 2
+            "tessera check: error: --threshold-for-windowed-einsum-mib wants a non-negative integer (MiB), got '1.5'"
+            check --num-partitions 2 --threshold-for-windowed-einsum-mib=1.5 ${small})
+ts_cli_test(check_threshold_no_value 2
+            "tessera check: error: option '--threshold-for-windowed-einsum-mib' needs a value"
+            check --num-partitions 2 ${small} --threshold-for-windowed-einsum-mib)
+ts_cli_test(check_bad_memory 2
+            "tessera check: error: --max-memory wants a positive byte count (suffixes K, M, G, T), got '12Q'"
+            check --num-partitions 2 --max-memory 12Q ${small})
+ts_cli_test(check_bad_seed 2 "tessera check: error: --random-inputs wants a non-negative integer seed, got '-1'"
+            check --num-partitions 2 --random-inputs -1 ${small})
+ts_cli_test(check_unknown_option 2 "tessera check: error: unknown option '--frob'" check --frob ${small})
+ts_cli_test(check_no_file 2 "tessera check: error: no module file given" check --num-partitions 2)
+ts_cli_test(check_too_many_devices 2
+            "tessera check: error: --num-partitions 2048: one process simulates at most 1024 devices"
+            check --num-partitions 2048 ${small})
+ts_cli_test(opt_partitioned_no_partitions 2
+            "tessera opt: error: --stage=partitioned: say how many devices with --num-partitions N (the module's header gives none)"
+            opt --stage=partitioned ${small})
+ts_cli_test(opt_bad_bool 2 "tessera opt: error: --bidirectional-windowed-einsum wants true or false, got 'yes'"
+            opt --stage=partitioned --bidirectional-windowed-einsum=yes ${small})
+
+# --- unit: shard / unshard ---
+add_executable(test_interp_shard test_interp_shard.c)
+target_link_libraries(test_interp_shard PRIVATE ts_interp ts_sharding ts_hlo ts_common)
+add_test(NAME interp.shard COMMAND test_interp_shard)
+set_tests_properties(interp.shard PROPERTIES LABELS unit TIMEOUT 60)
