@@ -158,6 +158,11 @@ ts_cli_test(opt_partitioned_no_partitions 2
             opt --stage=partitioned ${small})
 ts_cli_test(opt_bad_bool 2 "tessera opt: error: --bidirectional-windowed-einsum wants true or false, got 'yes'"
             opt --stage=partitioned --bidirectional-windowed-einsum=yes ${small})
+# opt --stage=partitioned prints the per-device program (f32[4,8] in 2 row
+# tiles: f32[2,8]), which parses and verifies again.
+add_test(NAME cli.opt_stage_partitioned
+         COMMAND sh -c "out=$($<TARGET_FILE:tessera> opt --stage=partitioned --num-partitions 2 ${small}) && echo \"$out\" | grep -q '^HloModule small_no_header, num_partitions=2' && echo \"$out\" | grep -q '= f32\\[2,8\\] parameter(0)' && echo \"$out\" | $<TARGET_FILE:tessera> opt - >/dev/null")
+set_tests_properties(cli.opt_stage_partitioned PROPERTIES LABELS unit TIMEOUT 30)
 
 # --- unit: shard / unshard ---
 add_executable(test_interp_shard test_interp_shard.c)
