@@ -493,7 +493,7 @@ static bool passthrough(part_t *p, const ts_hlo_instr_t *i, const ts_sharding_va
   ts_hlo_instr_t *x = emit_like(p, i, ops, ls);
   if (!x) return true;
   /* Local sizes on the untouched dims. */
-  const ts_shape_t *lin = ops[0] ? ops[0]->shape : ls;
+  const ts_shape_t *lin = i->nops > 0 && ops[0] ? ops[0]->shape : ls;
   for (int k = 0; k < x->nattrs; k++) {
     ts_hlo_attr_t *a = &x->attrs[k];
     if (a->kind == TS_ATTR_SLICE)
