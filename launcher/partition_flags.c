@@ -20,7 +20,9 @@ const char ts_partition_flags_help[] =
     "  --choose-faster-windowed-einsum-over-mem[=BOOL]\n"
     "                        prefer the faster windowed einsum over the one\n"
     "                        using less memory\n"
-    "                        (a boolean flag alone means true; BOOL: true or false)\n";
+    "                        (a boolean flag alone means true; BOOL: true or false)\n"
+    "  These are accepted and passed on; the partitioner does not do windowed\n"
+    "  einsum or convolution halo exchange yet, so today they change nothing.\n";
 
 static const char *flag_name(int code) {
   switch (code) {

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs the dependencies, builds Tessera in build/ with warnings as errors,
-# and runs every CTest test (unit, corpus, bench-smoke).
+# and runs every CTest test (unit, corpus, mpi, bench-smoke).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
