@@ -507,6 +507,133 @@ static bool passthrough(part_t *p, const ts_hlo_instr_t *i, const ts_sharding_va
   return true;
 }
 
+/* A slice along one tiled dim d (stride 1) where operand and result share
+ * the sharding: every result shard reads a window of the operand that
+ * spans at most a few neighbouring shards, so those shards come over by
+ * collective-permute (halo exchange, GSPMD section 4.3) instead of a
+ * gather of the whole dim. */
+static bool slice_halo(part_t *p, const ts_hlo_instr_t *i, const ts_sharding_value_t *s) {
+  const ts_hlo_attr_t *a = ts_hlo_instr_attr(i, "slice");
+  if (s->kind != TS_SHARD_TILED || !a) return false;
+  const ts_shape_t *in = i->ops[0]->shape, *out = i->shape;
+  int r = out->rank, d = -1;
+  for (int k = 0; k < r; k++) {
+    bool touched = a->v.slice->start[k] != 0 || a->v.slice->limit[k] != in->dims[k] || a->v.slice->stride[k] != 1;
+    if (!touched || s->dims[k] == 1) continue;
+    if (d >= 0 || a->v.slice->stride[k] != 1) return false; /* one tiled touched dim, stride 1 */
+    d = k;
+  }
+  if (d < 0) return false;
+  int64_t t = s->dims[d], ci = (in->dims[d] + t - 1) / t, co = (out->dims[d] + t - 1) / t;
+  int64_t start = a->v.slice->start[d], smin = INT64_MAX, smax = INT64_MIN;
+  for (int64_t q = 0; q < t && q * co < out->dims[d]; q++) {
+    int64_t lo = (start + q * co) / ci, hi = (start + q * co + co - 1) / ci;
+    if (hi > t - 1) hi = t - 1;
+    if (lo - q < smin) smin = lo - q;
+    if (hi - q > smax) smax = hi - q;
+  }
+  if (smax < smin || smax - smin + 1 > 4 || smin > 0 || smax < 0) return false;
+  /* Only the part of the first and last source shards a window reads moves:
+   * [lo, ci) of the first, [0, hi) of the last. */
+  int64_t lo = ci, hi = 0;
+  for (int64_t q = 0; q < t && q * co < out->dims[d]; q++) {
+    int64_t a0 = start + q * co - (q + smin) * ci, b0 = start + q * co + co - (q + smax) * ci;
+    if (a0 < lo) lo = a0;
+    if (b0 > hi) hi = b0;
+  }
+  if (lo < 0) lo = 0;
+  if (hi > ci) hi = ci;
+  ts_hlo_instr_t *x = operand(p, i, 0, s);
+  if (!x) return true;
+  ts_hlo_instr_t *pieces[8];
+  int64_t idx[TS_PART_MAX_RANK + 8], src;
+  for (int64_t sh = smin; sh <= smax; sh++) {
+    ts_hlo_instr_t *part = x;
+    int64_t from = sh == smin ? lo : 0, to = sh == smax ? hi : ci;
+    if (from != 0 || to != ci) {
+      int64_t st[TS_PART_MAX_RANK] = {0}, lim[TS_PART_MAX_RANK];
+      for (int k = 0; k < r; k++) lim[k] = x->shape->dims[k];
+      st[d] = from;
+      lim[d] = to;
+      part = ts_part_slice(p, x, st, lim);
+    }
+    if (sh == 0) {
+      pieces[sh - smin] = part;
+      continue;
+    }
+    /* Device at tile position q receives from the one at q + sh. */
+    int64_t *pairs = ts_arena_alloc(p->a, sizeof *pairs * 2 * (size_t)p->n), np = 0;
+    if (!pairs) return true;
+    for (int64_t dev = 0; dev < p->n; dev++) {
+      if (ts_sharding_tile_index(s, dev, idx) != TS_OK) return false;
+      idx[d] += sh;
+      if (idx[d] < 0 || idx[d] >= t || ts_sharding_tile_device(s, idx, &src) != TS_OK) continue;
+      pairs[2 * np] = src;
+      pairs[2 * np + 1] = dev;
+      np++;
+    }
+    ts_hlo_instr_t *cp = part ? ts_part_add(p, TS_OP_COLLECTIVE_PERMUTE, part->shape, &part, 1, "collective-permute") : NULL;
+    ts_part_attr_int(p, cp, "channel_id", p->next_channel++);
+    ts_hlo_attr_t pa = {.name = "source_target_pairs", .kind = TS_ATTR_INT_LISTS};
+    pa.v.lists.n = (int)np;
+    pa.v.lists.lists = ts_arena_alloc(p->dst->arena, sizeof *pa.v.lists.lists * (size_t)(np + 1));
+    for (int64_t k = 0; pa.v.lists.lists && k < np; k++) {
+      pa.v.lists.lists[k].n = 2;
+      pa.v.lists.lists[k].v = ts_arena_alloc(p->dst->arena, 2 * sizeof(int64_t));
+      if (!pa.v.lists.lists[k].v) return true;
+      pa.v.lists.lists[k].v[0] = pairs[2 * k];
+      pa.v.lists.lists[k].v[1] = pairs[2 * k + 1];
+    }
+    if (cp && pa.v.lists.lists && ts_hlo_instr_add_attr(cp, &pa) != TS_OK) p->st = TS_ERR_NOMEM;
+    pieces[sh - smin] = cp;
+  }
+  int np = (int)(smax - smin + 1);
+  ts_hlo_instr_t *buf = pieces[0];
+  if (np > 1) {
+    int64_t dims[TS_PART_MAX_RANK];
+    for (int k = 0; k < r; k++) dims[k] = x->shape->dims[k];
+    dims[d] = 0;
+    for (int k = 0; k < np; k++) dims[d] += pieces[k] ? pieces[k]->shape->dims[d] : 0;
+    buf = ts_part_add(p, TS_OP_CONCATENATE, ts_part_shape(p, out->elem, r, dims), pieces, np, "concatenate");
+    ts_part_attr_ints(p, buf, "dimensions", 1, (int64_t[]){d});
+  }
+  /* The window along d: at start + q*co - (q+smin)*ci. */
+  const ts_shape_t *ls = ts_part_local_shape(p, out, s);
+  ts_hlo_instr_t *ops[TS_PART_MAX_RANK + 1];
+  int64_t *table = ts_arena_alloc(p->a, sizeof *table * (size_t)p->n), sizes[TS_PART_MAX_RANK], zero = 0;
+  if (!table || !ls || !buf) return true;
+  ops[0] = buf;
+  for (int k = 0; k < r; k++) {
+    sizes[k] = k == d ? co : buf->shape->dims[k];
+    if (k != d) {
+      ops[1 + k] = ts_part_const_s32(p, -1, &zero);
+      continue;
+    }
+    for (int64_t dev = 0; dev < p->n; dev++) {
+      if (ts_sharding_tile_index(s, dev, idx) != TS_OK) return false;
+      table[dev] = start + idx[d] * co - (idx[d] + smin) * ci - lo;
+    }
+    ops[1 + k] = ts_part_table_lookup(p, table);
+  }
+  ts_hlo_instr_t *win = ts_part_add(p, TS_OP_DYNAMIC_SLICE, ts_part_shape(p, out->elem, r, sizes), ops, r + 1,
+                                    "dynamic-slice");
+  ts_part_attr_ints(p, win, "dynamic_slice_sizes", r, sizes);
+  /* The other (untiled) dims as the slice says; d is already done. */
+  bool more = false;
+  for (int k = 0; k < r; k++) more |= k != d && sizes[k] != ls->dims[k];
+  if (more && win) {
+    ts_hlo_instr_t *sl = emit_like(p, i, &win, ls);
+    for (int k = 0; sl && k < sl->nattrs; k++)
+      if (sl->attrs[k].kind == TS_ATTR_SLICE) {
+        sl->attrs[k].v.slice->start[d] = 0;
+        sl->attrs[k].v.slice->limit[d] = co;
+      }
+    win = sl;
+  }
+  set(p, i, win, s);
+  return true;
+}
+
 /* gather whose result is sharded on its batch dims only: the indices take
  * those tiles, the operand is replicated, and every device gathers its own
  * rows (GSPMD's index passthrough). */
@@ -739,6 +866,7 @@ static void partition_instr(part_t *p, const ts_hlo_instr_t *i, ts_sharding_valu
   case TS_OP_WHILE: case TS_OP_CALL: case TS_OP_CONDITIONAL: control_flow(p, i, s); return;
   case TS_OP_GATHER: if (gather(p, i, s)) return; break;
   case TS_OP_SCATTER: if (scatter_add(p, i, s)) return; break;
+  case TS_OP_SLICE: if (slice_halo(p, i, s)) return; break;
   default: break;
   }
   if (passthrough(p, i, s)) return;
