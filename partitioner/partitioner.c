@@ -377,6 +377,30 @@ static void dot(part_t *p, const ts_hlo_instr_t *i, const ts_sharding_value_t *s
   set(p, i, emit_like(p, i, ops, ts_part_local_shape(p, i->shape, s)), s);
 }
 
+/* convolution sharded on its batch and output-feature dims (data and
+ * model parallelism): like a dot, the lhs takes the batch tiles, the rhs
+ * the output-feature tiles, and every device convolves its own. Spatial
+ * tiles need halo exchange (not written yet): they fold into replication
+ * and the result is sliced after. */
+static bool convolution(part_t *p, const ts_hlo_instr_t *i, const ts_sharding_value_t *s) {
+  const ts_hlo_attr_t *dn = ts_hlo_instr_attr(i, "dim_labels");
+  const ts_hlo_attr_t *fg = ts_hlo_instr_attr(i, "feature_group_count"), *bg = ts_hlo_instr_attr(i, "batch_group_count");
+  if (s->kind != TS_SHARD_TILED || i->nops != 2 || !dn || dn->kind != TS_ATTR_CONV_DNUMS) return false;
+  if ((fg && fg->v.i != 1) || (bg && bg->v.i != 1)) return false;
+  const ts_conv_dnums_t *c = dn->v.conv;
+  int r = i->shape->rank;
+  bool keep[TS_PART_MAX_RANK] = {false};
+  keep[c->out_batch] = keep[c->out_feature] = true;
+  ts_sharding_value_t *sp = ts_part_replicate_dims(p, s, r, keep);
+  int64_t ob = c->out_batch, of = c->out_feature, ib = c->in_batch, kf = c->k_out_feature;
+  ts_sharding_value_t *ls = operand_sharding(p, sp, r, 1, &ob, &ib, i->ops[0]->shape->rank);
+  ts_sharding_value_t *rs = operand_sharding(p, sp, r, 1, &of, &kf, i->ops[1]->shape->rank);
+  ts_hlo_instr_t *ops[2] = {operand(p, i, 0, ls), operand(p, i, 1, rs)};
+  ts_hlo_instr_t *x = emit_like(p, i, ops, ts_part_local_shape(p, i->shape, sp));
+  set(p, i, ts_part_reshard(p, x, i->shape, sp, s), s);
+  return true;
+}
+
 static void reshape(part_t *p, const ts_hlo_instr_t *i, const ts_sharding_value_t *s) {
   const ts_shape_t *from = i->ops[0]->shape, *to = i->shape;
   if (s->kind != TS_SHARD_TILED) {
@@ -867,6 +891,7 @@ static void partition_instr(part_t *p, const ts_hlo_instr_t *i, ts_sharding_valu
   case TS_OP_GATHER: if (gather(p, i, s)) return; break;
   case TS_OP_SCATTER: if (scatter_add(p, i, s)) return; break;
   case TS_OP_SLICE: if (slice_halo(p, i, s)) return; break;
+  case TS_OP_CONVOLUTION: if (convolution(p, i, s)) return; break;
   default: break;
   }
   if (passthrough(p, i, s)) return;
