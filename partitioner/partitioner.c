@@ -658,6 +658,87 @@ static bool slice_halo(part_t *p, const ts_hlo_instr_t *i, const ts_sharding_val
   return true;
 }
 
+/* dynamic-update-slice whose updated dims are tiled: the update is
+ * gathered on those dims only (it is small), and every device writes the
+ * part that falls in its shard: the update padded by a shard length on
+ * both sides, a window of it at the device's offset, and a select under an
+ * iota mask of the positions the update covers. */
+static bool dus_tiled(part_t *p, const ts_hlo_instr_t *i, const ts_sharding_value_t *s) {
+  if (s->kind != TS_SHARD_TILED || i->nops < 3) return false;
+  const ts_shape_t *in = i->shape, *us = i->ops[1]->shape;
+  int r = in->rank;
+  bool touched[TS_PART_MAX_RANK], keep[TS_PART_MAX_RANK], any = false;
+  for (int d = 0; d < r; d++) {
+    touched[d] = us->dims[d] != in->dims[d];
+    keep[d] = !touched[d];
+    any |= touched[d] && s->dims[d] > 1;
+    if (touched[d] && s->dims[d] > 1 && in->dims[d] % s->dims[d] != 0) return false;
+  }
+  if (!any) return false;
+  ts_sharding_value_t *usp = ts_part_replicate_dims(p, s, r, keep);
+  ts_hlo_instr_t *x = operand(p, i, 0, s), *u = operand(p, i, 1, usp);
+  if (!x || !u) return true;
+  const ts_shape_t *ls = x->shape;
+  int64_t hi[TS_PART_MAX_RANK], idx[TS_PART_MAX_RANK + 8];
+  for (int d = 0; d < r; d++) hi[d] = touched[d] ? ls->dims[d] : 0;
+  /* The update padded by a shard length on both sides of touched dims
+   * (ts_part_pad pads high; the low side is set on its padding). */
+  ts_hlo_instr_t *padded = ts_part_pad(p, u, hi);
+  ts_hlo_attr_t *pa = padded ? (ts_hlo_attr_t *)ts_hlo_instr_attr(padded, "padding") : NULL;
+  if (!pa) return true;
+  int64_t dims[TS_PART_MAX_RANK];
+  for (int d = 0; d < r; d++) {
+    pa->v.padding->lo[d] = hi[d];
+    dims[d] = u->shape->dims[d] + 2 * hi[d];
+  }
+  padded->shape = ts_part_shape(p, in->elem, r, dims);
+  ts_hlo_instr_t *ops[TS_PART_MAX_RANK + 1], *mask = NULL;
+  ops[0] = padded;
+  int64_t *table = ts_arena_alloc(p->a, sizeof *table * (size_t)p->n);
+  if (!table) return true;
+  const ts_shape_t *ps = ts_part_shape(p, TS_PRED, r, ls->dims), *is = ts_part_shape(p, TS_S32, r, ls->dims);
+  for (int d = 0; d < r; d++) {
+    int64_t zero = 0;
+    if (!touched[d]) {
+      ops[1 + d] = ts_part_const_s32(p, -1, &zero);
+      continue;
+    }
+    /* o = clamp(start, 0, N - u) - (shard offset); window start c - o. */
+    int64_t lim = in->dims[d] - us->dims[d], c = ls->dims[d];
+    ts_hlo_instr_t *st = operand(p, i, 2 + d, ts_part_replicated(p));
+    if (st && st->shape->elem != TS_S32)
+      st = ts_part_add(p, TS_OP_CONVERT, ts_part_shape(p, TS_S32, 0, NULL), &st, 1, "convert");
+    ts_hlo_instr_t *lo = ts_part_const_s32(p, -1, &zero), *hc = ts_part_const_s32(p, -1, &lim);
+    ts_hlo_instr_t *g = ts_part_add(p, TS_OP_CLAMP, ts_part_shape(p, TS_S32, 0, NULL), (ts_hlo_instr_t *[]){lo, st, hc}, 3, "clamp");
+    for (int64_t dev = 0; dev < p->n; dev++) {
+      if (ts_sharding_tile_index(s, dev, idx) != TS_OK) return false;
+      table[dev] = idx[d] * c;
+    }
+    ts_hlo_instr_t *off = ts_part_table_lookup(p, table);
+    ts_hlo_instr_t *o = ts_part_add(p, TS_OP_SUBTRACT, g ? g->shape : NULL, (ts_hlo_instr_t *[]){g, off}, 2, "subtract");
+    ts_hlo_instr_t *cc = ts_part_const_s32(p, -1, &c);
+    ops[1 + d] = ts_part_add(p, TS_OP_SUBTRACT, o ? o->shape : NULL, (ts_hlo_instr_t *[]){cc, o}, 2, "subtract");
+    /* mask_d: o <= iota < o + u */
+    ts_hlo_instr_t *io = ts_part_add(p, TS_OP_IOTA, is, NULL, 0, "iota");
+    ts_part_attr_int(p, io, "iota_dimension", d);
+    int64_t ud = us->dims[d];
+    ts_hlo_instr_t *ucon = ts_part_const_s32(p, -1, &ud);
+    ts_hlo_instr_t *oe = ts_part_add(p, TS_OP_ADD, o ? o->shape : NULL, (ts_hlo_instr_t *[]){o, ucon}, 2, "add");
+    ts_hlo_instr_t *ob = ts_part_broadcast_scalar(p, o, r, ls->dims), *eb = ts_part_broadcast_scalar(p, oe, r, ls->dims);
+    ts_hlo_instr_t *ge = ts_part_add(p, TS_OP_COMPARE, ps, (ts_hlo_instr_t *[]){io, ob}, 2, "compare");
+    ts_part_attr_ident(p, ge, "direction", "GE");
+    ts_hlo_instr_t *lt = ts_part_add(p, TS_OP_COMPARE, ps, (ts_hlo_instr_t *[]){io, eb}, 2, "compare");
+    ts_part_attr_ident(p, lt, "direction", "LT");
+    ts_hlo_instr_t *m = ts_part_add(p, TS_OP_AND, ps, (ts_hlo_instr_t *[]){ge, lt}, 2, "and");
+    mask = mask ? ts_part_add(p, TS_OP_AND, ps, (ts_hlo_instr_t *[]){mask, m}, 2, "and") : m;
+  }
+  ts_hlo_instr_t *w = ts_part_add(p, TS_OP_DYNAMIC_SLICE, ls, ops, r + 1, "dynamic-slice");
+  ts_part_attr_ints(p, w, "dynamic_slice_sizes", r, ls->dims);
+  ts_hlo_instr_t *sel = ts_part_add(p, TS_OP_SELECT, ls, (ts_hlo_instr_t *[]){mask, w, x}, 3, "select");
+  set(p, i, sel, s);
+  return true;
+}
+
 /* gather whose result is sharded on its batch dims only: the indices take
  * those tiles, the operand is replicated, and every device gathers its own
  * rows (GSPMD's index passthrough). */
@@ -892,6 +973,7 @@ static void partition_instr(part_t *p, const ts_hlo_instr_t *i, ts_sharding_valu
   case TS_OP_SCATTER: if (scatter_add(p, i, s)) return; break;
   case TS_OP_SLICE: if (slice_halo(p, i, s)) return; break;
   case TS_OP_CONVOLUTION: if (convolution(p, i, s)) return; break;
+  case TS_OP_DYNAMIC_UPDATE_SLICE: if (dus_tiled(p, i, s)) return; break;
   default: break;
   }
   if (passthrough(p, i, s)) return;

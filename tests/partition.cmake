@@ -169,3 +169,25 @@ add_executable(test_interp_shard test_interp_shard.c)
 target_link_libraries(test_interp_shard PRIVATE ts_interp ts_sharding ts_hlo ts_common)
 add_test(NAME interp.shard COMMAND test_interp_shard)
 set_tests_properties(interp.shard PROPERTIES LABELS unit TIMEOUT 60)
+
+# The partitioner's own strategies: each module must match the reference
+# AND use the collectives its handler is meant to emit (a line of
+# `tessera check`'s collective table, e.g. "all-reduce 1"; "none": no
+# collective at all), so a silent fall-back to gathering is caught.
+function(ts_partition_strategy name want_collectives)
+  set(file ${ts_partition_dir}/${name}.hlo)
+  ts_check_test(partition.${name} ${file} ok unit ${ARGN})
+  add_test(NAME partition.${name}.collectives
+           COMMAND sh -c "out=$($<TARGET_FILE:tessera> check ${ARGN} ${file}) || exit 1; \
+                          got=$(printf '%s\\n' \"$out\" | awk '/^  (all|collective|reduce)/ {print $1, $2}' | paste -sd, -); \
+                          [ \"$got\" = \"$1\" ] || { echo \"collectives: '$got', want '$1'\"; exit 1; }" _ "${want_collectives}")
+  set_tests_properties(partition.${name}.collectives PROPERTIES LABELS unit TIMEOUT 60)
+endfunction()
+ts_partition_strategy(dus_dynamic "")
+ts_partition_strategy(slice_halo "collective-permute 2")
+ts_partition_strategy(conv_batch "")
+ts_partition_strategy(dot_contracting "all-reduce 1")
+ts_partition_strategy(reduce_partial "all-reduce 1")
+ts_partition_strategy(gather_scatter "all-reduce 1")
+ts_partition_strategy(all_to_all_reshard "all-to-all 1")
+ts_check_test(partition.dus_dynamic.seed3 ${ts_partition_dir}/dus_dynamic.hlo ok unit --random-inputs 3)
