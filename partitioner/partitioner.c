@@ -556,7 +556,7 @@ static bool slice_halo(part_t *p, const ts_hlo_instr_t *i, const ts_sharding_val
     if (lo - q < smin) smin = lo - q;
     if (hi - q > smax) smax = hi - q;
   }
-  if (smax < smin || smax - smin + 1 > 4 || smin > 0 || smax < 0) return false;
+  if (smax < smin || smax - smin + 1 > 4) return false;
   /* Only the part of the first and last source shards a window reads moves:
    * [lo, ci) of the first, [0, hi) of the last. */
   int64_t lo = ci, hi = 0;
