@@ -229,6 +229,47 @@ static bool identity_init(const ts_hlo_instr_t *init, const ts_hlo_comp_t *comp)
   }
 }
 
+/* Sums `partial` (full shape, one partial value per device) over `groups`
+ * and leaves the result sharded `s`: a reduce-scatter when s tiles one
+ * dimension evenly into as many parts as a group has members (each group
+ * then holds every tile once: its members are put in tile order), else an
+ * all-reduce and a local slice. */
+static ts_hlo_instr_t *sum_partials(part_t *p, ts_hlo_instr_t *partial, const ts_shape_t *shape, int64_t ng,
+                                    int64_t gs, int64_t *groups, ts_hlo_comp_t *to_apply,
+                                    const ts_sharding_value_t *s) {
+  int d = -1;
+  bool ok = s->kind == TS_SHARD_TILED;
+  for (int k = 0; ok && k < s->data_rank; k++)
+    if (s->dims[k] > 1) {
+      if (d >= 0) ok = false;
+      d = k;
+    }
+  ok = ok && d >= 0 && s->dims[d] == gs && shape->dims[d] % gs == 0;
+  int64_t idx[TS_PART_MAX_RANK + 8];
+  int64_t *ordered = ok ? ts_arena_alloc(p->a, sizeof *ordered * (size_t)(ng * gs)) : NULL;
+  for (int64_t g = 0; ok && ordered && g < ng; g++) {
+    for (int64_t k = 0; k < gs; k++) ordered[g * gs + k] = -1;
+    for (int64_t k = 0; ok && k < gs; k++) {
+      int64_t dev = groups[g * gs + k];
+      if (ts_sharding_tile_index(s, dev, idx) != TS_OK || ordered[g * gs + idx[d]] != -1) ok = false;
+      else ordered[g * gs + idx[d]] = dev;
+    }
+  }
+  if (!ok || !ordered) {
+    ts_hlo_instr_t *sum = ts_part_collective(p, TS_OP_ALL_REDUCE, partial->shape, partial, ng, gs, groups);
+    ts_part_attr_comp(p, sum, "to_apply", to_apply);
+    return ts_part_reshard(p, sum, shape, ts_part_replicated(p), s);
+  }
+  int64_t dims[TS_PART_MAX_RANK];
+  for (int k = 0; k < shape->rank; k++) dims[k] = shape->dims[k];
+  dims[d] /= gs;
+  ts_hlo_instr_t *rs = ts_part_collective(p, TS_OP_REDUCE_SCATTER, ts_part_shape(p, shape->elem, shape->rank, dims),
+                                          partial, ng, gs, ordered);
+  ts_part_attr_ints(p, rs, "dimensions", 1, (int64_t[]){d});
+  ts_part_attr_comp(p, rs, "to_apply", to_apply);
+  return rs;
+}
+
 /* The reduced dims are tiled where the operand already is: each device
  * reduces its slice and an all-reduce combines them. */
 static bool reduce_partial(part_t *p, const ts_hlo_instr_t *i, const ts_sharding_value_t *s) {
@@ -252,9 +293,7 @@ static bool reduce_partial(part_t *p, const ts_hlo_instr_t *i, const ts_sharding
   int64_t ng, gs, *groups;
   ts_part_groups_over_dims(p, op, keep, &ng, &gs, &groups);
   if (!groups || !partial) return p->st != TS_OK;
-  ts_hlo_instr_t *all = ts_part_collective(p, TS_OP_ALL_REDUCE, partial->shape, partial, ng, gs, groups);
-  ts_part_attr_comp(p, all, "to_apply", ts_part_clone_comp(p, i->called[0]));
-  set(p, i, ts_part_reshard(p, all, i->shape, ts_part_replicated(p), s), s);
+  set(p, i, sum_partials(p, partial, i->shape, ng, gs, groups, ts_part_clone_comp(p, i->called[0]), s), s);
   return true;
 }
 
@@ -360,9 +399,7 @@ static bool dot_contracting(part_t *p, const ts_hlo_instr_t *i, const ts_shardin
   int64_t ng, gs, *groups;
   ts_part_groups_over_dims(p, lp, keep, &ng, &gs, &groups);
   if (!groups || !partial) return p->st != TS_OK;
-  ts_hlo_instr_t *sum = ts_part_collective(p, TS_OP_ALL_REDUCE, partial->shape, partial, ng, gs, groups);
-  ts_part_attr_comp(p, sum, "to_apply", ts_part_sum_comp(p, i->shape->elem));
-  set(p, i, ts_part_reshard(p, sum, i->shape, ts_part_replicated(p), s), s);
+  set(p, i, sum_partials(p, partial, i->shape, ng, gs, groups, ts_part_sum_comp(p, i->shape->elem), s), s);
   return true;
 }
 
