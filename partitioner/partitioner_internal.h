@@ -90,4 +90,44 @@ void ts_part_groups_over_dims(part_t *p, const ts_sharding_value_t *s, const boo
 ts_hlo_instr_t *ts_part_reshard(part_t *p, ts_hlo_instr_t *x, const ts_shape_t *shape,
                                 const ts_sharding_value_t *from, const ts_sharding_value_t *to);
 
+/* A sharding of an n-dim array whose dim k is dim sel[k] of `s`; dims of s
+ * not selected must be untiled. */
+ts_sharding_value_t *ts_part_select_dims(part_t *p, const ts_sharding_value_t *s, int n, const int64_t *sel);
+/* The sharding of an operand of rank `rank` whose dim opdim[k] corresponds
+ * to result dim outdim[k] (k < n), under result sharding s (rank out_rank):
+ * result dims not listed are replicated, operand dims not listed untiled. */
+ts_sharding_value_t *ts_part_operand_sharding(part_t *p, const ts_sharding_value_t *s, int out_rank, int n,
+                                              const int64_t *outdim, const int64_t *opdim, int rank);
+
+/* ---- handlers (partitioner.c and one file per op family) ---------------- */
+
+const ts_sharding_value_t *ts_part_leaf(const ts_sharding_value_t *s, int k); /* element k of a tuple sharding */
+/* Operand k of i, resharded to `want`. */
+ts_hlo_instr_t *ts_part_operand(part_t *p, const ts_hlo_instr_t *i, int k, const ts_sharding_value_t *want);
+/* i's op on new operands with a new shape, its attributes copied. */
+ts_hlo_instr_t *ts_part_emit_like(part_t *p, const ts_hlo_instr_t *i, ts_hlo_instr_t *const *ops,
+                                  const ts_shape_t *shape);
+/* Records i's partitioned value and its sharding. */
+void ts_part_set(part_t *p, const ts_hlo_instr_t *i, ts_hlo_instr_t *v, const ts_sharding_value_t *s);
+const ts_shape_t *ts_part_full_shape(part_t *p, const ts_shape_t *s);
+/* Any op on full values: operands gathered, the result sliced to `s`. */
+void ts_part_fallback(part_t *p, const ts_hlo_instr_t *i, const ts_sharding_value_t *s);
+/* Sums one partial value per device over `groups`, leaving it sharded `s`
+ * (reduce-scatter when it fits, else all-reduce and a slice). */
+ts_hlo_instr_t *ts_part_sum_partials(part_t *p, ts_hlo_instr_t *partial, const ts_shape_t *shape, int64_t ng,
+                                     int64_t gs, int64_t *groups, ts_hlo_comp_t *to_apply,
+                                     const ts_sharding_value_t *s);
+bool ts_part_reducer_is_add(const ts_hlo_comp_t *c);
+
+/* Handlers: void ones always partition i; bool ones return false (having
+ * emitted nothing) when their strategy does not apply. */
+void ts_part_reduce(part_t *p, const ts_hlo_instr_t *i, const ts_sharding_value_t *s);   /* reduce.c */
+void ts_part_dot(part_t *p, const ts_hlo_instr_t *i, const ts_sharding_value_t *s);      /* dot.c */
+bool ts_part_convolution(part_t *p, const ts_hlo_instr_t *i, const ts_sharding_value_t *s);
+bool ts_part_passthrough(part_t *p, const ts_hlo_instr_t *i, const ts_sharding_value_t *s); /* slicing.c */
+bool ts_part_slice_halo(part_t *p, const ts_hlo_instr_t *i, const ts_sharding_value_t *s);
+bool ts_part_dus(part_t *p, const ts_hlo_instr_t *i, const ts_sharding_value_t *s);
+bool ts_part_gather(part_t *p, const ts_hlo_instr_t *i, const ts_sharding_value_t *s);      /* gather.c */
+bool ts_part_scatter_add(part_t *p, const ts_hlo_instr_t *i, const ts_sharding_value_t *s);
+
 #endif

@@ -145,6 +145,54 @@ void ts_part_groups_over_dims(part_t *p, const ts_sharding_value_t *s, const boo
   *groups = g;
 }
 
+/* ---- sharding arithmetic for handlers ---------------------------------- */
+
+/* A sharding of an n-dim array whose dim k is dim sel[k] of `s`; dims of s
+ * not selected must be untiled. */
+ts_sharding_value_t *ts_part_select_dims(part_t *p, const ts_sharding_value_t *s, int n, const int64_t *sel) {
+  if (!s || s->kind != TS_SHARD_TILED || p->st != TS_OK) return (ts_sharding_value_t *)s;
+  int ns = s->nsubgroups;
+  int64_t dims[TS_PART_MAX_RANK + 8], idx[TS_PART_MAX_RANK + 8], nidx[TS_PART_MAX_RANK + 8];
+  for (int k = 0; k < n; k++) dims[k] = s->dims[sel[k]];
+  for (int k = 0; k < ns; k++) dims[n + k] = s->dims[s->data_rank + k];
+  int64_t *dev = ts_arena_alloc(p->a, sizeof *dev * (size_t)s->ntiles);
+  if (!dev) {
+    p->st = TS_ERR_NOMEM;
+    return NULL;
+  }
+  for (int64_t t = 0; t < s->ntiles; t++) {
+    int64_t l = t;
+    for (int k = s->ndims - 1; k >= 0; k--) {
+      idx[k] = l % s->dims[k];
+      l /= s->dims[k];
+    }
+    for (int k = 0; k < n; k++) nidx[k] = idx[sel[k]];
+    for (int k = 0; k < ns; k++) nidx[n + k] = idx[s->data_rank + k];
+    int64_t lin = 0;
+    for (int k = 0; k < n + ns; k++) lin = lin * dims[k] + nidx[k];
+    dev[lin] = s->devices[t];
+  }
+  ts_sharding_value_t *out = NULL;
+  if (ts_sharding_tiled(p->a, n + ns, dims, dev, ns, s->subgroups, &out) != TS_OK)
+    ts_part_fail(p, NULL, TS_ERR_INTERNAL, "cannot select sharding dimensions");
+  return out;
+}
+
+/* The sharding of an operand of rank `rank` whose dim opdim[k] corresponds
+ * to result dim outdim[k] (k < n), under result sharding s (rank out_rank):
+ * result dims not listed are replicated, operand dims not listed untiled. */
+ts_sharding_value_t *ts_part_operand_sharding(part_t *p, const ts_sharding_value_t *s, int out_rank, int n,
+                                             const int64_t *outdim, const int64_t *opdim, int rank) {
+  if (!s || s->kind != TS_SHARD_TILED) return (ts_sharding_value_t *)s;
+  bool keep[TS_PART_MAX_RANK] = {false};
+  for (int k = 0; k < n; k++) keep[outdim[k]] = true;
+  ts_sharding_value_t *r = ts_part_replicate_dims(p, s, out_rank, keep);
+  ts_sharding_value_t *sel = ts_part_select_dims(p, r, n, outdim);
+  return ts_part_embed(p, sel, n, rank, opdim);
+}
+
+/* ---- emitting ------------------------------------------------------------ */
+
 /* ---- resharding --------------------------------------------------------- */
 
 static ts_hlo_instr_t *gte(part_t *p, ts_hlo_instr_t *t, int k) {

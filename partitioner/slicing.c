@@ -1,0 +1,315 @@
+/* Partitioning ops that move data along some dims only: shard-wise on the
+ * others, halo exchange for slices, masked in-place updates. */
+#include "partitioner_internal.h"
+
+#include <math.h>
+#include <string.h>
+
+/* The dims an op changes (slices, pads, concatenates, reverses, sorts,
+ * windows): on every other dim it works shard by shard. false when the op
+ * is not one of these. */
+static bool touched_dims(const ts_hlo_instr_t *i, bool *touched) {
+  int r = i->shape->rank;
+  const ts_shape_t *in = i->nops ? i->ops[0]->shape : i->shape;
+  if (i->shape->elem == TS_TUPLE) {
+    if (i->op != TS_OP_SORT) return false;
+    r = in->rank;
+  } else if (i->op != TS_OP_IOTA && in->rank != r) {
+    return false;
+  }
+  for (int d = 0; d < r; d++) touched[d] = false;
+  const ts_hlo_attr_t *a;
+  switch (i->op) {
+  case TS_OP_SLICE:
+    a = ts_hlo_instr_attr(i, "slice");
+    for (int d = 0; d < r; d++)
+      touched[d] = a->v.slice->start[d] != 0 || a->v.slice->limit[d] != in->dims[d] || a->v.slice->stride[d] != 1;
+    return true;
+  case TS_OP_PAD:
+    a = ts_hlo_instr_attr(i, "padding");
+    for (int d = 0; d < r; d++)
+      touched[d] = a->v.padding->lo[d] != 0 || a->v.padding->hi[d] != 0 || a->v.padding->interior[d] != 0;
+    return true;
+  case TS_OP_CONCATENATE: case TS_OP_REVERSE: case TS_OP_SORT:
+    a = ts_hlo_instr_attr(i, "dimensions");
+    for (int k = 0; a && k < a->v.list.n; k++) touched[a->v.list.v[k]] = true;
+    return a != NULL;
+  case TS_OP_IOTA:
+    a = ts_hlo_instr_attr(i, "iota_dimension");
+    if (a) touched[a->v.i] = true;
+    return a != NULL;
+  case TS_OP_DYNAMIC_SLICE:
+    for (int d = 0; d < r; d++) touched[d] = i->shape->dims[d] != in->dims[d];
+    return true;
+  case TS_OP_DYNAMIC_UPDATE_SLICE:
+    for (int d = 0; d < r; d++) touched[d] = i->ops[1]->shape->dims[d] != in->dims[d];
+    return true;
+  case TS_OP_REDUCE_WINDOW: {
+    a = ts_hlo_instr_attr(i, "window");
+    if (!a || a->v.window->n != r || i->nops != 2) return false;
+    for (int d = 0; d < r; d++) {
+      const ts_window_dim_t *w = &a->v.window->dims[d];
+      touched[d] = w->size != 1 || w->stride != 1 || w->pad_lo || w->pad_hi || w->lhs_dilate > 1 ||
+                   w->rhs_dilate > 1 || w->reversal;
+    }
+    return true;
+  }
+  default: return false;
+  }
+}
+
+/* An op that only changes `touched` dims runs on shards of the others: the
+ * result's tiles on touched dims fold into replication, same-rank operands
+ * take that sharding, scalars (pad values, start indices) are replicated,
+ * and the result is sliced to `s` after. Attributes that name sizes on the
+ * untouched dims (slice limits, dynamic_slice_sizes) get the local sizes. */
+bool ts_part_passthrough(part_t *p, const ts_hlo_instr_t *i, const ts_sharding_value_t *s) {
+  bool touched[TS_PART_MAX_RANK], keep[TS_PART_MAX_RANK];
+  if (s->kind != TS_SHARD_TILED && !(s->kind == TS_SHARD_TUPLE && i->op == TS_OP_SORT)) return false;
+  if (!touched_dims(i, touched)) return false;
+  const ts_sharding_value_t *s0 = ts_part_leaf(s, 0);
+  if (s0->kind != TS_SHARD_TILED) return false;
+  for (int k = 1; s->kind == TS_SHARD_TUPLE && k < s->ntuple; k++)
+    if (!ts_sharding_equal(s->tuple[k], s0)) return false;
+  int r = s0->data_rank;
+  for (int d = 0; d < r; d++) keep[d] = !touched[d];
+  ts_sharding_value_t *sp = ts_part_replicate_dims(p, s0, r, keep);
+  ts_sharding_value_t *full = (ts_sharding_value_t *)sp;
+  if (s->kind == TS_SHARD_TUPLE) {
+    ts_sharding_value_t *el[64];
+    if (s->ntuple > 64) return false;
+    for (int k = 0; k < s->ntuple; k++) el[k] = sp;
+    if (ts_sharding_tuple(p->a, s->ntuple, el, &full) != TS_OK) return false;
+  }
+  ts_hlo_instr_t *ops[256];
+  if (i->nops > 256) return false;
+  for (int k = 0; k < i->nops; k++) {
+    const ts_shape_t *os = i->ops[k]->shape;
+    ops[k] = ts_part_operand(p, i, k, os->rank == r && os->rank > 0 ? sp : ts_part_replicated(p));
+  }
+  const ts_shape_t *ls = ts_part_local_shape(p, i->shape, full);
+  ts_hlo_instr_t *x = ts_part_emit_like(p, i, ops, ls);
+  if (!x) return true;
+  /* Local sizes on the untouched dims. */
+  const ts_shape_t *lin = i->nops > 0 && ops[0] ? ops[0]->shape : ls;
+  for (int k = 0; k < x->nattrs; k++) {
+    ts_hlo_attr_t *a = &x->attrs[k];
+    if (a->kind == TS_ATTR_SLICE)
+      for (int d = 0; d < r; d++)
+        if (!touched[d]) a->v.slice->limit[d] = lin->dims[d];
+    if (a->kind == TS_ATTR_INT_LIST && !strcmp(a->name, "dynamic_slice_sizes"))
+      for (int d = 0; d < r && d < a->v.list.n; d++)
+        if (!touched[d]) a->v.list.v[d] = ls->dims[d];
+  }
+  ts_part_set(p, i, ts_part_reshard(p, x, i->shape, full, s), s);
+  return true;
+}
+
+/* A slice along one tiled dim d (stride 1) where operand and result share
+ * the sharding: every result shard reads a window of the operand that
+ * spans at most a few neighbouring shards, so those shards come over by
+ * collective-permute (halo exchange, GSPMD section 4.3) instead of a
+ * gather of the whole dim. */
+bool ts_part_slice_halo(part_t *p, const ts_hlo_instr_t *i, const ts_sharding_value_t *s) {
+  const ts_hlo_attr_t *a = ts_hlo_instr_attr(i, "slice");
+  if (s->kind != TS_SHARD_TILED || !a) return false;
+  const ts_shape_t *in = i->ops[0]->shape, *out = i->shape;
+  int r = out->rank, d = -1;
+  for (int k = 0; k < r; k++) {
+    bool touched = a->v.slice->start[k] != 0 || a->v.slice->limit[k] != in->dims[k] || a->v.slice->stride[k] != 1;
+    if (!touched || s->dims[k] == 1) continue;
+    if (d >= 0 || a->v.slice->stride[k] != 1) return false; /* one tiled touched dim, stride 1 */
+    d = k;
+  }
+  if (d < 0) return false;
+  int64_t t = s->dims[d], ci = (in->dims[d] + t - 1) / t, co = (out->dims[d] + t - 1) / t;
+  int64_t start = a->v.slice->start[d], smin = INT64_MAX, smax = INT64_MIN;
+  for (int64_t q = 0; q < t && q * co < out->dims[d]; q++) {
+    int64_t lo = (start + q * co) / ci, hi = (start + q * co + co - 1) / ci;
+    if (hi > t - 1) hi = t - 1;
+    if (lo - q < smin) smin = lo - q;
+    if (hi - q > smax) smax = hi - q;
+  }
+  if (smax < smin || smax - smin + 1 > 4) return false;
+  /* Only the part of the first and last source shards a window reads moves:
+   * [lo, ci) of the first, [0, hi) of the last. */
+  int64_t lo = ci, hi = 0;
+  for (int64_t q = 0; q < t && q * co < out->dims[d]; q++) {
+    int64_t a0 = start + q * co - (q + smin) * ci, b0 = start + q * co + co - (q + smax) * ci;
+    if (a0 < lo) lo = a0;
+    if (b0 > hi) hi = b0;
+  }
+  if (lo < 0) lo = 0;
+  if (hi > ci) hi = ci;
+  ts_hlo_instr_t *x = ts_part_operand(p, i, 0, s);
+  if (!x) return true;
+  ts_hlo_instr_t *pieces[8];
+  int64_t idx[TS_PART_MAX_RANK + 8], src;
+  for (int64_t sh = smin; sh <= smax; sh++) {
+    ts_hlo_instr_t *part = x;
+    int64_t from = sh == smin ? lo : 0, to = sh == smax ? hi : ci;
+    if (from != 0 || to != ci) {
+      int64_t st[TS_PART_MAX_RANK] = {0}, lim[TS_PART_MAX_RANK];
+      for (int k = 0; k < r; k++) lim[k] = x->shape->dims[k];
+      st[d] = from;
+      lim[d] = to;
+      part = ts_part_slice(p, x, st, lim);
+    }
+    if (sh == 0) {
+      pieces[sh - smin] = part;
+      continue;
+    }
+    /* Device at tile position q receives from the one at q + sh. */
+    int64_t *pairs = ts_arena_alloc(p->a, sizeof *pairs * 2 * (size_t)p->n), np = 0;
+    if (!pairs) return true;
+    for (int64_t dev = 0; dev < p->n; dev++) {
+      if (ts_sharding_tile_index(s, dev, idx) != TS_OK) return false;
+      idx[d] += sh;
+      if (idx[d] < 0 || idx[d] >= t || ts_sharding_tile_device(s, idx, &src) != TS_OK) continue;
+      pairs[2 * np] = src;
+      pairs[2 * np + 1] = dev;
+      np++;
+    }
+    ts_hlo_instr_t *cp = part ? ts_part_add(p, TS_OP_COLLECTIVE_PERMUTE, part->shape, &part, 1, "collective-permute") : NULL;
+    ts_part_attr_int(p, cp, "channel_id", p->next_channel++);
+    ts_hlo_attr_t pa = {.name = "source_target_pairs", .kind = TS_ATTR_INT_LISTS};
+    pa.v.lists.n = (int)np;
+    pa.v.lists.lists = ts_arena_alloc(p->dst->arena, sizeof *pa.v.lists.lists * (size_t)(np + 1));
+    for (int64_t k = 0; pa.v.lists.lists && k < np; k++) {
+      pa.v.lists.lists[k].n = 2;
+      pa.v.lists.lists[k].v = ts_arena_alloc(p->dst->arena, 2 * sizeof(int64_t));
+      if (!pa.v.lists.lists[k].v) return true;
+      pa.v.lists.lists[k].v[0] = pairs[2 * k];
+      pa.v.lists.lists[k].v[1] = pairs[2 * k + 1];
+    }
+    if (cp && pa.v.lists.lists && ts_hlo_instr_add_attr(cp, &pa) != TS_OK) p->st = TS_ERR_NOMEM;
+    pieces[sh - smin] = cp;
+  }
+  int np = (int)(smax - smin + 1);
+  ts_hlo_instr_t *buf = pieces[0];
+  if (np > 1) {
+    int64_t dims[TS_PART_MAX_RANK];
+    for (int k = 0; k < r; k++) dims[k] = x->shape->dims[k];
+    dims[d] = 0;
+    for (int k = 0; k < np; k++) dims[d] += pieces[k] ? pieces[k]->shape->dims[d] : 0;
+    buf = ts_part_add(p, TS_OP_CONCATENATE, ts_part_shape(p, out->elem, r, dims), pieces, np, "concatenate");
+    ts_part_attr_ints(p, buf, "dimensions", 1, (int64_t[]){d});
+  }
+  /* The window along d: at start + q*co - (q+smin)*ci. */
+  const ts_shape_t *ls = ts_part_local_shape(p, out, s);
+  ts_hlo_instr_t *ops[TS_PART_MAX_RANK + 1];
+  int64_t *table = ts_arena_alloc(p->a, sizeof *table * (size_t)p->n), sizes[TS_PART_MAX_RANK], zero = 0;
+  if (!table || !ls || !buf) return true;
+  ops[0] = buf;
+  for (int k = 0; k < r; k++) {
+    sizes[k] = k == d ? co : buf->shape->dims[k];
+    if (k != d) {
+      ops[1 + k] = ts_part_const_s32(p, -1, &zero);
+      continue;
+    }
+    for (int64_t dev = 0; dev < p->n; dev++) {
+      if (ts_sharding_tile_index(s, dev, idx) != TS_OK) return false;
+      table[dev] = start + idx[d] * co - (idx[d] + smin) * ci - lo;
+    }
+    ops[1 + k] = ts_part_table_lookup(p, table);
+  }
+  ts_hlo_instr_t *win = ts_part_add(p, TS_OP_DYNAMIC_SLICE, ts_part_shape(p, out->elem, r, sizes), ops, r + 1,
+                                    "dynamic-slice");
+  ts_part_attr_ints(p, win, "dynamic_slice_sizes", r, sizes);
+  /* The other (untiled) dims as the slice says; d is already done. */
+  bool more = false;
+  for (int k = 0; k < r; k++) more |= k != d && sizes[k] != ls->dims[k];
+  if (more && win) {
+    ts_hlo_instr_t *sl = ts_part_emit_like(p, i, &win, ls);
+    for (int k = 0; sl && k < sl->nattrs; k++)
+      if (sl->attrs[k].kind == TS_ATTR_SLICE) {
+        sl->attrs[k].v.slice->start[d] = 0;
+        sl->attrs[k].v.slice->limit[d] = co;
+      }
+    win = sl;
+  }
+  ts_part_set(p, i, win, s);
+  return true;
+}
+
+/* dynamic-update-slice whose updated dims are tiled: the update is
+ * gathered on those dims only (it is small), and every device writes the
+ * part that falls in its shard: the update padded by a shard length on
+ * both sides, a window of it at the device's offset, and a select under an
+ * iota mask of the positions the update covers. */
+bool ts_part_dus(part_t *p, const ts_hlo_instr_t *i, const ts_sharding_value_t *s) {
+  if (s->kind != TS_SHARD_TILED || i->nops < 3) return false;
+  const ts_shape_t *in = i->shape, *us = i->ops[1]->shape;
+  int r = in->rank;
+  bool touched[TS_PART_MAX_RANK], keep[TS_PART_MAX_RANK], any = false;
+  for (int d = 0; d < r; d++) {
+    touched[d] = us->dims[d] != in->dims[d];
+    keep[d] = !touched[d];
+    any |= touched[d] && s->dims[d] > 1;
+    if (touched[d] && s->dims[d] > 1 && in->dims[d] % s->dims[d] != 0) return false;
+  }
+  if (!any) return false;
+  ts_sharding_value_t *usp = ts_part_replicate_dims(p, s, r, keep);
+  ts_hlo_instr_t *x = ts_part_operand(p, i, 0, s), *u = ts_part_operand(p, i, 1, usp);
+  if (!x || !u) return true;
+  const ts_shape_t *ls = x->shape;
+  int64_t hi[TS_PART_MAX_RANK], idx[TS_PART_MAX_RANK + 8];
+  for (int d = 0; d < r; d++) hi[d] = touched[d] ? ls->dims[d] : 0;
+  /* The update padded by a shard length on both sides of touched dims
+   * (ts_part_pad pads high; the low side is set on its padding). */
+  ts_hlo_instr_t *padded = ts_part_pad(p, u, hi);
+  ts_hlo_attr_t *pa = padded ? (ts_hlo_attr_t *)ts_hlo_instr_attr(padded, "padding") : NULL;
+  if (!pa) return true;
+  int64_t dims[TS_PART_MAX_RANK];
+  for (int d = 0; d < r; d++) {
+    pa->v.padding->lo[d] = hi[d];
+    dims[d] = u->shape->dims[d] + 2 * hi[d];
+  }
+  padded->shape = ts_part_shape(p, in->elem, r, dims);
+  ts_hlo_instr_t *ops[TS_PART_MAX_RANK + 1], *mask = NULL;
+  ops[0] = padded;
+  int64_t *table = ts_arena_alloc(p->a, sizeof *table * (size_t)p->n);
+  if (!table) return true;
+  const ts_shape_t *ps = ts_part_shape(p, TS_PRED, r, ls->dims), *is = ts_part_shape(p, TS_S32, r, ls->dims);
+  for (int d = 0; d < r; d++) {
+    int64_t zero = 0;
+    if (!touched[d]) {
+      ops[1 + d] = ts_part_const_s32(p, -1, &zero);
+      continue;
+    }
+    /* o = clamp(start, 0, N - u) - (shard offset); window start c - o. */
+    int64_t lim = in->dims[d] - us->dims[d], c = ls->dims[d];
+    ts_hlo_instr_t *st = ts_part_operand(p, i, 2 + d, ts_part_replicated(p));
+    if (st && st->shape->elem != TS_S32)
+      st = ts_part_add(p, TS_OP_CONVERT, ts_part_shape(p, TS_S32, 0, NULL), &st, 1, "convert");
+    ts_hlo_instr_t *lo = ts_part_const_s32(p, -1, &zero), *hc = ts_part_const_s32(p, -1, &lim);
+    ts_hlo_instr_t *g = ts_part_add(p, TS_OP_CLAMP, ts_part_shape(p, TS_S32, 0, NULL), (ts_hlo_instr_t *[]){lo, st, hc}, 3, "clamp");
+    for (int64_t dev = 0; dev < p->n; dev++) {
+      if (ts_sharding_tile_index(s, dev, idx) != TS_OK) return false;
+      table[dev] = idx[d] * c;
+    }
+    ts_hlo_instr_t *off = ts_part_table_lookup(p, table);
+    ts_hlo_instr_t *o = ts_part_add(p, TS_OP_SUBTRACT, g ? g->shape : NULL, (ts_hlo_instr_t *[]){g, off}, 2, "subtract");
+    ts_hlo_instr_t *cc = ts_part_const_s32(p, -1, &c);
+    ops[1 + d] = ts_part_add(p, TS_OP_SUBTRACT, o ? o->shape : NULL, (ts_hlo_instr_t *[]){cc, o}, 2, "subtract");
+    /* mask_d: o <= iota < o + u */
+    ts_hlo_instr_t *io = ts_part_add(p, TS_OP_IOTA, is, NULL, 0, "iota");
+    ts_part_attr_int(p, io, "iota_dimension", d);
+    int64_t ud = us->dims[d];
+    ts_hlo_instr_t *ucon = ts_part_const_s32(p, -1, &ud);
+    ts_hlo_instr_t *oe = ts_part_add(p, TS_OP_ADD, o ? o->shape : NULL, (ts_hlo_instr_t *[]){o, ucon}, 2, "add");
+    ts_hlo_instr_t *ob = ts_part_broadcast_scalar(p, o, r, ls->dims), *eb = ts_part_broadcast_scalar(p, oe, r, ls->dims);
+    ts_hlo_instr_t *ge = ts_part_add(p, TS_OP_COMPARE, ps, (ts_hlo_instr_t *[]){io, ob}, 2, "compare");
+    ts_part_attr_ident(p, ge, "direction", "GE");
+    ts_hlo_instr_t *lt = ts_part_add(p, TS_OP_COMPARE, ps, (ts_hlo_instr_t *[]){io, eb}, 2, "compare");
+    ts_part_attr_ident(p, lt, "direction", "LT");
+    ts_hlo_instr_t *m = ts_part_add(p, TS_OP_AND, ps, (ts_hlo_instr_t *[]){ge, lt}, 2, "and");
+    mask = mask ? ts_part_add(p, TS_OP_AND, ps, (ts_hlo_instr_t *[]){mask, m}, 2, "and") : m;
+  }
+  ts_hlo_instr_t *w = ts_part_add(p, TS_OP_DYNAMIC_SLICE, ls, ops, r + 1, "dynamic-slice");
+  ts_part_attr_ints(p, w, "dynamic_slice_sizes", r, ls->dims);
+  ts_hlo_instr_t *sel = ts_part_add(p, TS_OP_SELECT, ls, (ts_hlo_instr_t *[]){mask, w, x}, 3, "select");
+  ts_part_set(p, i, sel, s);
+  return true;
+}
+
