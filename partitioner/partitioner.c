@@ -181,8 +181,6 @@ static void reshape(part_t *p, const ts_hlo_instr_t *i, const ts_sharding_value_
   ts_part_set(p, i, ts_part_emit_like(p, i, &x, ts_part_local_shape(p, to, s)), s);
 }
 
-/* ---- ops that move data along some dims only ----------------------------- */
-
 static const char *target_of(const ts_hlo_instr_t *i) {
   const ts_hlo_attr_t *a = ts_hlo_instr_attr(i, "custom_call_target");
   return a && a->kind == TS_ATTR_STRING ? a->v.s : "";

@@ -191,8 +191,6 @@ ts_sharding_value_t *ts_part_operand_sharding(part_t *p, const ts_sharding_value
   return ts_part_embed(p, sel, n, rank, opdim);
 }
 
-/* ---- emitting ------------------------------------------------------------ */
-
 /* ---- resharding --------------------------------------------------------- */
 
 static ts_hlo_instr_t *gte(part_t *p, ts_hlo_instr_t *t, int k) {
