@@ -58,13 +58,43 @@ extern const coll_backend_t coll_nccl_backend;
 /* Same-host shared memory for the direct paths of process worlds (shm.c):
  * one segment per world, rows [slot][world rank]. */
 #define COLL_DIRECT_SLOTS 16
+/* Each (slot, rank) row has two eager areas of this size, used alternately:
+ * an eager operation then needs one flag barrier, not two (see direct.c). */
 #define COLL_EAGER_BYTES (256 * 1024)
 
 typedef struct {
   _Atomic uint64_t flag; /* (generation << 40) | phase */
   uint64_t send, recv;   /* addresses published for this collective (owner's space) */
-  char pad[64 - 24];
+  uint64_t sreg, rreg;   /* region keys of send/recv (coll_region_t), 0: not in one */
+  uint64_t soff, roff;   /* their offsets in those regions */
+  /* eager-sized operations, by barrier phase parity: bit 0 this rank's
+   * buffers are in regions, bit 1 it staged its input (direct.c) */
+  _Atomic uint8_t how[2];
+  char pad[64 - 58];
 } dslot_t;
+
+/* A buffer from ts_coll_alloc in a process world with a node segment: a
+ * memfd mapping that the other processes of the host open through
+ * /proc/<pid>/fd/<fd> and map as well, so the direct paths load and store
+ * it without a kernel copy. key = fd << 32 | id (id unique per process, never 0). */
+typedef struct coll_region {
+  struct coll_region *next;
+  char *base;
+  size_t bytes;
+  int fd;
+  uint32_t id;
+} coll_region_t;
+
+/* A peer's region mapped here. Pinned while a collective uses it. */
+typedef struct {
+  int wrank;
+  int pins;
+  uint64_t key;
+  char *base;
+  size_t bytes;
+  uint64_t used; /* LRU stamp */
+} coll_peermap_t;
+#define COLL_PEERMAPS 256
 
 typedef struct {
   void *base;
@@ -73,6 +103,12 @@ typedef struct {
   int nranks;
   pid_t *pids;       /* world rank -> pid */
   _Atomic int *abort; /* world-wide abort word, in the segment */
+  /* regions of this process and peers' regions mapped here (under lock) */
+  pthread_mutex_t lock;
+  coll_region_t *regions;
+  uint32_t next_id;
+  uint64_t clock;
+  coll_peermap_t maps[COLL_PEERMAPS];
 } coll_node_t;
 
 /* What the processes (or threads) of one world share. One per process for
@@ -183,8 +219,13 @@ ts_status_t coll_sendrecv(ts_coll_comm_t *c, coll_op_t *op, int to, const void *
                           void *rbuf, size_t rn, uint32_t step);
 /* Spin-then-yield backoff used by every polling loop. */
 void coll_backoff(unsigned spins);
+/* Tells the backoff how many ranks of a world run on this host. */
+void coll_note_ranks_here(int nranks);
 /* Checks abort and deadline; returns TS_OK or the error (and aborts the world on deadline). */
 ts_status_t coll_check(ts_coll_comm_t *c, const coll_op_t *op);
+/* Only the abort flags in memory (no transport poll, no clock): for the
+ * first spins of shared-memory waits, which coll_check follows up. */
+ts_status_t coll_check_abort(ts_coll_comm_t *c);
 void coll_world_abort(coll_world_t *w, ts_status_t why, bool tell_peers);
 /* A scratch buffer of at least `bytes`, reused across calls (index 0..2 for algorithms). */
 void *coll_scratch(ts_coll_comm_t *c, int idx, size_t bytes);
@@ -202,6 +243,11 @@ int coll_env_int(const char *name, int dflt);
 /* dst[i] = dst[i] op src[i] for n elements of `type` (a reduce type: f32,
  * f64, 8/16/32/64-bit ints, pred, c64, c128). */
 void coll_reduce(void *dst, const void *src, size_t n, ts_elem_t type, ts_coll_redop_t op);
+/* memcpy, with non-temporal stores when `nt` (outputs larger than the
+ * caches: no read-for-ownership, no eviction of the inputs). Callers that
+ * used nt issue coll_store_fence() before publishing that they are done. */
+void coll_copy(void *restrict dst, const void *restrict src, size_t n, bool nt);
+void coll_store_fence(void);
 /* dst[i] = a[i] op b[i]. */
 void coll_reduce3(void *dst, const void *a, const void *b, size_t n, ts_elem_t type, ts_coll_redop_t op);
 /* The type a narrow type reduces in (f32 for narrow floats, s32/u32 for
@@ -242,12 +288,24 @@ ts_status_t coll_direct_run(ts_coll_comm_t *c, coll_op_t *op);
 struct direct {
   int n;
   dslot_t **slot;     /* member -> its slot (mapped here) */
-  char **eager;       /* member -> its eager area mapped here (process worlds), or NULL */
+  char **eager;       /* member -> its two eager areas mapped here (process worlds), or NULL */
   pid_t *pid;         /* member -> pid (process worlds) */
   bool same_space;
   uint64_t gen;       /* generation tag in flags (the context id + 1) */
   uint64_t phase;
+  uint64_t eager_ops; /* eager operations so far: picks the eager area */
   void *shared;       /* threads: the shared slot array (refcounted by the world) */
+  /* per operation: members' send/recv as local pointers, NULL where only
+   * CMA reaches them */
+  const char **src;
+  char **dst;
+  /* the peer regions last mapped, [2 * member + (0 send, 1 recv)]: kept
+   * pinned until a member publishes another one, so that a collective on
+   * the same buffers takes no lock (key 0, pin -1: none) */
+  uint64_t *mkey;
+  char **mbase;
+  size_t *mbytes;
+  int *pin;
 };
 
 /* Sets up c->direct when the world allows it (threads always; process worlds
@@ -260,6 +318,13 @@ bool coll_direct_eager_fits(const ts_coll_comm_t *c, const coll_op_t *op);
 
 ts_status_t coll_node_create(coll_world_t *w, int wrank, const char *name, bool creator);
 void coll_node_destroy(coll_world_t *w, bool unlink_it);
+/* The region of this process holding [p, p+n), as key and offset; false if none. */
+bool coll_region_find(coll_node_t *nd, const void *p, size_t n, uint64_t *key, uint64_t *off);
+/* Maps (or finds mapped) region `key` of world rank `wrank` and pins it:
+ * returns its pin index, or -1 when it cannot be mapped (the caller falls
+ * back to CMA). base and bytes describe the mapping here. */
+int coll_region_map(coll_node_t *nd, int wrank, uint64_t key, char **base, size_t *bytes);
+void coll_region_unpin(coll_node_t *nd, int pin);
 /* Copies n bytes between this process and process `pid` (CMA). */
 ts_status_t coll_cma_read(pid_t pid, const void *remote, void *local, size_t n);
 ts_status_t coll_cma_write(pid_t pid, void *remote, const void *local, size_t n);

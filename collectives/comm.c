@@ -130,21 +130,41 @@ static ts_status_t world_status(coll_world_t *w) {
 
 /* ---- helpers for algorithms ---------------------------------------------------- */
 
-/* Spin briefly (a peer on another core answers within microseconds), then
- * yield (with more ranks than cores the rank we wait for needs the core),
+/* Pauses before the first yield: long while every rank of this host has a
+ * core of its own (yielding hands the core to unrelated work, and getting it
+ * back takes a scheduler tick), short once ranks outnumber cores (the rank
+ * we wait for needs ours). */
+static _Atomic unsigned pause_spins = 64;
+
+void coll_note_ranks_here(int nranks) {
+  cpu_set_t set;
+  int ncpu = sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : 1;
+  if (nranks <= ncpu) {
+    unsigned want = 4096, cur = 64;
+    /* only raise from the default: one oversubscribed world keeps it short */
+    atomic_compare_exchange_strong(&pause_spins, &cur, want);
+  } else {
+    atomic_store(&pause_spins, 64);
+  }
+}
+
+/* Spin (a peer on another core answers within microseconds), then yield,
  * then nap. */
 void coll_backoff(unsigned spins) {
-  if (spins < 64) {
+  unsigned p = atomic_load_explicit(&pause_spins, memory_order_relaxed);
+  if (spins < p) {
 #if defined(__x86_64__) || defined(__i386__)
     __builtin_ia32_pause();
 #endif
-  } else if (spins < 4096) {
+  } else if (spins < p + 4096) {
     sched_yield();
   } else {
     struct timespec ts = {0, 20000};
     nanosleep(&ts, NULL);
   }
 }
+
+ts_status_t coll_check_abort(ts_coll_comm_t *c) { return world_status(c->world); }
 
 ts_status_t coll_check(ts_coll_comm_t *c, const coll_op_t *op) {
   coll_world_t *w = c->world;
@@ -254,25 +274,25 @@ static void rec_write(ts_coll_comm_t *c, rec_slot_t *s, const ts_coll_record_t *
 
 static rec_slot_t *rec_slot(ts_coll_comm_t *c, uint64_t seq) { return &c->rec[(seq - 1) % TS_COLL_RECORDS]; }
 
+/* Updates the record of `seq` in place (the seqlock keeps readers consistent). */
 static void rec_update(ts_coll_comm_t *c, uint64_t seq, ts_coll_state_t state, ts_status_t st, const char *algo) {
   rec_slot_t *s = rec_slot(c, seq);
-  pthread_mutex_lock(&c->rec_lock);
-  if (s->r.seq != seq) {
-    pthread_mutex_unlock(&c->rec_lock);
-    return;
-  }
-  ts_coll_record_t r = s->r;
-  pthread_mutex_unlock(&c->rec_lock);
   double now = ts_coll_now();
-  r.state = state;
-  r.status = st;
-  if (algo) r.algorithm = algo;
-  if (state == TS_COLL_STARTED) r.t_started = now;
-  if (state >= TS_COLL_COMPLETED) {
-    r.t_completed = now;
-    r.waiting_on = -1;
+  pthread_mutex_lock(&c->rec_lock);
+  if (s->r.seq == seq) {
+    atomic_fetch_add_explicit(&s->version, 1, memory_order_relaxed);
+    atomic_thread_fence(memory_order_release);
+    s->r.state = state;
+    s->r.status = st;
+    if (algo) s->r.algorithm = algo;
+    if (state == TS_COLL_STARTED) s->r.t_started = now;
+    if (state >= TS_COLL_COMPLETED) {
+      s->r.t_completed = now;
+      s->r.waiting_on = -1;
+    }
+    atomic_fetch_add_explicit(&s->version, 1, memory_order_release);
   }
-  rec_write(c, s, &r);
+  pthread_mutex_unlock(&c->rec_lock);
 }
 
 size_t ts_coll_records(const ts_coll_comm_t *c, ts_coll_record_t *out, size_t max) {

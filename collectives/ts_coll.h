@@ -150,6 +150,17 @@ void ts_coll_comm_abort(ts_coll_comm_t *c, ts_status_t why);
 /* TS_OK, or the status the world was aborted with. */
 ts_status_t ts_coll_comm_status(const ts_coll_comm_t *c);
 
+/* Memory for collective buffers. In a process world whose ranks share this
+ * host, the bytes live in a shared mapping that the other ranks map too, so
+ * the direct paths read peers' inputs and write peers' outputs with plain
+ * loads and stores (one copy, fused with the reduction) instead of a kernel
+ * copy; elsewhere it is ordinary memory. Any buffer works with every
+ * operation; these are just faster. The memory is page-aligned and
+ * uninitialised. Free it with ts_coll_free on a communicator of the same
+ * world, before the world's last communicator is destroyed (NULL: no-op). */
+ts_status_t ts_coll_alloc(ts_coll_comm_t *c, size_t bytes, void **out);
+void ts_coll_free(ts_coll_comm_t *c, void *p);
+
 /* ---- operations ------------------------------------------------------------ */
 
 /* all-reduce: recv[i] = op over ranks of send[i], i < count. */

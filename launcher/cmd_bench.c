@@ -19,7 +19,7 @@ static void usage(FILE *f) {
           "usage: tessera bench collectives [-b MIN] [-e MAX] [-f FACTOR] [-n ITERS] [-w WARMUP]\n"
           "                                 [-c CHECK] [-d TYPE] [-o OP] [--collectives=LIST]\n"
           "                                 [--backend=threads|mpi|ucx|nccl] [--devices N]\n"
-          "                                 [--peer=mpi] [--memcpy] [--algorithm=NAME]\n"
+          "                                 [--peer=mpi] [--memcpy] [--algorithm=NAME] [--malloc]\n"
           "\n"
           "Times each collective over a range of sizes and prints one nccl-tests style\n"
           "table per collective: size (bytes, nccl-tests' S), count, type, redop,\n"
@@ -46,6 +46,8 @@ static void usage(FILE *f) {
           "  --memcpy                column memcpy: GB/s of one rank's memcpy of S bytes while\n"
           "                          every rank copies at once\n"
           "  --algorithm=NAME        force one algorithm (ring, recursive-doubling, direct, ...)\n"
+          "  --malloc                buffers from malloc, not ts_coll_alloc (which places them\n"
+          "                          where the ranks of one host load and store each other's)\n"
           "  -h, --help              this help\n");
 }
 
@@ -57,7 +59,7 @@ typedef struct {
   bool kinds[TS_COLL_KIND_COUNT];
   ts_coll_backend_t backend;
   int devices;
-  bool peer, memcpy_col;
+  bool peer, memcpy_col, use_malloc;
   const char *algorithm;
 } opts_t;
 
@@ -298,6 +300,11 @@ static void world_barrier(rank_ctx_t *x) {
   ts_coll_barrier(x->comm);
 }
 
+static void free_buf(const opts_t *o, ts_coll_comm_t *c, void *p) {
+  if (o->use_malloc) free(p);
+  else ts_coll_free(c, p);
+}
+
 static int bench_rank(rank_ctx_t *x) {
   const opts_t *o = x->o;
   ts_coll_comm_t *c = x->comm;
@@ -306,12 +313,19 @@ static int bench_rank(rank_ctx_t *x) {
   bool out = r == 0;
   if (o->algorithm) ts_coll_comm_force_algorithm(c, o->algorithm);
   size_t maxb = (size_t)o->maxb + 64;
-  char *sbuf = malloc(maxb), *dbuf = malloc(maxb);
+  char *sbuf = NULL, *dbuf = NULL;
+  if (o->use_malloc) {
+    sbuf = malloc(maxb);
+    dbuf = malloc(maxb);
+  } else {
+    if (ts_coll_alloc(c, maxb, (void **)&sbuf) != TS_OK) sbuf = NULL;
+    if (ts_coll_alloc(c, maxb, (void **)&dbuf) != TS_OK) dbuf = NULL;
+  }
   int64_t (*pairs)[2] = malloc((size_t)n * sizeof *pairs);
   if (!sbuf || !dbuf || !pairs) {
     fprintf(stderr, "tessera bench: error: cannot allocate %zu bytes\n", 2 * maxb);
-    free(sbuf);
-    free(dbuf);
+    free_buf(o, c, sbuf);
+    free_buf(o, c, dbuf);
     free(pairs);
     return 4;
   }
@@ -323,9 +337,11 @@ static int bench_rank(rank_ctx_t *x) {
     pairs[i][1] = (i + 1) % n;
   }
   if (out) {
-    printf("# tessera bench collectives: backend %s, %d ranks, type %s, redop %s, iters %d, warmup %d, check %d%s%s\n",
+    printf("# tessera bench collectives: backend %s, %d ranks, type %s, redop %s, iters %d, warmup %d, check %d, "
+           "buffers %s%s%s\n",
            ts_coll_backend_name(ts_coll_comm_backend(c)), n, ts_elem_name(o->type), ts_coll_redop_name(o->op),
-           o->iters, o->warmup, o->check, o->algorithm ? ", algorithm " : "", o->algorithm ? o->algorithm : "");
+           o->iters, o->warmup, o->check, o->use_malloc ? "malloc" : "ts_coll_alloc", o->algorithm ? ", algorithm " : "",
+           o->algorithm ? o->algorithm : "");
     printf("# GB/s = 1e9 bytes/s; busbw = algbw x factor (all-reduce 2(n-1)/n; all-gather, reduce-scatter,\n"
            "# all-to-all (n-1)/n; others 1); time = mean over ranks of the mean of %d iterations\n", o->iters);
   }
@@ -409,8 +425,8 @@ static int bench_rank(rank_ctx_t *x) {
     }
   }
   if (out && rc == 0) printf("# Out of bounds values : %lld %s\n", (long long)total_wrong, total_wrong ? "FAILED" : "OK");
-  free(sbuf);
-  free(dbuf);
+  free_buf(o, c, sbuf);
+  free_buf(o, c, dbuf);
   free(pairs);
   if (rc == 0 && total_wrong) rc = 1;
   return rc;
@@ -506,6 +522,7 @@ int ts_cmd_bench(int argc, char **argv) {
       {"collectives", required_argument, NULL, 'C'}, {"backend", required_argument, NULL, 'B'},
       {"devices", required_argument, NULL, 'D'},   {"peer", required_argument, NULL, 'P'},
       {"memcpy", no_argument, NULL, 'M'},          {"algorithm", required_argument, NULL, 'A'},
+      {"malloc", no_argument, NULL, 'm'},
       {"help", no_argument, NULL, 'h'},            {NULL, 0, NULL, 0},
   };
   opts_t o = {.minb = 4096, .maxb = 32 << 20, .factor = 2, .iters = 20, .warmup = 5, .check = 1,
@@ -582,6 +599,7 @@ int ts_cmd_bench(int argc, char **argv) {
       o.peer = true;
       break;
     case 'M': o.memcpy_col = true; break;
+    case 'm': o.use_malloc = true; break;
     case 'A':
       if (strcmp(optarg, "ring") && strcmp(optarg, "recursive-doubling") && strcmp(optarg, "direct") &&
           strcmp(optarg, "pairwise") && strcmp(optarg, "binomial") && strcmp(optarg, "p2p"))
