@@ -1,0 +1,122 @@
+/* The collective interpolator: throughput over (tensor bytes, devices per
+ * group) per (collective, transfer scheme), reference §2.2 and the XLA doc's
+ * "Performance tables - ICI collectives". Time = bytes / throughput. */
+#include "costmodel_internal.h"
+
+#include <math.h>
+
+#define NKEYS (TS_COST_COLL_COUNT * TS_SCHEME_COUNT)
+
+struct ts_coll_interp {
+  bool present[NKEYS];
+  ts_points_t pts[NKEYS]; /* (tensor bytes, devices) -> bytes/s */
+};
+
+static int key_of(ts_cost_coll_t k, ts_transfer_scheme_t s) { return (int)k * TS_SCHEME_COUNT + (int)s; }
+
+void ts_coll_interp_destroy(ts_coll_interp_t *ci) {
+  if (!ci) return;
+  for (int i = 0; i < NKEYS; i++) ts_points_free(&ci->pts[i]);
+  ts_free(ci);
+}
+
+ts_status_t ts_coll_interp_create(const ts_perf_table_t *t, const char *device_key, ts_coll_interp_t **out,
+                                  ts_diag_t *diag) {
+  ts_coll_measurement_t *ms;
+  size_t n;
+  TS_CHECK(ts_perf_table_collectives(t, device_key, &ms, &n, diag));
+  ts_coll_interp_t *ci = ts_calloc(1, sizeof *ci);
+  if (!ci) {
+    ts_free(ms);
+    return TS_ERR_NOMEM;
+  }
+  for (int i = 0; i < NKEYS; i++) ts_points_init(&ci->pts[i], 2);
+  ts_status_t st = TS_OK;
+  for (size_t i = 0; i < n && st >= 0; i++) {
+    int key = key_of(ms[i].kind, ms[i].scheme);
+    int64_t x[2] = {ms[i].tensor_bytes, ms[i].devices_per_group};
+    st = ts_points_add(&ci->pts[key], x, (double)ms[i].throughput_bytes_per_sec);
+    ci->present[key] = true;
+  }
+  for (int i = 0; i < NKEYS && st >= 0; i++) st = ts_points_finish(&ci->pts[i]);
+  ts_free(ms);
+  if (st < 0) {
+    ts_coll_interp_destroy(ci);
+    return st;
+  }
+  *out = ci;
+  return TS_OK;
+}
+
+/* Time of `bytes` over `devices` from one key's points, leaving out `skip`. */
+static bool key_time(const ts_points_t *p, ts_interp_mode_t mode, int64_t bytes, int64_t devices, size_t skip,
+                     double *seconds) {
+  if (p->n == 0) return false;
+  if (bytes < 1) bytes = 1;
+  if (devices < 1) devices = 1;
+  double thr;
+  if (mode == TS_INTERP_NEAREST) {
+    /* XLA: snap, and the snapped throughput prices any size. */
+    int64_t x[2] = {bytes, devices};
+    if (!ts_points_nearest(p, x, skip, &thr)) return false;
+  } else {
+    /* Below the smallest measured size a collective is latency-bound: it takes
+     * as long as the smallest one. Beyond the largest, throughput saturates
+     * (the points clamp), so time grows linearly. */
+    if (bytes < p->axis[0][0]) bytes = p->axis[0][0];
+    int64_t x[2] = {bytes, devices};
+    if (!ts_points_weighted(p, x, skip, &thr)) return false;
+  }
+  if (!(thr > 0)) return false;
+  *seconds = (double)bytes / thr;
+  return true;
+}
+
+ts_status_t ts_coll_interp_time(const ts_coll_interp_t *ci, ts_interp_mode_t mode, ts_cost_coll_t kind,
+                                ts_transfer_scheme_t scheme, int64_t tensor_bytes, int64_t devices,
+                                double *seconds) {
+  if ((unsigned)kind >= TS_COST_COLL_COUNT) return TS_ERR_INVALID_ARGUMENT;
+  int key = (unsigned)scheme < TS_SCHEME_COUNT ? key_of(kind, scheme) : -1;
+  if (key < 0 || !ci->present[key]) {
+    /* Another scheme of the same kind beats no estimate (XLA's fallback map
+     * is keyed by opcode and communication type only). */
+    key = -1;
+    for (int s = 0; s < TS_SCHEME_COUNT && key < 0; s++)
+      if (ci->present[key_of(kind, (ts_transfer_scheme_t)s)]) key = key_of(kind, (ts_transfer_scheme_t)s);
+    if (key < 0) return TS_ERR_UNSUPPORTED;
+  }
+  return key_time(&ci->pts[key], mode, tensor_bytes, devices, SIZE_MAX, seconds) ? TS_OK : TS_ERR_UNSUPPORTED;
+}
+
+ts_status_t ts_coll_interp_loo(const ts_coll_interp_t *ci, ts_interp_mode_t mode,
+                               void (*each)(void *ctx, const ts_coll_loo_point_t *p), void *ctx,
+                               ts_loo_result_t *out) {
+  ts_loo_result_t r = {0};
+  double sum = 0;
+  for (int key = 0; key < NKEYS; key++) {
+    const ts_points_t *p = &ci->pts[key];
+    for (size_t i = 0; i < p->n; i++) {
+      ts_coll_loo_point_t pt = {
+          .kind = (ts_cost_coll_t)(key / TS_SCHEME_COUNT),
+          .scheme = (ts_transfer_scheme_t)(key % TS_SCHEME_COUNT),
+          .tensor_bytes = p->coords[2 * i],
+          .devices = p->coords[2 * i + 1],
+          .measured_s = (double)p->coords[2 * i] / p->values[i],
+          .predicted_s = -1,
+      };
+      r.points++;
+      if (key_time(p, mode, pt.tensor_bytes, pt.devices, i, &pt.predicted_s)) {
+        double ape = 100 * fabs(pt.predicted_s - pt.measured_s) / pt.measured_s;
+        sum += ape;
+        if (ape > r.max_ape) r.max_ape = ape;
+        r.predicted++;
+      } else {
+        pt.predicted_s = -1;
+      }
+      if (each) each(ctx, &pt);
+    }
+  }
+  r.mape = r.predicted ? sum / (double)r.predicted : 0;
+  *out = r;
+  return TS_OK;
+}
