@@ -107,6 +107,20 @@ void ts_part_attr_groups(part_t *p, ts_hlo_instr_t *i, int64_t ngroups, int64_t 
     gs[g].n = (int)group_size;
     gs[g].v = dup_ints(p, (int)group_size, groups + g * group_size);
   }
+  /* XLA's compact iota form `[G,S]<=[dims]T(perm)` when the groups are one. */
+  int rank;
+  int64_t reshape[64], perm[64];
+  if (ts_sharding_iota_form(groups, ngroups * group_size, &rank, reshape, perm)) {
+    bool identity = true;
+    for (int k = 0; k < rank; k++) identity &= perm[k] == k;
+    rg->iota = true;
+    rg->iota_groups = ngroups;
+    rg->iota_group_size = group_size;
+    rg->iota_reshape.n = rank;
+    rg->iota_reshape.v = dup_ints(p, rank, reshape);
+    rg->iota_perm.n = identity ? 0 : rank;
+    rg->iota_perm.v = identity ? NULL : dup_ints(p, rank, perm);
+  }
   ts_hlo_attr_t a = {.name = "replica_groups", .kind = TS_ATTR_REPLICA_GROUPS};
   a.v.rg = rg;
   add_attr(p, i, &a);
