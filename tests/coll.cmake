@@ -29,6 +29,23 @@ if(MPI_C_FOUND)
     add_test(NAME coll.mpi.p2p.np${np} COMMAND ${coll_mpirun} ${np} $<TARGET_FILE:test_coll_mpi> --backend=mpi --quick)
     set_tests_properties(coll.mpi.p2p.np${np} PROPERTIES LABELS mpi TIMEOUT 300 ENVIRONMENT TESSERA_COLL_DIRECT=0)
   endforeach()
+  # Buffers from ts_coll_alloc: the mapped direct paths (every rank, and
+  # mixed with malloc'd buffers); with tiny thresholds, streaming stores and
+  # the mapped path at eager sizes too.
+  foreach(np 2 3 4)
+    add_test(NAME coll.mpi.alloc.np${np} COMMAND ${coll_mpirun} ${np} $<TARGET_FILE:test_coll_mpi> --backend=mpi --quick --alloc=1)
+    set_tests_properties(coll.mpi.alloc.np${np} PROPERTIES LABELS mpi TIMEOUT 300)
+  endforeach()
+  add_test(NAME coll.mpi.alloc.mixed.np4 COMMAND ${coll_mpirun} 4 $<TARGET_FILE:test_coll_mpi> --backend=mpi --quick --alloc=2)
+  set_tests_properties(coll.mpi.alloc.mixed.np4 PROPERTIES LABELS mpi TIMEOUT 300)
+  add_test(NAME coll.mpi.alloc.small.np3 COMMAND ${coll_mpirun} 3 $<TARGET_FILE:test_coll_mpi> --backend=mpi --quick --alloc=1)
+  set_tests_properties(coll.mpi.alloc.small.np3 PROPERTIES LABELS mpi TIMEOUT 300
+                       ENVIRONMENT "TESSERA_COLL_NT_KIB=1;TESSERA_COLL_STAGE_BYTES=0")
+  add_test(NAME coll.mpi.alloc.mixed.small.np3 COMMAND ${coll_mpirun} 3 $<TARGET_FILE:test_coll_mpi> --backend=mpi --quick --alloc=2)
+  set_tests_properties(coll.mpi.alloc.mixed.small.np3 PROPERTIES LABELS mpi TIMEOUT 300
+                       ENVIRONMENT "TESSERA_COLL_NT_KIB=1;TESSERA_COLL_STAGE_BYTES=0")
+  add_test(NAME coll.mpi.deadline.alloc COMMAND ${coll_mpirun} 4 $<TARGET_FILE:test_coll_mpi> --backend=mpi --deadline --alloc=1)
+  set_tests_properties(coll.mpi.deadline.alloc PROPERTIES LABELS mpi TIMEOUT 60)
   add_test(NAME coll.mpi.deadline COMMAND ${coll_mpirun} 4 $<TARGET_FILE:test_coll_mpi> --backend=mpi --deadline)
   set_tests_properties(coll.mpi.deadline PROPERTIES LABELS mpi TIMEOUT 60)
   add_test(NAME coll.mpi.deadline.p2p COMMAND ${coll_mpirun} 4 $<TARGET_FILE:test_coll_mpi> --backend=mpi --deadline)

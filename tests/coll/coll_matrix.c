@@ -132,8 +132,20 @@ typedef struct {
 
 /* Runs one case on c; returns the number of wrong elements (+1000000 when
  * the operation failed) on this rank. */
-static int64_t run_case(ts_coll_comm_t *c, const case_t *k, const char **algo_used) {
+static void *buf_alloc(ts_coll_comm_t *c, bool shared, size_t bytes) {
+  void *p = NULL;
+  if (!shared) return malloc(bytes);
+  return ts_coll_alloc(c, bytes, &p) == TS_OK ? p : NULL;
+}
+
+static void buf_free(ts_coll_comm_t *c, bool shared, void *p) {
+  if (shared) ts_coll_free(c, p);
+  else free(p);
+}
+
+static int64_t run_case(ts_coll_comm_t *c, const case_t *k, int alloc, const char **algo_used) {
   int n = ts_coll_comm_size(c), r = ts_coll_comm_rank(c), w = ts_coll_comm_world_rank(c, r);
+  bool shared = alloc == 1 || (alloc == 2 && w % 2 == 1);
   size_t es = (size_t)ts_elem_storage_bytes(k->type), cnt = k->count;
   size_t nin = cnt, nout = cnt;
   switch (k->kind) {
@@ -144,7 +156,8 @@ static int64_t run_case(ts_coll_comm_t *c, const case_t *k, const char **algo_us
   }
   size_t vmax = (nin > nout ? nin : nout) + 1;
   double *v = malloc(2 * vmax * sizeof *v);
-  char *send = malloc(nin * es + 1), *recv = malloc(nout * es + CANARY), *want = malloc(nout * es + 1);
+  char *send = buf_alloc(c, shared, nin * es + 1), *recv = buf_alloc(c, shared, nout * es + CANARY);
+  char *want = malloc(nout * es + 1);
   memset(recv, 0xA5, nout * es + CANARY);
   /* inputs */
   if (k->kind == TS_COLL_ALL_TO_ALL) {
@@ -250,8 +263,8 @@ static int64_t run_case(ts_coll_comm_t *c, const case_t *k, const char **algo_us
   }
   free(pairs);
   free(v);
-  free(send);
-  free(recv);
+  buf_free(c, shared, send);
+  buf_free(c, shared, recv);
   free(want);
   return wrong;
 }
@@ -318,10 +331,11 @@ int coll_matrix_run(ts_coll_comm_t *world, const coll_matrix_opts_t *o) {
   }
   const ts_elem_t *types = o->quick ? quick_types : all_types;
   size_t ntypes = o->quick ? sizeof quick_types / sizeof quick_types[0] : sizeof all_types / sizeof all_types[0];
-  static const size_t counts_full[] = {1, 37, 3000, 40000};
-  static const size_t counts_quick[] = {1, 37, 3000};
+  static const size_t counts_full[] = {1, 37, 3000, 40000, 300000};
+  static const size_t counts_quick[] = {1, 37, 3000, 300000};
   const size_t *counts = o->quick ? counts_quick : counts_full;
   size_t ncounts = o->quick ? 3 : 4;
+  if (o->alloc) ncounts++; /* above the eager size: the mapped paths */
   for (int g = 0; g < ngroups; g++) {
     ts_coll_comm_t *c = groups[g];
     for (size_t ki = 0; ki < sizeof kinds / sizeof kinds[0]; ki++) {
@@ -342,7 +356,7 @@ int coll_matrix_run(ts_coll_comm_t *world, const coll_matrix_opts_t *o) {
               for (int ip = 0; ip < (ka->kind == TS_COLL_ALL_REDUCE && ci == 1 ? 2 : 1); ip++) {
                 case_t k = {ka->kind, op, t, counts[ci], ka->algos[ai], ip == 1, gname[g]};
                 const char *used = "?";
-                int64_t wrong = run_case(c, &k, &used);
+                int64_t wrong = run_case(c, &k, o->alloc, &used);
                 int64_t total = o->sum(wrong, o->sum_ctx);
                 cases++;
                 if (total) failed++;

@@ -19,6 +19,9 @@ typedef struct {
   void *sum_ctx;
   FILE *report;  /* world rank 0 prints one line per case here; NULL: quiet */
   bool quick;    /* fewer counts and types (sanitizer builds) */
+  /* buffers: 0 malloc; 1 ts_coll_alloc on every rank; 2 ts_coll_alloc on odd
+   * world ranks only (mixed). 1 and 2 add a count above the eager size. */
+  int alloc;
 } coll_matrix_opts_t;
 
 /* Runs the matrix on `world` (every rank calls it). Returns the number of

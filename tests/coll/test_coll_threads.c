@@ -1,6 +1,6 @@
 /* Collectives on the in-process threads backend: iota groups, XLA's group
  * modes, the whole correctness matrix at 1, 2, 3, 4 and 8 ranks, async
- * post/test/wait, records, bad arguments, and a deadline: one rank never
+ * post/test/wait, records, bad arguments, ts_coll_alloc, and a deadline: one rank never
  * joins and the others get an error within the deadline. */
 #include <pthread.h>
 #include <stdatomic.h>
@@ -260,6 +260,29 @@ static void body_async(world_t *w, int rank) {
   TEXPECT(w, ts_coll_comm_force_algorithm(c, "no-such-algorithm") == TS_ERR_INVALID_ARGUMENT);
 }
 
+/* ---- ts_coll_alloc in an in-process world: ordinary memory that works ---- */
+
+static void body_alloc(world_t *w, int rank) {
+  ts_coll_comm_t *c = w->comms[rank];
+  int n = w->n;
+  size_t count = 300000; /* above the eager size */
+  float *x = NULL, *y = NULL;
+  TEXPECT(w, ts_coll_alloc(c, count * sizeof *x, (void **)&x) == TS_OK && x);
+  TEXPECT(w, ts_coll_alloc(c, count * sizeof *y, (void **)&y) == TS_OK && y);
+  if (!x || !y) return;
+  TEXPECT(w, ((uintptr_t)x & 4095) == 0);
+  for (size_t i = 0; i < count; i++) x[i] = (float)((size_t)rank + i % 7);
+  TEXPECT(w, ts_coll_allreduce(c, x, y, count, TS_F32, TS_COLL_SUM) == TS_OK);
+  size_t bad = 0;
+  for (size_t i = 0; i < count; i++) bad += y[i] != (float)((size_t)n * (i % 7) + (size_t)n * (size_t)(n - 1) / 2);
+  TEXPECT(w, bad == 0);
+  ts_coll_free(c, x);
+  ts_coll_free(c, y);
+  ts_coll_free(c, NULL);
+  void *p;
+  TEXPECT(w, ts_coll_alloc(NULL, 16, &p) == TS_ERR_INVALID_ARGUMENT && p == NULL);
+}
+
 /* ---- deadline: rank n-1 never joins ---- */
 
 static void body_deadline(world_t *w, int rank) {
@@ -300,6 +323,7 @@ int main(void) {
     run_world(sizes[i], body_matrix_p2p, NULL);
   }
   run_world(4, body_async, NULL);
+  run_world(3, body_alloc, NULL);
   run_world(4, body_deadline, (void *)"direct");
   run_world(4, body_deadline, (void *)"ring");
   run_world(3, body_deadline, (void *)"recursive-doubling");
