@@ -105,10 +105,157 @@ bool ts_part_passthrough(part_t *p, const ts_hlo_instr_t *i, const ts_sharding_v
   return true;
 }
 
+static int64_t floor_div(int64_t a, int64_t b) { return a >= 0 ? a / b : -((-a + b - 1) / b); }
+
+static ts_hlo_instr_t *permute(part_t *p, ts_hlo_instr_t *x, int64_t np, const int64_t *pairs) {
+  ts_hlo_instr_t *cp = x ? ts_part_add(p, TS_OP_COLLECTIVE_PERMUTE, x->shape, &x, 1, "collective-permute") : NULL;
+  ts_part_attr_int(p, cp, "channel_id", p->next_channel++);
+  ts_hlo_attr_t pa = {.name = "source_target_pairs", .kind = TS_ATTR_INT_LISTS};
+  pa.v.lists.n = (int)np;
+  pa.v.lists.lists = ts_arena_alloc(p->dst->arena, sizeof *pa.v.lists.lists * (size_t)(np + 1));
+  for (int64_t k = 0; pa.v.lists.lists && k < np; k++) {
+    pa.v.lists.lists[k].n = 2;
+    pa.v.lists.lists[k].v = ts_arena_alloc(p->dst->arena, 2 * sizeof(int64_t));
+    if (!pa.v.lists.lists[k].v) return NULL;
+    pa.v.lists.lists[k].v[0] = pairs[2 * k];
+    pa.v.lists.lists[k].v[1] = pairs[2 * k + 1];
+  }
+  if (cp && pa.v.lists.lists && ts_hlo_instr_add_attr(cp, &pa) != TS_OK) p->st = TS_ERR_NOMEM;
+  return cp;
+}
+
+/* Halo exchange (GSPMD section 4.3). x is sharded `s` with t tiles of ci
+ * along d over an array of n_in; the device at tile position q wants the
+ * window [A*q + B, A*q + B + L) of the full dim (q < nq). The neighbouring
+ * shards a window overlaps come over by collective-permute (only the part
+ * of the first and last one that some window reads), are concatenated,
+ * and the window is cut out at a per-device offset. With `mask`, positions
+ * outside [0, n_in) read zero (convolution padding, the padding of uneven
+ * shards). *out is NULL (and nothing emitted) when a window spans more
+ * than four shards. */
+static bool halo_window(part_t *p, ts_hlo_instr_t *x, const ts_sharding_value_t *s, int d, int64_t n_in,
+                        int64_t A, int64_t B, int64_t L, int64_t nq, bool mask, ts_hlo_instr_t **out) {
+  *out = NULL;
+  int r = x->shape->rank;
+  int64_t t = s->dims[d], ci = x->shape->dims[d], smin = INT64_MAX, smax = INT64_MIN;
+  for (int64_t q = 0; q < nq; q++) {
+    int64_t lo = floor_div(A * q + B, ci), hi = floor_div(A * q + B + L - 1, ci);
+    if (lo < 0) lo = 0;
+    if (hi > t - 1) hi = t - 1;
+    if (hi < lo) continue; /* reads nothing real */
+    if (lo - q < smin) smin = lo - q;
+    if (hi - q > smax) smax = hi - q;
+  }
+  if (smax < smin || smax - smin + 1 > 4) return false;
+  /* Only [lo, ci) of the first source shard and [0, hi) of the last move. */
+  int64_t lo = ci, hi = 0;
+  for (int64_t q = 0; q < nq; q++) {
+    int64_t a0 = A * q + B - (q + smin) * ci, b0 = A * q + B + L - (q + smax) * ci;
+    if (a0 < lo) lo = a0;
+    if (b0 > hi) hi = b0;
+  }
+  if (lo < 0) lo = 0;
+  if (hi > ci) hi = ci;
+  if (smin == smax && hi < lo) hi = lo;
+  ts_hlo_instr_t *pieces[8];
+  int64_t idx[TS_PART_MAX_RANK + 8], src;
+  for (int64_t sh = smin; sh <= smax; sh++) {
+    ts_hlo_instr_t *part = x;
+    int64_t from = sh == smin ? lo : 0, to = sh == smax ? hi : ci;
+    if (from != 0 || to != ci) {
+      int64_t st[TS_PART_MAX_RANK] = {0}, lim[TS_PART_MAX_RANK];
+      for (int k = 0; k < r; k++) lim[k] = x->shape->dims[k];
+      st[d] = from;
+      lim[d] = to;
+      part = ts_part_slice(p, x, st, lim);
+    }
+    if (sh != 0) { /* the device at tile position q receives from q + sh */
+      int64_t *pairs = ts_arena_alloc(p->a, sizeof *pairs * 2 * (size_t)p->n), np = 0;
+      if (!pairs) return true;
+      for (int64_t dev = 0; dev < p->n; dev++) {
+        if (ts_sharding_tile_index(s, dev, idx) != TS_OK) return true;
+        idx[d] += sh;
+        if (idx[d] < 0 || idx[d] >= t || ts_sharding_tile_device(s, idx, &src) != TS_OK) continue;
+        pairs[2 * np] = src;
+        pairs[2 * np + 1] = dev;
+        np++;
+      }
+      part = permute(p, part, np, pairs);
+    }
+    pieces[sh - smin] = part;
+  }
+  int np = (int)(smax - smin + 1);
+  ts_hlo_instr_t *buf = pieces[0];
+  if (np > 1) {
+    int64_t dims[TS_PART_MAX_RANK];
+    for (int k = 0; k < r; k++) dims[k] = x->shape->dims[k];
+    dims[d] = 0;
+    for (int k = 0; k < np; k++) dims[d] += pieces[k] ? pieces[k]->shape->dims[d] : 0;
+    buf = ts_part_add(p, TS_OP_CONCATENATE, ts_part_shape(p, x->shape->elem, r, dims), pieces, np, "concatenate");
+    ts_part_attr_ints(p, buf, "dimensions", 1, (int64_t[]){d});
+  }
+  if (!buf) return true;
+  /* Zeros where a window runs past the buffer (before tile 0, after the
+   * last tile). */
+  int64_t len = buf->shape->dims[d], padlo = 0, padhi = 0;
+  for (int64_t q = 0; q < nq; q++) {
+    int64_t bstart = (q + smin) * ci + lo;
+    if (bstart - (A * q + B) > padlo) padlo = bstart - (A * q + B);
+    if (A * q + B + L - (bstart + len) > padhi) padhi = A * q + B + L - (bstart + len);
+  }
+  if (padlo || padhi) {
+    int64_t hi_pad[TS_PART_MAX_RANK] = {0};
+    hi_pad[d] = padlo + padhi;
+    buf = ts_part_pad(p, buf, hi_pad);
+    ts_hlo_attr_t *pa = buf ? (ts_hlo_attr_t *)ts_hlo_instr_attr(buf, "padding") : NULL;
+    if (!pa) return true;
+    pa->v.padding->lo[d] = padlo;
+    pa->v.padding->hi[d] = padhi;
+  }
+  ts_hlo_instr_t *ops[TS_PART_MAX_RANK + 1];
+  int64_t *table = ts_arena_alloc(p->a, sizeof *table * (size_t)p->n), sizes[TS_PART_MAX_RANK], zero = 0;
+  int64_t *starts = ts_arena_alloc(p->a, sizeof *starts * (size_t)p->n);
+  if (!table || !starts) return true;
+  ops[0] = buf;
+  for (int k = 0; k < r; k++) {
+    sizes[k] = k == d ? L : buf->shape->dims[k];
+    if (k != d) {
+      ops[1 + k] = ts_part_const_s32(p, -1, &zero);
+      continue;
+    }
+    for (int64_t dev = 0; dev < p->n; dev++) {
+      if (ts_sharding_tile_index(s, dev, idx) != TS_OK) return true;
+      starts[dev] = A * idx[d] + B;
+      table[dev] = starts[dev] - ((idx[d] + smin) * ci + lo) + padlo;
+    }
+    ops[1 + k] = ts_part_table_lookup(p, table);
+  }
+  ts_hlo_instr_t *win = ts_part_add(p, TS_OP_DYNAMIC_SLICE, ts_part_shape(p, x->shape->elem, r, sizes), ops, r + 1,
+                                    "dynamic-slice");
+  ts_part_attr_ints(p, win, "dynamic_slice_sizes", r, sizes);
+  if (mask && win) { /* zero where start + iota is outside [0, n_in) */
+    const ts_shape_t *is = ts_part_shape(p, TS_S32, r, sizes), *ps = ts_part_shape(p, TS_PRED, r, sizes);
+    ts_hlo_instr_t *io = ts_part_add(p, TS_OP_IOTA, is, NULL, 0, "iota");
+    ts_part_attr_int(p, io, "iota_dimension", d);
+    ts_hlo_instr_t *g = ts_part_add(p, TS_OP_ADD, is, (ts_hlo_instr_t *[]){io, ts_part_broadcast_scalar(p,
+                                    ts_part_table_lookup(p, starts), r, sizes)}, 2, "add");
+    ts_hlo_instr_t *ge = ts_part_add(p, TS_OP_COMPARE, ps, (ts_hlo_instr_t *[]){g, ts_part_broadcast_scalar(p,
+                                     ts_part_const_s32(p, -1, &zero), r, sizes)}, 2, "compare");
+    ts_part_attr_ident(p, ge, "direction", "GE");
+    ts_hlo_instr_t *lt = ts_part_add(p, TS_OP_COMPARE, ps, (ts_hlo_instr_t *[]){g, ts_part_broadcast_scalar(p,
+                                     ts_part_const_s32(p, -1, &n_in), r, sizes)}, 2, "compare");
+    ts_part_attr_ident(p, lt, "direction", "LT");
+    ts_hlo_instr_t *in = ts_part_add(p, TS_OP_AND, ps, (ts_hlo_instr_t *[]){ge, lt}, 2, "and");
+    ts_hlo_instr_t *z = ts_part_broadcast_scalar(p, ts_part_zero(p, x->shape->elem), r, sizes);
+    win = ts_part_add(p, TS_OP_SELECT, win->shape, (ts_hlo_instr_t *[]){in, win, z}, 3, "select");
+  }
+  *out = win;
+  return true;
+}
+
 /* A slice along one tiled dim d (stride 1) where operand and result share
  * the sharding: every result shard reads a window of the operand that
- * spans at most a few neighbouring shards, so those shards come over by
- * collective-permute (halo exchange, GSPMD section 4.3) instead of a
+ * spans at most a few neighbouring shards: a halo exchange instead of a
  * gather of the whole dim. */
 bool ts_part_slice_halo(part_t *p, const ts_hlo_instr_t *i, const ts_sharding_value_t *s) {
   const ts_hlo_attr_t *a = ts_hlo_instr_attr(i, "slice");
@@ -122,104 +269,28 @@ bool ts_part_slice_halo(part_t *p, const ts_hlo_instr_t *i, const ts_sharding_va
     d = k;
   }
   if (d < 0) return false;
-  int64_t t = s->dims[d], ci = (in->dims[d] + t - 1) / t, co = (out->dims[d] + t - 1) / t;
-  int64_t start = a->v.slice->start[d], smin = INT64_MAX, smax = INT64_MIN;
-  for (int64_t q = 0; q < t && q * co < out->dims[d]; q++) {
-    int64_t lo = (start + q * co) / ci, hi = (start + q * co + co - 1) / ci;
+  int64_t t = s->dims[d], co = (out->dims[d] + t - 1) / t, nq = (out->dims[d] + co - 1) / co;
+  /* Decide before emitting anything: the same test halo_window makes. */
+  int64_t ci = (in->dims[d] + t - 1) / t, smin = INT64_MAX, smax = INT64_MIN;
+  for (int64_t q = 0; q < nq; q++) {
+    int64_t lo = (a->v.slice->start[d] + q * co) / ci, hi = (a->v.slice->start[d] + q * co + co - 1) / ci;
     if (hi > t - 1) hi = t - 1;
     if (lo - q < smin) smin = lo - q;
     if (hi - q > smax) smax = hi - q;
   }
   if (smax < smin || smax - smin + 1 > 4) return false;
-  /* Only the part of the first and last source shards a window reads moves:
-   * [lo, ci) of the first, [0, hi) of the last. */
-  int64_t lo = ci, hi = 0;
-  for (int64_t q = 0; q < t && q * co < out->dims[d]; q++) {
-    int64_t a0 = start + q * co - (q + smin) * ci, b0 = start + q * co + co - (q + smax) * ci;
-    if (a0 < lo) lo = a0;
-    if (b0 > hi) hi = b0;
-  }
-  if (lo < 0) lo = 0;
-  if (hi > ci) hi = ci;
-  ts_hlo_instr_t *x = ts_part_operand(p, i, 0, s);
+  ts_hlo_instr_t *x = ts_part_operand(p, i, 0, s), *win = NULL;
   if (!x) return true;
-  ts_hlo_instr_t *pieces[8];
-  int64_t idx[TS_PART_MAX_RANK + 8], src;
-  for (int64_t sh = smin; sh <= smax; sh++) {
-    ts_hlo_instr_t *part = x;
-    int64_t from = sh == smin ? lo : 0, to = sh == smax ? hi : ci;
-    if (from != 0 || to != ci) {
-      int64_t st[TS_PART_MAX_RANK] = {0}, lim[TS_PART_MAX_RANK];
-      for (int k = 0; k < r; k++) lim[k] = x->shape->dims[k];
-      st[d] = from;
-      lim[d] = to;
-      part = ts_part_slice(p, x, st, lim);
-    }
-    if (sh == 0) {
-      pieces[sh - smin] = part;
-      continue;
-    }
-    /* Device at tile position q receives from the one at q + sh. */
-    int64_t *pairs = ts_arena_alloc(p->a, sizeof *pairs * 2 * (size_t)p->n), np = 0;
-    if (!pairs) return true;
-    for (int64_t dev = 0; dev < p->n; dev++) {
-      if (ts_sharding_tile_index(s, dev, idx) != TS_OK) return false;
-      idx[d] += sh;
-      if (idx[d] < 0 || idx[d] >= t || ts_sharding_tile_device(s, idx, &src) != TS_OK) continue;
-      pairs[2 * np] = src;
-      pairs[2 * np + 1] = dev;
-      np++;
-    }
-    ts_hlo_instr_t *cp = part ? ts_part_add(p, TS_OP_COLLECTIVE_PERMUTE, part->shape, &part, 1, "collective-permute") : NULL;
-    ts_part_attr_int(p, cp, "channel_id", p->next_channel++);
-    ts_hlo_attr_t pa = {.name = "source_target_pairs", .kind = TS_ATTR_INT_LISTS};
-    pa.v.lists.n = (int)np;
-    pa.v.lists.lists = ts_arena_alloc(p->dst->arena, sizeof *pa.v.lists.lists * (size_t)(np + 1));
-    for (int64_t k = 0; pa.v.lists.lists && k < np; k++) {
-      pa.v.lists.lists[k].n = 2;
-      pa.v.lists.lists[k].v = ts_arena_alloc(p->dst->arena, 2 * sizeof(int64_t));
-      if (!pa.v.lists.lists[k].v) return true;
-      pa.v.lists.lists[k].v[0] = pairs[2 * k];
-      pa.v.lists.lists[k].v[1] = pairs[2 * k + 1];
-    }
-    if (cp && pa.v.lists.lists && ts_hlo_instr_add_attr(cp, &pa) != TS_OK) p->st = TS_ERR_NOMEM;
-    pieces[sh - smin] = cp;
+  if (!halo_window(p, x, s, d, in->dims[d], co, a->v.slice->start[d], co, nq, false, &win)) {
+    ts_part_fail(p, i, TS_ERR_INTERNAL, "halo window spans more shards than checked");
+    return true;
   }
-  int np = (int)(smax - smin + 1);
-  ts_hlo_instr_t *buf = pieces[0];
-  if (np > 1) {
-    int64_t dims[TS_PART_MAX_RANK];
-    for (int k = 0; k < r; k++) dims[k] = x->shape->dims[k];
-    dims[d] = 0;
-    for (int k = 0; k < np; k++) dims[d] += pieces[k] ? pieces[k]->shape->dims[d] : 0;
-    buf = ts_part_add(p, TS_OP_CONCATENATE, ts_part_shape(p, out->elem, r, dims), pieces, np, "concatenate");
-    ts_part_attr_ints(p, buf, "dimensions", 1, (int64_t[]){d});
-  }
-  /* The window along d: at start + q*co - (q+smin)*ci. */
-  const ts_shape_t *ls = ts_part_local_shape(p, out, s);
-  ts_hlo_instr_t *ops[TS_PART_MAX_RANK + 1];
-  int64_t *table = ts_arena_alloc(p->a, sizeof *table * (size_t)p->n), sizes[TS_PART_MAX_RANK], zero = 0;
-  if (!table || !ls || !buf) return true;
-  ops[0] = buf;
-  for (int k = 0; k < r; k++) {
-    sizes[k] = k == d ? co : buf->shape->dims[k];
-    if (k != d) {
-      ops[1 + k] = ts_part_const_s32(p, -1, &zero);
-      continue;
-    }
-    for (int64_t dev = 0; dev < p->n; dev++) {
-      if (ts_sharding_tile_index(s, dev, idx) != TS_OK) return false;
-      table[dev] = start + idx[d] * co - (idx[d] + smin) * ci - lo;
-    }
-    ops[1 + k] = ts_part_table_lookup(p, table);
-  }
-  ts_hlo_instr_t *win = ts_part_add(p, TS_OP_DYNAMIC_SLICE, ts_part_shape(p, out->elem, r, sizes), ops, r + 1,
-                                    "dynamic-slice");
-  ts_part_attr_ints(p, win, "dynamic_slice_sizes", r, sizes);
+  if (!win) return true;
   /* The other (untiled) dims as the slice says; d is already done. */
+  const ts_shape_t *ls = ts_part_local_shape(p, out, s);
   bool more = false;
-  for (int k = 0; k < r; k++) more |= k != d && sizes[k] != ls->dims[k];
-  if (more && win) {
+  for (int k = 0; ls && k < r; k++) more |= k != d && win->shape->dims[k] != ls->dims[k];
+  if (more) {
     ts_hlo_instr_t *sl = ts_part_emit_like(p, i, &win, ls);
     for (int k = 0; sl && k < sl->nattrs; k++)
       if (sl->attrs[k].kind == TS_ATTR_SLICE) {
@@ -229,6 +300,69 @@ bool ts_part_slice_halo(part_t *p, const ts_hlo_instr_t *i, const ts_sharding_va
     win = sl;
   }
   ts_part_set(p, i, win, s);
+  return true;
+}
+
+/* A convolution whose result is tiled on one spatial dim: the lhs takes the
+ * same tiling, every device reads the input window its output tile needs
+ * (halo exchange, zeros outside the input: the convolution's padding), and
+ * convolves without padding on that dim. Batch and output-feature tiles
+ * pass through as in ts_part_convolution. */
+bool ts_part_conv_halo(part_t *p, const ts_hlo_instr_t *i, const ts_sharding_value_t *s) {
+  const ts_hlo_attr_t *dn = ts_hlo_instr_attr(i, "dim_labels"), *wa = ts_hlo_instr_attr(i, "window");
+  const ts_hlo_attr_t *fg = ts_hlo_instr_attr(i, "feature_group_count"), *bg = ts_hlo_instr_attr(i, "batch_group_count");
+  if (s->kind != TS_SHARD_TILED || i->nops != 2 || !dn || dn->kind != TS_ATTR_CONV_DNUMS || !wa) return false;
+  if ((fg && fg->v.i != 1) || (bg && bg->v.i != 1)) return false;
+  const ts_conv_dnums_t *c = dn->v.conv;
+  const ts_window_t *w = wa->v.window;
+  int r = i->shape->rank, ks = -1;
+  for (int k = 0; k < c->nspatial; k++)
+    if (s->dims[c->out_spatial[k]] > 1) {
+      if (ks >= 0) return false; /* one tiled spatial dim */
+      ks = k;
+    }
+  if (ks < 0 || ks >= w->n) return false;
+  const ts_window_dim_t *wd = &w->dims[ks];
+  if (wd->lhs_dilate > 1 || wd->reversal) return false;
+  bool keep[TS_PART_MAX_RANK] = {false};
+  keep[c->out_batch] = keep[c->out_feature] = keep[c->out_spatial[ks]] = true;
+  ts_sharding_value_t *sp = ts_part_replicate_dims(p, s, r, keep);
+  int64_t od[2] = {c->out_batch, c->out_spatial[ks]}, id[2] = {c->in_batch, c->in_spatial[ks]};
+  int64_t of = c->out_feature, kf = c->k_out_feature;
+  const ts_shape_t *lhs = i->ops[0]->shape;
+  ts_sharding_value_t *ls = ts_part_operand_sharding(p, sp, r, 2, od, id, lhs->rank);
+  ts_sharding_value_t *rs = ts_part_operand_sharding(p, sp, r, 1, &of, &kf, i->ops[1]->shape->rank);
+  int d = (int)c->in_spatial[ks];
+  int64_t t = sp->dims[c->out_spatial[ks]], nout = i->shape->dims[c->out_spatial[ks]];
+  int64_t co = (nout + t - 1) / t, nq = (nout + co - 1) / co;
+  int64_t L = (co - 1) * wd->stride + (wd->size - 1) * wd->rhs_dilate + 1;
+  int64_t ci = (lhs->dims[d] + t - 1) / t;
+  /* The same span test halo_window makes, before emitting anything. */
+  int64_t smin = INT64_MAX, smax = INT64_MIN;
+  for (int64_t q = 0; q < nq; q++) {
+    int64_t lo = floor_div(q * co * wd->stride - wd->pad_lo, ci), hi = floor_div(q * co * wd->stride - wd->pad_lo + L - 1, ci);
+    if (lo < 0) lo = 0;
+    if (hi > t - 1) hi = t - 1;
+    if (hi < lo) continue;
+    if (lo - q < smin) smin = lo - q;
+    if (hi - q > smax) smax = hi - q;
+  }
+  if (smax < smin || smax - smin + 1 > 4) return false;
+  ts_hlo_instr_t *x = ts_part_operand(p, i, 0, ls), *win = NULL;
+  if (!x) return true;
+  if (!halo_window(p, x, ls, d, lhs->dims[d], co * wd->stride, -wd->pad_lo, L, nq, true, &win)) {
+    ts_part_fail(p, i, TS_ERR_INTERNAL, "halo window spans more shards than checked");
+    return true;
+  }
+  if (!win) return true;
+  ts_hlo_instr_t *ops[2] = {win, ts_part_operand(p, i, 1, rs)};
+  ts_hlo_instr_t *y = ts_part_emit_like(p, i, ops, ts_part_local_shape(p, i->shape, sp));
+  for (int k = 0; y && k < y->nattrs; k++)
+    if (y->attrs[k].kind == TS_ATTR_WINDOW) {
+      y->attrs[k].v.window->dims[ks].pad_lo = 0;
+      y->attrs[k].v.window->dims[ks].pad_hi = 0;
+    }
+  ts_part_set(p, i, ts_part_reshard(p, y, i->shape, sp, s), s);
   return true;
 }
 
