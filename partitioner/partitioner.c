@@ -41,6 +41,21 @@ static ts_sharding_value_t *sharding_of(part_t *p, const ts_hlo_instr_t *i) {
   }
   ts_buf_free(&key);
   if (s->kind == TS_SHARD_UNKNOWN) return ts_part_replicated(p);
+  /* GSPMD tiles over every partition. */
+  const ts_sharding_value_t *l = s;
+  for (int k = 0; l; k++) {
+    if (l->kind == TS_SHARD_TILED && l->ntiles != p->n) {
+      ts_part_fail(p, i, TS_ERR_INVALID_ARGUMENT, "its sharding spans %lld devices, but the program is partitioned for %lld",
+                   (long long)l->ntiles, (long long)p->n);
+      return NULL;
+    }
+    if (l->kind == TS_SHARD_MAXIMAL && (l->device < 0 || l->device >= p->n)) {
+      ts_part_fail(p, i, TS_ERR_INVALID_ARGUMENT, "its sharding names device %lld, but the program is partitioned for %lld",
+                   (long long)l->device, (long long)p->n);
+      return NULL;
+    }
+    l = s->kind == TS_SHARD_TUPLE && k < s->ntuple ? s->tuple[k] : NULL;
+  }
   return s;
 }
 

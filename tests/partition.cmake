@@ -194,3 +194,7 @@ ts_check_test(partition.dus_dynamic.seed3 ${ts_partition_dir}/dus_dynamic.hlo ok
 ts_partition_strategy(reduce_scatter "reduce-scatter 1")
 ts_partition_strategy(conv_halo "collective-permute 2")
 ts_partition_strategy(conv_halo_stride "collective-permute 2")
+# A sharding over fewer devices than the program is partitioned for.
+ts_cli_test(check_sharding_device_count 2
+            "${CMAKE_SOURCE_DIR}/examples/mlp_sharded.hlo:10:3: error: parameter %Arg_0.1: its sharding spans 4 devices, but the program is partitioned for 8"
+            check --num-partitions 8 ${CMAKE_SOURCE_DIR}/examples/mlp_sharded.hlo)
