@@ -248,6 +248,9 @@ void coll_reduce(void *dst, const void *src, size_t n, ts_elem_t type, ts_coll_r
  * used nt issue coll_store_fence() before publishing that they are done. */
 void coll_copy(void *restrict dst, const void *restrict src, size_t n, bool nt);
 void coll_store_fence(void);
+/* dst[k][i] = a[i] + b[i] (f32) for every k, with streaming stores; false
+ * (nothing written) when this build or the alignment does not allow it. */
+bool coll_sum_f32_stream(char *const *dst, int ndst, const float *a, const float *b, size_t n);
 /* dst[i] = a[i] op b[i]. */
 void coll_reduce3(void *dst, const void *a, const void *b, size_t n, ts_elem_t type, ts_coll_redop_t op);
 /* The type a narrow type reduces in (f32 for narrow floats, s32/u32 for

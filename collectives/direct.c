@@ -319,8 +319,19 @@ static ts_status_t direct_allreduce(ts_coll_comm_t *c, coll_op_t *op, bool nt) {
   bool via = op->send == op->recv || nt;
   if (via) acc = coll_scratch(c, 0, chunk);
   if (!tmp || (via && !acc)) return TS_ERR_NOMEM;
+  /* two f32 inputs summed straight into every (mapped) output: one pass */
+  direct_t *d = c->direct;
+  bool fused = nt && n == 2 && op->type == TS_F32 && op->redop == TS_COLL_SUM && d->src[0] && d->src[1] &&
+               d->dst[0] && d->dst[1];
   for (size_t off = lo; off < hi; off += chunk) {
     size_t len = hi - off < chunk ? hi - off : chunk;
+    if (fused) {
+      char *outs[2] = {d->dst[0] + off, d->dst[1] + off};
+      if (coll_sum_f32_stream(outs, 2, (const float *)(const void *)(d->src[0] + off),
+                              (const float *)(const void *)(d->src[1] + off), len / es))
+        continue;
+      fused = false;
+    }
     char *a = via ? acc : (char *)op->recv + off;
     TS_CHECK(reduce_slice(c, op, off, len, a, tmp));
     for (int k = via ? 0 : 1; k < n; k++) TS_CHECK(copy_out(c, (r + k) % n, off, a, len, nt));

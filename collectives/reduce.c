@@ -189,3 +189,26 @@ void coll_store_fence(void) {
   atomic_thread_fence(memory_order_seq_cst);
 #endif
 }
+
+bool coll_sum_f32_stream(char *const *dst, int ndst, const float *a, const float *b, size_t n) {
+#if defined(__x86_64__)
+  for (int k = 0; k < ndst; k++)
+    if ((uintptr_t)dst[k] & 15) return false;
+  size_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    __m128 x0 = _mm_add_ps(_mm_loadu_ps(a + i), _mm_loadu_ps(b + i));
+    __m128 x1 = _mm_add_ps(_mm_loadu_ps(a + i + 4), _mm_loadu_ps(b + i + 4));
+    for (int k = 0; k < ndst; k++) {
+      float *d = (float *)(void *)dst[k];
+      _mm_stream_ps(d + i, x0);
+      _mm_stream_ps(d + i + 4, x1);
+    }
+  }
+  for (; i < n; i++)
+    for (int k = 0; k < ndst; k++) ((float *)(void *)dst[k])[i] = a[i] + b[i];
+  return true;
+#else
+  (void)dst, (void)ndst, (void)a, (void)b, (void)n;
+  return false;
+#endif
+}

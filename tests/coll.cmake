@@ -38,9 +38,11 @@ if(MPI_C_FOUND)
   endforeach()
   add_test(NAME coll.mpi.alloc.mixed.np4 COMMAND ${coll_mpirun} 4 $<TARGET_FILE:test_coll_mpi> --backend=mpi --quick --alloc=2)
   set_tests_properties(coll.mpi.alloc.mixed.np4 PROPERTIES LABELS mpi TIMEOUT 300)
-  add_test(NAME coll.mpi.alloc.small.np3 COMMAND ${coll_mpirun} 3 $<TARGET_FILE:test_coll_mpi> --backend=mpi --quick --alloc=1)
-  set_tests_properties(coll.mpi.alloc.small.np3 PROPERTIES LABELS mpi TIMEOUT 300
-                       ENVIRONMENT "TESSERA_COLL_NT_KIB=1;TESSERA_COLL_STAGE_BYTES=0")
+  foreach(np 2 3)
+    add_test(NAME coll.mpi.alloc.small.np${np} COMMAND ${coll_mpirun} ${np} $<TARGET_FILE:test_coll_mpi> --backend=mpi --quick --alloc=1)
+    set_tests_properties(coll.mpi.alloc.small.np${np} PROPERTIES LABELS mpi TIMEOUT 300
+                         ENVIRONMENT "TESSERA_COLL_NT_KIB=1;TESSERA_COLL_STAGE_BYTES=0")
+  endforeach()
   add_test(NAME coll.mpi.alloc.mixed.small.np3 COMMAND ${coll_mpirun} 3 $<TARGET_FILE:test_coll_mpi> --backend=mpi --quick --alloc=2)
   set_tests_properties(coll.mpi.alloc.mixed.small.np3 PROPERTIES LABELS mpi TIMEOUT 300
                        ENVIRONMENT "TESSERA_COLL_NT_KIB=1;TESSERA_COLL_STAGE_BYTES=0")
