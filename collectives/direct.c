@@ -34,6 +34,19 @@ typedef struct dreg {
   dslot_t *slots;
 } dreg_t;
 
+static void direct_free(direct_t *d) {
+  ts_free(d->mkey);
+  ts_free(d->mbase);
+  ts_free(d->mbytes);
+  ts_free(d->slot);
+  ts_free(d->eager);
+  ts_free(d->pid);
+  ts_free(d->src);
+  ts_free(d->dst);
+  ts_free(d->pin);
+  ts_free(d);
+}
+
 ts_status_t coll_direct_init(ts_coll_comm_t *c) {
   coll_world_t *w = c->world;
   if (!w->same_space && !(w->node && c->dslot >= 0)) return TS_OK;
@@ -93,16 +106,7 @@ ts_status_t coll_direct_init(ts_coll_comm_t *c) {
   c->direct = d;
   return TS_OK;
 nomem:
-  ts_free(d->mkey);
-  ts_free(d->mbase);
-  ts_free(d->mbytes);
-  ts_free(d->slot);
-  ts_free(d->eager);
-  ts_free(d->pid);
-  ts_free(d->src);
-  ts_free(d->dst);
-  ts_free(d->pin);
-  ts_free(d);
+  direct_free(d);
   return TS_ERR_NOMEM;
 }
 
@@ -123,16 +127,7 @@ void coll_direct_fini(ts_coll_comm_t *c) {
   }
   if (c->world->node)
     for (int i = 0; i < 2 * d->n; i++) coll_region_unpin(c->world->node, d->pin[i]);
-  ts_free(d->mkey);
-  ts_free(d->mbase);
-  ts_free(d->mbytes);
-  ts_free(d->slot);
-  ts_free(d->eager);
-  ts_free(d->pid);
-  ts_free(d->src);
-  ts_free(d->dst);
-  ts_free(d->pin);
-  ts_free(d);
+  direct_free(d);
   c->direct = NULL;
 }
 
