@@ -458,59 +458,6 @@ static const ts_sharding_value_t *sharding_leaf(const ts_sharding_value_t *sv, i
   return sv->kind == TS_SHARD_TUPLE ? sv->tuple[k] : sv;
 }
 
-/* Device d's shard of a full array under sv, zero padded to `shard`. */
-static ts_status_t full_to_shard(ts_interp_t *it, const ts_hlo_instr_t *i, const ts_sharding_value_t *sv,
-                                 const ts_value_t *full, int d, ts_value_t *shard) {
-  int64_t off[TS_MAX_RANK], lim[TS_MAX_RANK];
-  if (ts_sharding_shard(sv, full->shape, d % it->partitions, off, lim) != TS_OK)
-    return fail(it, i, TS_ERR_INVALID_ARGUMENT, "device %d is not in the region's sharding", d);
-  const ts_array_t *src = &full->a;
-  ts_array_t *dst = &shard->a;
-  size_t sz = (size_t)ts_elem_storage_bytes(src->elem);
-  int64_t idx[TS_MAX_RANK] = {0}, ss[TS_MAX_RANK], ds[TS_MAX_RANK];
-  ts_strides(src->rank, src->dims, ss);
-  ts_strides(dst->rank, dst->dims, ds);
-  if (ts_array_count(dst) > 0) do {
-      int64_t so = 0, doff = 0;
-      bool in = true;
-      for (int k = 0; k < dst->rank; k++) {
-        if (off[k] + idx[k] >= lim[k]) in = false;
-        so += (off[k] + idx[k]) * ss[k];
-        doff += idx[k] * ds[k];
-      }
-      if (in) memcpy((char *)dst->data + (size_t)doff * sz, (const char *)src->data + (size_t)so * sz, sz);
-    } while (ts_index_next(dst->rank, dst->dims, idx));
-  return TS_OK;
-}
-
-/* Every device's shard placed into the full array by sv. */
-static ts_status_t shard_to_full(ts_interp_t *it, const ts_hlo_instr_t *i, const ts_sharding_value_t *sv,
-                                 ts_value_t *const *shards, ts_value_t *full) {
-  ts_array_t *dst = &full->a;
-  size_t sz = (size_t)ts_elem_storage_bytes(dst->elem);
-  int64_t ds[TS_MAX_RANK], ss[TS_MAX_RANK];
-  ts_strides(dst->rank, dst->dims, ds);
-  for (int d = 0; d < it->ndev; d++) {
-    int64_t off[TS_MAX_RANK], lim[TS_MAX_RANK], idx[TS_MAX_RANK] = {0}, ext[TS_MAX_RANK];
-    if (ts_sharding_shard(sv, full->shape, d % it->partitions, off, lim) != TS_OK)
-      return fail(it, i, TS_ERR_INVALID_ARGUMENT, "device %d is not in the region's sharding", d);
-    const ts_array_t *src = &shards[d]->a;
-    ts_strides(src->rank, src->dims, ss);
-    int64_t cnt = 1;
-    for (int k = 0; k < dst->rank; k++) cnt *= (ext[k] = lim[k] - off[k]);
-    if (cnt <= 0) continue;
-    do {
-      int64_t so = 0, doff = 0;
-      for (int k = 0; k < dst->rank; k++) {
-        so += idx[k] * ss[k];
-        doff += (off[k] + idx[k]) * ds[k];
-      }
-      memcpy((char *)dst->data + (size_t)doff * sz, (const char *)src->data + (size_t)so * sz, sz);
-    } while (ts_index_next(dst->rank, ext, idx));
-  }
-  return TS_OK;
-}
-
 /* Enters a manual region: operand k's full value becomes every device's
  * shard (result leaf k). GSPMD's SPMDFullToShardShape takes the sharding
  * of its operand; Shardy's GlobalToLocalShape lists them. */
@@ -525,13 +472,18 @@ static ts_status_t enter_region(ts_interp_t *it, const ts_hlo_instr_t *i, bool s
   else if (n != 1) return fail(it, i, TS_ERR_INVALID_ARGUMENT, "SPMDFullToShardShape takes one operand");
   else TS_CHECK(region_sharding(it, i, i->ops[0], full[0], &sv));
   for (int d = 0; d < ndev; d++) {
-    ts_value_t *v = ts_value_new(i->shape);
-    if (!v) return TS_ERR_NOMEM;
-    res[d] = v;
+    ts_value_t *el[256];
     for (int k = 0; k < n; k++) {
-      ts_value_t *leaf = v->tuple ? v->tuple[k] : v;
-      TS_CHECK(full_to_shard(it, i, sharding_leaf(sv, k), vals[opos[k] * ndev + d], d, leaf));
+      const ts_shape_t *ls = i->shape->elem == TS_TUPLE ? i->shape->tuple[k] : i->shape;
+      ts_status_t st = ts_interp_shard_value(vals[opos[k] * ndev + d], sharding_leaf(sv, k), d % it->partitions, ls,
+                                             &el[k]);
+      if (st != TS_OK) {
+        for (int j = 0; j < k; j++) ts_value_unref(el[j]);
+        return fail(it, i, st, "cannot cut operand %d into device %d's shard", k, d);
+      }
     }
+    res[d] = i->shape->elem == TS_TUPLE ? ts_value_new_tuple(i->shape, el) : el[0];
+    if (!res[d]) return TS_ERR_NOMEM;
   }
   return TS_OK;
 }
@@ -546,16 +498,18 @@ static ts_status_t leave_region(ts_interp_t *it, const ts_hlo_instr_t *i, bool s
   for (int k = 0; k < n; k++) full[k] = i->shape->elem == TS_TUPLE ? i->shape->tuple[k] : i->shape;
   if (sdy) TS_CHECK(sdy_region_shardings(it, i, "xla.sdy.out_shardings", n, full, &sv));
   else TS_CHECK(region_sharding(it, i, i, i->shape, &sv));
-  ts_value_t *v = ts_value_new(i->shape), *shards[1024];
-  if (!v) return TS_ERR_NOMEM;
+  /* One partition's shards per tile (replica 0 when there are several). */
+  int np = (int)it->partitions;
+  ts_value_t *el[256];
   for (int k = 0; k < n; k++) {
-    for (int d = 0; d < ndev; d++) shards[d] = vals[opos[k] * ndev + d];
-    ts_status_t st = shard_to_full(it, i, sharding_leaf(sv, k), shards, v->tuple ? v->tuple[k] : v);
+    ts_status_t st = ts_interp_unshard_values(&vals[opos[k] * ndev], np, sharding_leaf(sv, k), full[k], &el[k]);
     if (st != TS_OK) {
-      ts_value_unref(v);
-      return st;
+      for (int j = 0; j < k; j++) ts_value_unref(el[j]);
+      return fail(it, i, st, "cannot assemble result %d from the devices' shards", k);
     }
   }
+  ts_value_t *v = i->shape->elem == TS_TUPLE ? ts_value_new_tuple(i->shape, el) : el[0];
+  if (!v) return TS_ERR_NOMEM;
   res[0] = v;
   for (int d = 1; d < ndev; d++) res[d] = ts_value_ref(v);
   return TS_OK;
@@ -600,12 +554,6 @@ static ts_status_t scalar_pred(ts_interp_t *it, const ts_hlo_instr_t *i, ts_valu
   return TS_OK;
 }
 
-/* Runs callee for all devices. args[p * ndev + d]. */
-static ts_status_t call_lockstep(ts_interp_t *it, const ts_hlo_comp_t *callee, int ndev, ts_value_t **args,
-                                 ts_value_t **outs) {
-  return eval_comp(it, callee, ndev, args, outs);
-}
-
 static ts_status_t eval_while(ts_interp_t *it, const ts_hlo_instr_t *i, int ndev, ts_value_t **state_in,
                               ts_value_t **outs) {
   const ts_hlo_attr_t *ca = ts_hlo_instr_attr(i, "condition"), *ba = ts_hlo_instr_attr(i, "body");
@@ -616,7 +564,7 @@ static ts_status_t eval_while(ts_interp_t *it, const ts_hlo_instr_t *i, int ndev
   for (int d = 0; d < ndev; d++) state[d] = ts_value_ref(state_in[d]);
   ts_status_t st = TS_OK;
   for (;;) {
-    st = call_lockstep(it, cond, ndev, state, pred);
+    st = eval_comp(it, cond, ndev, state, pred);
     if (st != TS_OK) break;
     int64_t go0 = 0, go = 0;
     for (int d = 0; d < ndev && st == TS_OK; d++) {
@@ -629,7 +577,7 @@ static ts_status_t eval_while(ts_interp_t *it, const ts_hlo_instr_t *i, int ndev
     for (int d = 0; d < ndev; d++) ts_value_unref(pred[d]);
     if (st != TS_OK || !go0) break;
     ts_value_t *next[1024];
-    st = call_lockstep(it, body, ndev, state, next);
+    st = eval_comp(it, body, ndev, state, next);
     for (int d = 0; d < ndev; d++) ts_value_unref(state[d]);
     if (st != TS_OK) return st;
     for (int d = 0; d < ndev; d++) state[d] = next[d];
