@@ -124,6 +124,24 @@ static ts_hlo_instr_t *permute(part_t *p, ts_hlo_instr_t *x, int64_t np, const i
   return cp;
 }
 
+/* The shifts [*smin, *smax] of source tile positions relative to q that the
+ * windows [A*q + B, A*q + B + L) (q < nq) read over t tiles of ci; false
+ * when they span more than four shards (the halo is then not worth it). */
+static bool halo_span(int64_t t, int64_t ci, int64_t A, int64_t B, int64_t L, int64_t nq, int64_t *smin,
+                      int64_t *smax) {
+  *smin = INT64_MAX;
+  *smax = INT64_MIN;
+  for (int64_t q = 0; q < nq; q++) {
+    int64_t lo = floor_div(A * q + B, ci), hi = floor_div(A * q + B + L - 1, ci);
+    if (lo < 0) lo = 0;
+    if (hi > t - 1) hi = t - 1;
+    if (hi < lo) continue; /* reads nothing real */
+    if (lo - q < *smin) *smin = lo - q;
+    if (hi - q > *smax) *smax = hi - q;
+  }
+  return *smax >= *smin && *smax - *smin + 1 <= 4;
+}
+
 /* Halo exchange (GSPMD section 4.3). x is sharded `s` with t tiles of ci
  * along d over an array of n_in; the device at tile position q wants the
  * window [A*q + B, A*q + B + L) of the full dim (q < nq). The neighbouring
@@ -131,22 +149,17 @@ static ts_hlo_instr_t *permute(part_t *p, ts_hlo_instr_t *x, int64_t np, const i
  * of the first and last one that some window reads), are concatenated,
  * and the window is cut out at a per-device offset. With `mask`, positions
  * outside [0, n_in) read zero (convolution padding, the padding of uneven
- * shards). *out is NULL (and nothing emitted) when a window spans more
- * than four shards. */
-static bool halo_window(part_t *p, ts_hlo_instr_t *x, const ts_sharding_value_t *s, int d, int64_t n_in,
+ * shards). Callers check halo_span first, before emitting the operand;
+ * *out is NULL only after an error (p->st). */
+static void halo_window(part_t *p, ts_hlo_instr_t *x, const ts_sharding_value_t *s, int d, int64_t n_in,
                         int64_t A, int64_t B, int64_t L, int64_t nq, bool mask, ts_hlo_instr_t **out) {
   *out = NULL;
   int r = x->shape->rank;
-  int64_t t = s->dims[d], ci = x->shape->dims[d], smin = INT64_MAX, smax = INT64_MIN;
-  for (int64_t q = 0; q < nq; q++) {
-    int64_t lo = floor_div(A * q + B, ci), hi = floor_div(A * q + B + L - 1, ci);
-    if (lo < 0) lo = 0;
-    if (hi > t - 1) hi = t - 1;
-    if (hi < lo) continue; /* reads nothing real */
-    if (lo - q < smin) smin = lo - q;
-    if (hi - q > smax) smax = hi - q;
+  int64_t t = s->dims[d], ci = x->shape->dims[d], smin, smax;
+  if (!halo_span(t, ci, A, B, L, nq, &smin, &smax)) {
+    ts_part_fail(p, NULL, TS_ERR_INTERNAL, "halo window spans more shards than its caller checked");
+    return;
   }
-  if (smax < smin || smax - smin + 1 > 4) return false;
   /* Only [lo, ci) of the first source shard and [0, hi) of the last move. */
   int64_t lo = ci, hi = 0;
   for (int64_t q = 0; q < nq; q++) {
@@ -171,9 +184,9 @@ static bool halo_window(part_t *p, ts_hlo_instr_t *x, const ts_sharding_value_t 
     }
     if (sh != 0) { /* the device at tile position q receives from q + sh */
       int64_t *pairs = ts_arena_alloc(p->a, sizeof *pairs * 2 * (size_t)p->n), np = 0;
-      if (!pairs) return true;
+      if (!pairs) return;
       for (int64_t dev = 0; dev < p->n; dev++) {
-        if (ts_sharding_tile_index(s, dev, idx) != TS_OK) return true;
+        if (ts_sharding_tile_index(s, dev, idx) != TS_OK) return;
         idx[d] += sh;
         if (idx[d] < 0 || idx[d] >= t || ts_sharding_tile_device(s, idx, &src) != TS_OK) continue;
         pairs[2 * np] = src;
@@ -194,7 +207,7 @@ static bool halo_window(part_t *p, ts_hlo_instr_t *x, const ts_sharding_value_t 
     buf = ts_part_add(p, TS_OP_CONCATENATE, ts_part_shape(p, x->shape->elem, r, dims), pieces, np, "concatenate");
     ts_part_attr_ints(p, buf, "dimensions", 1, (int64_t[]){d});
   }
-  if (!buf) return true;
+  if (!buf) return;
   /* Zeros where a window runs past the buffer (before tile 0, after the
    * last tile). */
   int64_t len = buf->shape->dims[d], padlo = 0, padhi = 0;
@@ -208,14 +221,14 @@ static bool halo_window(part_t *p, ts_hlo_instr_t *x, const ts_sharding_value_t 
     hi_pad[d] = padlo + padhi;
     buf = ts_part_pad(p, buf, hi_pad);
     ts_hlo_attr_t *pa = buf ? (ts_hlo_attr_t *)ts_hlo_instr_attr(buf, "padding") : NULL;
-    if (!pa) return true;
+    if (!pa) return;
     pa->v.padding->lo[d] = padlo;
     pa->v.padding->hi[d] = padhi;
   }
   ts_hlo_instr_t *ops[TS_PART_MAX_RANK + 1];
   int64_t *table = ts_arena_alloc(p->a, sizeof *table * (size_t)p->n), sizes[TS_PART_MAX_RANK], zero = 0;
   int64_t *starts = ts_arena_alloc(p->a, sizeof *starts * (size_t)p->n);
-  if (!table || !starts) return true;
+  if (!table || !starts) return;
   ops[0] = buf;
   for (int k = 0; k < r; k++) {
     sizes[k] = k == d ? L : buf->shape->dims[k];
@@ -224,7 +237,7 @@ static bool halo_window(part_t *p, ts_hlo_instr_t *x, const ts_sharding_value_t 
       continue;
     }
     for (int64_t dev = 0; dev < p->n; dev++) {
-      if (ts_sharding_tile_index(s, dev, idx) != TS_OK) return true;
+      if (ts_sharding_tile_index(s, dev, idx) != TS_OK) return;
       starts[dev] = A * idx[d] + B;
       table[dev] = starts[dev] - ((idx[d] + smin) * ci + lo) + padlo;
     }
@@ -250,7 +263,7 @@ static bool halo_window(part_t *p, ts_hlo_instr_t *x, const ts_sharding_value_t 
     win = ts_part_add(p, TS_OP_SELECT, win->shape, (ts_hlo_instr_t *[]){in, win, z}, 3, "select");
   }
   *out = win;
-  return true;
+  return;
 }
 
 /* A slice along one tiled dim d (stride 1) where operand and result share
@@ -270,21 +283,10 @@ bool ts_part_slice_halo(part_t *p, const ts_hlo_instr_t *i, const ts_sharding_va
   }
   if (d < 0) return false;
   int64_t t = s->dims[d], co = (out->dims[d] + t - 1) / t, nq = (out->dims[d] + co - 1) / co;
-  /* Decide before emitting anything: the same test halo_window makes. */
-  int64_t ci = (in->dims[d] + t - 1) / t, smin = INT64_MAX, smax = INT64_MIN;
-  for (int64_t q = 0; q < nq; q++) {
-    int64_t lo = (a->v.slice->start[d] + q * co) / ci, hi = (a->v.slice->start[d] + q * co + co - 1) / ci;
-    if (hi > t - 1) hi = t - 1;
-    if (lo - q < smin) smin = lo - q;
-    if (hi - q > smax) smax = hi - q;
-  }
-  if (smax < smin || smax - smin + 1 > 4) return false;
+  int64_t ci = (in->dims[d] + t - 1) / t, smin, smax;
+  if (!halo_span(t, ci, co, a->v.slice->start[d], co, nq, &smin, &smax)) return false;
   ts_hlo_instr_t *x = ts_part_operand(p, i, 0, s), *win = NULL;
-  if (!x) return true;
-  if (!halo_window(p, x, s, d, in->dims[d], co, a->v.slice->start[d], co, nq, false, &win)) {
-    ts_part_fail(p, i, TS_ERR_INTERNAL, "halo window spans more shards than checked");
-    return true;
-  }
+  if (x) halo_window(p, x, s, d, in->dims[d], co, a->v.slice->start[d], co, nq, false, &win);
   if (!win) return true;
   /* The other (untiled) dims as the slice says; d is already done. */
   const ts_shape_t *ls = ts_part_local_shape(p, out, s);
@@ -336,24 +338,10 @@ bool ts_part_conv_halo(part_t *p, const ts_hlo_instr_t *i, const ts_sharding_val
   int64_t t = sp->dims[c->out_spatial[ks]], nout = i->shape->dims[c->out_spatial[ks]];
   int64_t co = (nout + t - 1) / t, nq = (nout + co - 1) / co;
   int64_t L = (co - 1) * wd->stride + (wd->size - 1) * wd->rhs_dilate + 1;
-  int64_t ci = (lhs->dims[d] + t - 1) / t;
-  /* The same span test halo_window makes, before emitting anything. */
-  int64_t smin = INT64_MAX, smax = INT64_MIN;
-  for (int64_t q = 0; q < nq; q++) {
-    int64_t lo = floor_div(q * co * wd->stride - wd->pad_lo, ci), hi = floor_div(q * co * wd->stride - wd->pad_lo + L - 1, ci);
-    if (lo < 0) lo = 0;
-    if (hi > t - 1) hi = t - 1;
-    if (hi < lo) continue;
-    if (lo - q < smin) smin = lo - q;
-    if (hi - q > smax) smax = hi - q;
-  }
-  if (smax < smin || smax - smin + 1 > 4) return false;
+  int64_t ci = (lhs->dims[d] + t - 1) / t, smin, smax;
+  if (!halo_span(t, ci, co * wd->stride, -wd->pad_lo, L, nq, &smin, &smax)) return false;
   ts_hlo_instr_t *x = ts_part_operand(p, i, 0, ls), *win = NULL;
-  if (!x) return true;
-  if (!halo_window(p, x, ls, d, lhs->dims[d], co * wd->stride, -wd->pad_lo, L, nq, true, &win)) {
-    ts_part_fail(p, i, TS_ERR_INTERNAL, "halo window spans more shards than checked");
-    return true;
-  }
+  if (x) halo_window(p, x, ls, d, lhs->dims[d], co * wd->stride, -wd->pad_lo, L, nq, true, &win);
   if (!win) return true;
   ts_hlo_instr_t *ops[2] = {win, ts_part_operand(p, i, 1, rs)};
   ts_hlo_instr_t *y = ts_part_emit_like(p, i, ops, ts_part_local_shape(p, i->shape, sp));
