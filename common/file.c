@@ -38,18 +38,6 @@ ts_status_t ts_read_file(const char *path, char **out, size_t *out_len, ts_diag_
   return TS_OK;
 }
 
-/* Errors name the file the user asked for: "PATH: error: ...". */
-static ts_status_t file_error(ts_diag_t *diag, const char *path, ts_status_t st, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
-static ts_status_t file_error(ts_diag_t *diag, const char *path, ts_status_t st, const char *fmt, ...) {
-  ts_source_t src = {.name = path};
-  va_list ap;
-  va_start(ap, fmt);
-  ts_diag_verror(diag, &src, (ts_loc_t){0, 0}, fmt, ap);
-  va_end(ap);
-  return st;
-}
-
 ts_status_t ts_atomic_file_open(ts_atomic_file_t *af, const char *path, ts_diag_t *diag) {
   memset(af, 0, sizeof *af);
   size_t plen = strlen(path);
@@ -74,7 +62,7 @@ ts_status_t ts_atomic_file_open(ts_atomic_file_t *af, const char *path, ts_diag_
     }
   }
   if (!af->f) {
-    ts_status_t st = file_error(diag, path, TS_ERR_SYSTEM, "cannot create '%s': %s", af->tmp, strerror(errno));
+    ts_status_t st = ts_diag_path_error(diag, path, TS_ERR_SYSTEM, "cannot create '%s': %s", af->tmp, strerror(errno));
     ts_free(af->path);
     ts_free(af->tmp);
     memset(af, 0, sizeof *af);
@@ -93,9 +81,9 @@ ts_status_t ts_atomic_file_close(ts_atomic_file_t *af, bool commit, ts_diag_t *d
     err = errno;
   }
   if (commit && failed)
-    st = file_error(diag, af->path, TS_ERR_SYSTEM, "cannot write '%s': %s", af->tmp, strerror(err));
+    st = ts_diag_path_error(diag, af->path, TS_ERR_SYSTEM, "cannot write '%s': %s", af->tmp, strerror(err));
   else if (commit && rename(af->tmp, af->path) != 0)
-    st = file_error(diag, af->path, TS_ERR_SYSTEM, "cannot rename '%s' to '%s': %s", af->tmp, af->path,
+    st = ts_diag_path_error(diag, af->path, TS_ERR_SYSTEM, "cannot rename '%s' to '%s': %s", af->tmp, af->path,
                     strerror(errno));
   if (!commit || st != TS_OK) unlink(af->tmp);
   ts_free(af->path);

@@ -91,3 +91,12 @@ void ts_diag_free(ts_diag_t *d) {
   d->text = NULL;
   d->count = 0;
 }
+
+ts_status_t ts_diag_path_error(ts_diag_t *d, const char *path, ts_status_t st, const char *fmt, ...) {
+  ts_source_t src = {.name = path};
+  va_list ap;
+  va_start(ap, fmt);
+  ts_diag_verror(d, &src, (ts_loc_t){0, 0}, fmt, ap);
+  va_end(ap);
+  return st;
+}

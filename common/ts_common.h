@@ -164,6 +164,10 @@ void ts_diag_error(ts_diag_t *d, const ts_source_t *src, ts_loc_t loc, const cha
     __attribute__((format(printf, 4, 5)));
 void ts_diag_verror(ts_diag_t *d, const ts_source_t *src, ts_loc_t loc, const char *fmt,
                     va_list ap);
+/* An error about a whole file ("PATH: error: message", the form located
+ * errors take for binary files and files that cannot be opened); returns st. */
+ts_status_t ts_diag_path_error(ts_diag_t *d, const char *path, ts_status_t st, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
 /* An error with no source position ("error: message"). */
 void ts_diag_plain(ts_diag_t *d, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void ts_diag_free(ts_diag_t *d);

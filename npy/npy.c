@@ -16,18 +16,6 @@
 
 static const char MAGIC[6] = {'\x93', 'N', 'U', 'M', 'P', 'Y'};
 
-/* "PATH: error: message", the form located errors take for a binary file. */
-static ts_status_t fail(ts_diag_t *diag, const char *path, ts_status_t st, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
-static ts_status_t fail(ts_diag_t *diag, const char *path, ts_status_t st, const char *fmt, ...) {
-  ts_source_t src = {.name = path};
-  va_list ap;
-  va_start(ap, fmt);
-  ts_diag_verror(diag, &src, (ts_loc_t){0, 0}, fmt, ap);
-  va_end(ap);
-  return st;
-}
-
 /* ---- element types ------------------------------------------------------ */
 
 /* The numpy-native types, by dtype kind and size. */
@@ -111,11 +99,11 @@ static void skip_ws(hdr_t *h) {
 }
 
 static ts_status_t hdr_expected(hdr_t *h, const char *what) {
-  if (h->p >= h->end) return fail(h->diag, h->path, TS_ERR_PARSE, "bad header: expected %s, found the end", what);
+  if (h->p >= h->end) return ts_diag_path_error(h->diag, h->path, TS_ERR_PARSE, "bad header: expected %s, found the end", what);
   char c = *h->p;
   if (c >= 0x20 && c < 0x7f)
-    return fail(h->diag, h->path, TS_ERR_PARSE, "bad header: expected %s, found '%c'", what, c);
-  return fail(h->diag, h->path, TS_ERR_PARSE, "bad header: expected %s, found byte 0x%02x", what,
+    return ts_diag_path_error(h->diag, h->path, TS_ERR_PARSE, "bad header: expected %s, found '%c'", what, c);
+  return ts_diag_path_error(h->diag, h->path, TS_ERR_PARSE, "bad header: expected %s, found byte 0x%02x", what,
               (unsigned char)c);
 }
 
@@ -136,10 +124,10 @@ static ts_status_t parse_str(hdr_t *h, const char **s, size_t *n) {
   const char *start = h->p;
   while (h->p < h->end && *h->p != q) {
     if (*h->p == '\\' || *h->p == '\n')
-      return fail(h->diag, h->path, TS_ERR_PARSE, "bad header: unsupported character in string");
+      return ts_diag_path_error(h->diag, h->path, TS_ERR_PARSE, "bad header: unsupported character in string");
     h->p++;
   }
-  if (h->p >= h->end) return fail(h->diag, h->path, TS_ERR_PARSE, "bad header: unterminated string");
+  if (h->p >= h->end) return ts_diag_path_error(h->diag, h->path, TS_ERR_PARSE, "bad header: unterminated string");
   *s = start;
   *n = (size_t)(h->p - start);
   h->p++;
@@ -173,19 +161,19 @@ static ts_status_t parse_shape(hdr_t *h) {
     while (h->p < h->end && *h->p >= '0' && *h->p <= '9') {
       int d = *h->p++ - '0';
       if (v > (INT64_MAX - d) / 10)
-        return fail(h->diag, h->path, TS_ERR_PARSE, "bad header: dimension does not fit in 64 bits");
+        return ts_diag_path_error(h->diag, h->path, TS_ERR_PARSE, "bad header: dimension does not fit in 64 bits");
       v = v * 10 + d;
     }
     if (h->p < h->end && *h->p == 'L') h->p++; /* Python 2 long, as old numpy wrote */
-    if (neg) return fail(h->diag, h->path, TS_ERR_PARSE, "negative dimension -%lld in shape", (long long)v);
+    if (neg) return ts_diag_path_error(h->diag, h->path, TS_ERR_PARSE, "negative dimension -%lld in shape", (long long)v);
     if (h->rank == TS_NPY_MAX_RANK)
-      return fail(h->diag, h->path, TS_ERR_PARSE, "shape has more than %d dimensions", TS_NPY_MAX_RANK);
+      return ts_diag_path_error(h->diag, h->path, TS_ERR_PARSE, "shape has more than %d dimensions", TS_NPY_MAX_RANK);
     h->dims[h->rank++] = v;
     bool comma = eat(h, ',');
     if (eat(h, ')')) {
       /* (5) is the integer 5, not a tuple */
       if (h->rank == 1 && !comma)
-        return fail(h->diag, h->path, TS_ERR_PARSE, "bad header: shape (N) must be written (N,)");
+        return ts_diag_path_error(h->diag, h->path, TS_ERR_PARSE, "bad header: shape (N) must be written (N,)");
       return TS_OK;
     }
     if (!comma) return hdr_expected(h, "',' or ')' in the shape");
@@ -205,12 +193,12 @@ static ts_status_t parse_header(hdr_t *h) {
       have = &h->have_descr;
       skip_ws(h);
       if (h->p < h->end && *h->p == '[')
-        return fail(h->diag, h->path, TS_ERR_PARSE, "unsupported dtype: structured arrays are not supported");
+        return ts_diag_path_error(h->diag, h->path, TS_ERR_PARSE, "unsupported dtype: structured arrays are not supported");
       const char *s;
       size_t n;
       TS_CHECK(parse_str(h, &s, &n));
       if (n >= sizeof h->descr)
-        return fail(h->diag, h->path, TS_ERR_PARSE, "unsupported dtype '%.*s...'", 16, s);
+        return ts_diag_path_error(h->diag, h->path, TS_ERR_PARSE, "unsupported dtype '%.*s...'", 16, s);
       memcpy(h->descr, s, n);
       h->descr[n] = 0;
     } else if (klen == 13 && memcmp(key, "fortran_order", 13) == 0) {
@@ -222,20 +210,20 @@ static ts_status_t parse_header(hdr_t *h) {
       have = &h->have_shape;
       TS_CHECK(parse_shape(h));
     } else {
-      return fail(h->diag, h->path, TS_ERR_PARSE, "bad header: unexpected key '%.*s'",
+      return ts_diag_path_error(h->diag, h->path, TS_ERR_PARSE, "bad header: unexpected key '%.*s'",
                   (int)(klen > 40 ? 40 : klen), key);
     }
     if (*have)
-      return fail(h->diag, h->path, TS_ERR_PARSE, "bad header: key '%.*s' appears twice", (int)klen, key);
+      return ts_diag_path_error(h->diag, h->path, TS_ERR_PARSE, "bad header: key '%.*s' appears twice", (int)klen, key);
     *have = true;
     if (eat(h, '}')) break;
     if (!eat(h, ',')) return hdr_expected(h, "',' or '}' after a value");
   }
   skip_ws(h);
   if (h->p < h->end) return hdr_expected(h, "nothing after the closing '}'");
-  if (!h->have_descr) return fail(h->diag, h->path, TS_ERR_PARSE, "bad header: no 'descr' key");
-  if (!h->have_fortran) return fail(h->diag, h->path, TS_ERR_PARSE, "bad header: no 'fortran_order' key");
-  if (!h->have_shape) return fail(h->diag, h->path, TS_ERR_PARSE, "bad header: no 'shape' key");
+  if (!h->have_descr) return ts_diag_path_error(h->diag, h->path, TS_ERR_PARSE, "bad header: no 'descr' key");
+  if (!h->have_fortran) return ts_diag_path_error(h->diag, h->path, TS_ERR_PARSE, "bad header: no 'fortran_order' key");
+  if (!h->have_shape) return ts_diag_path_error(h->diag, h->path, TS_ERR_PARSE, "bad header: no 'shape' key");
   return TS_OK;
 }
 
@@ -256,7 +244,7 @@ static ts_status_t parse_descr(hdr_t *h, ts_elem_t *elem, bool *swap) {
         *swap = order == '>' && size > 1;
         return TS_OK;
       }
-  return fail(h->diag, h->path, TS_ERR_PARSE, "unsupported dtype '%s'", h->descr);
+  return ts_diag_path_error(h->diag, h->path, TS_ERR_PARSE, "unsupported dtype '%s'", h->descr);
 }
 
 /* ---- reading ------------------------------------------------------------ */
@@ -322,7 +310,7 @@ ts_status_t ts_npy_read(const char *path, ts_npy_array_t *out, ts_diag_t *diag) 
   }
   struct stat sb;
   if (fstat(fileno(f), &sb) != 0 || !S_ISREG(sb.st_mode)) {
-    st = fail(diag, path, TS_ERR_INVALID_ARGUMENT, "not a regular file");
+    st = ts_diag_path_error(diag, path, TS_ERR_INVALID_ARGUMENT, "not a regular file");
     goto out_close;
   }
   uint64_t fsize = (uint64_t)sb.st_size;
@@ -331,33 +319,33 @@ ts_status_t ts_npy_read(const char *path, ts_npy_array_t *out, ts_diag_t *diag) 
   size_t got = fread(pre, 1, sizeof pre < fsize ? sizeof pre : (size_t)fsize, f);
   if (got < 8 || memcmp(pre, MAGIC, 6) != 0) {
     if (got >= 6 && memcmp(pre, MAGIC, 6) == 0) {
-      st = fail(diag, path, TS_ERR_PARSE, "file ends inside the header (%zu bytes)", got);
+      st = ts_diag_path_error(diag, path, TS_ERR_PARSE, "file ends inside the header (%zu bytes)", got);
     } else if (got < 6 && memcmp(pre, MAGIC, got) == 0) {
-      st = fail(diag, path, TS_ERR_PARSE, "file ends inside the magic string (%zu bytes)", got);
+      st = ts_diag_path_error(diag, path, TS_ERR_PARSE, "file ends inside the magic string (%zu bytes)", got);
     } else {
-      st = fail(diag, path, TS_ERR_PARSE, "not a .npy file (no \\x93NUMPY magic string)");
+      st = ts_diag_path_error(diag, path, TS_ERR_PARSE, "not a .npy file (no \\x93NUMPY magic string)");
     }
     goto out_close;
   }
   int major = pre[6], minor = pre[7];
   if (!((major == 1 || major == 2 || major == 3) && minor == 0)) {
-    st = fail(diag, path, TS_ERR_PARSE, "unsupported .npy format version %d.%d", major, minor);
+    st = ts_diag_path_error(diag, path, TS_ERR_PARSE, "unsupported .npy format version %d.%d", major, minor);
     goto out_close;
   }
   size_t lenbytes = major == 1 ? 2 : 4;
   if (got < 8 + lenbytes) {
-    st = fail(diag, path, TS_ERR_PARSE, "file ends inside the header (%zu bytes)", got);
+    st = ts_diag_path_error(diag, path, TS_ERR_PARSE, "file ends inside the header (%zu bytes)", got);
     goto out_close;
   }
   uint64_t hlen = major == 1 ? le16(pre + 8) : le32(pre + 8);
   uint64_t hstart = 8 + lenbytes;
   if (hlen > TS_NPY_MAX_HEADER) {
-    st = fail(diag, path, TS_ERR_PARSE, "header length %llu exceeds the limit of %u bytes",
+    st = ts_diag_path_error(diag, path, TS_ERR_PARSE, "header length %llu exceeds the limit of %u bytes",
               (unsigned long long)hlen, TS_NPY_MAX_HEADER);
     goto out_close;
   }
   if (hstart + hlen > fsize) {
-    st = fail(diag, path, TS_ERR_PARSE, "header length %llu runs past the end of the file (%llu bytes)",
+    st = ts_diag_path_error(diag, path, TS_ERR_PARSE, "header length %llu runs past the end of the file (%llu bytes)",
               (unsigned long long)hlen, (unsigned long long)fsize);
     goto out_close;
   }
@@ -372,7 +360,7 @@ ts_status_t ts_npy_read(const char *path, ts_npy_array_t *out, ts_diag_t *diag) 
   memcpy(htext, pre + hstart, have);
   if (fseek(f, (long)(hstart + have), SEEK_SET) != 0 ||
       fread(htext + have, 1, (size_t)hlen - have, f) != (size_t)hlen - have) {
-    st = fail(diag, path, TS_ERR_INVALID_ARGUMENT, "cannot read the header");
+    st = ts_diag_path_error(diag, path, TS_ERR_INVALID_ARGUMENT, "cannot read the header");
     goto out_free;
   }
   htext[hlen] = 0;
@@ -394,25 +382,25 @@ ts_status_t ts_npy_read(const char *path, ts_npy_array_t *out, ts_diag_t *diag) 
     count *= d;
   }
   if (count == UINT64_MAX || count > SIZE_MAX / es) {
-    st = fail(diag, path, TS_ERR_PARSE, "shape has too many elements (the size overflows 64 bits)");
+    st = ts_diag_path_error(diag, path, TS_ERR_PARSE, "shape has too many elements (the size overflows 64 bits)");
     goto out_free;
   }
   uint64_t nbytes = count * es;
   uint64_t data_start = hstart + hlen;
   uint64_t avail = fsize - data_start;
   if (nbytes != avail) {
-    st = fail(diag, path, TS_ERR_PARSE, "header says %llu bytes of data, file has %llu",
+    st = ts_diag_path_error(diag, path, TS_ERR_PARSE, "header says %llu bytes of data, file has %llu",
               (unsigned long long)nbytes, (unsigned long long)avail);
     goto out_free;
   }
   /* nbytes now equals what the file really holds: safe to allocate */
   out->data = ts_malloc(nbytes ? (size_t)nbytes : 1);
   if (!out->data) {
-    st = fail(diag, path, TS_ERR_NOMEM, "out of memory for %llu bytes of data", (unsigned long long)nbytes);
+    st = ts_diag_path_error(diag, path, TS_ERR_NOMEM, "out of memory for %llu bytes of data", (unsigned long long)nbytes);
     goto out_free;
   }
   if (fread(out->data, 1, (size_t)nbytes, f) != nbytes) {
-    st = fail(diag, path, TS_ERR_INVALID_ARGUMENT, "cannot read the data (file changed while read?)");
+    st = ts_diag_path_error(diag, path, TS_ERR_INVALID_ARGUMENT, "cannot read the data (file changed while read?)");
     goto out_free;
   }
   out->rank = h.rank;
@@ -464,13 +452,13 @@ static ts_status_t convert_in(const char *path, ts_npy_array_t *a, ts_elem_t wan
     for (int64_t i = 0; i < a->count; i++) {
       int v = want_signed ? ((int8_t *)a->data)[i] : ((uint8_t *)a->data)[i];
       if (v < lo || v > hi)
-        return fail(diag, path, TS_ERR_PARSE, "value %d at index %lld does not fit in %s", v,
+        return ts_diag_path_error(diag, path, TS_ERR_PARSE, "value %d at index %lld does not fit in %s", v,
                     (long long)i, ts_elem_name(want));
     }
     a->elem = want;
     return TS_OK;
   }
-  return fail(diag, path, TS_ERR_PARSE, "dtype '%s' (%s) where %s is expected", have,
+  return ts_diag_path_error(diag, path, TS_ERR_PARSE, "dtype '%s' (%s) where %s is expected", have,
               ts_elem_name(a->elem), ts_elem_name(want));
 }
 
@@ -535,17 +523,17 @@ ts_status_t ts_npy_write(const char *path, ts_elem_t elem, int rank, const int64
                          const void *data, ts_diag_t *diag) {
   const char *descr = ts_npy_descr(elem);
   if (!descr)
-    return fail(diag, path, TS_ERR_INVALID_ARGUMENT, "cannot write %s to .npy", ts_elem_name(elem));
+    return ts_diag_path_error(diag, path, TS_ERR_INVALID_ARGUMENT, "cannot write %s to .npy", ts_elem_name(elem));
   if (rank < 0 || rank > TS_NPY_MAX_RANK || (rank > 0 && !dims))
-    return fail(diag, path, TS_ERR_INVALID_ARGUMENT, "bad rank %d", rank);
+    return ts_diag_path_error(diag, path, TS_ERR_INVALID_ARGUMENT, "bad rank %d", rank);
   int64_t count = 1;
   for (int k = 0; k < rank; k++) {
-    if (dims[k] < 0) return fail(diag, path, TS_ERR_INVALID_ARGUMENT, "negative dimension %lld", (long long)dims[k]);
+    if (dims[k] < 0) return ts_diag_path_error(diag, path, TS_ERR_INVALID_ARGUMENT, "negative dimension %lld", (long long)dims[k]);
     if (dims[k] && count > INT64_MAX / 16 / dims[k])
-      return fail(diag, path, TS_ERR_INVALID_ARGUMENT, "shape has too many elements");
+      return ts_diag_path_error(diag, path, TS_ERR_INVALID_ARGUMENT, "shape has too many elements");
     count *= dims[k];
   }
-  if (count > 0 && !data) return fail(diag, path, TS_ERR_INVALID_ARGUMENT, "no data");
+  if (count > 0 && !data) return ts_diag_path_error(diag, path, TS_ERR_INVALID_ARGUMENT, "no data");
 
   ts_buf_t hdr = {0};
   ts_status_t st = build_header(&hdr, descr, rank, dims);
@@ -558,7 +546,7 @@ ts_status_t ts_npy_write(const char *path, ts_elem_t elem, int rank, const int64
   if (st == TS_OK) {
     bool ok = fwrite(hdr.data, 1, hdr.len, af.f) == hdr.len && write_data(af.f, elem, data, count);
     st = ts_atomic_file_close(&af, ok, diag);
-    if (!ok && st == TS_OK) st = fail(diag, path, TS_ERR_SYSTEM, "cannot write the data");
+    if (!ok && st == TS_OK) st = ts_diag_path_error(diag, path, TS_ERR_SYSTEM, "cannot write the data");
   }
   ts_buf_free(&hdr);
   return st;
