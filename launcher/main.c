@@ -14,6 +14,8 @@ static const struct {
     {"run", ts_cmd_run, "run a module (--devices 1: the reference interpreter)"},
     {"bench", ts_cmd_bench, "benchmark collectives (nccl-tests style tables)"},
     {"check", ts_cmd_check, "partition a module, run it on N simulated devices, compare with the reference"},
+    {"perf-table", ts_cmd_perf_table, "measure collectives or GEMMs and write an XLA performance table"},
+    {"diagnose", ts_cmd_diagnose, "print hang digests and the hosts that recur in them"},
 };
 
 static void usage(FILE *f) {

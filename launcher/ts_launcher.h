@@ -15,6 +15,8 @@ int ts_cmd_opt(int argc, char **argv);
 int ts_cmd_run(int argc, char **argv);
 int ts_cmd_bench(int argc, char **argv);
 int ts_cmd_check(int argc, char **argv);
+int ts_cmd_perf_table(int argc, char **argv); /* cmd_perftable.c */
+int ts_cmd_diagnose(int argc, char **argv);   /* cmd_diagnose.c */
 
 /* Parses a positive integer flag value; prints a usage error and returns
  * false when `s` is not one. */
