@@ -5,6 +5,7 @@
 
 #include <errno.h>
 #include <limits.h>
+#include <math.h>
 #include <stdio.h>
 #include <sys/stat.h>
 
@@ -132,25 +133,54 @@ static void fill_random(ts_array_t *a, uint64_t seed, int64_t param, int64_t bou
   }
 }
 
+ts_status_t ts_interp_random_param(const ts_hlo_module_t *m, uint64_t seed, int p, ts_value_t **out) {
+  const ts_hlo_comp_t *e = m->entry;
+  ts_value_t *v = ts_value_new(e->params[p]->shape);
+  if (!v) return TS_ERR_NOMEM;
+  ts_array_t leaves[256];
+  int n = ts_value_leaves(v, leaves, 256);
+  int64_t bound = index_bound(e->params[p], NULL, 0);
+  for (int k = 0; k < n && k < 256; k++) fill_random(&leaves[k], seed, p * 256 + k, bound);
+  *out = v;
+  return TS_OK;
+}
+
 ts_status_t ts_interp_random_args(const ts_hlo_module_t *m, uint64_t seed, ts_value_t **args) {
   const ts_hlo_comp_t *e = m->entry;
   for (int p = 0; p < e->nparams; p++) args[p] = NULL;
   for (int p = 0; p < e->nparams; p++) {
-    ts_value_t *v = ts_value_new(e->params[p]->shape);
-    if (!v) goto oom;
-    ts_array_t leaves[256];
-    int n = ts_value_leaves(v, leaves, 256);
-    int64_t bound = index_bound(e->params[p], NULL, 0);
-    for (int k = 0; k < n && k < 256; k++) fill_random(&leaves[k], seed, p * 256 + k, bound);
-    args[p] = v;
+    ts_status_t st = ts_interp_random_param(m, seed, p, &args[p]);
+    if (st != TS_OK) {
+      for (int q = 0; q < p; q++) {
+        ts_value_unref(args[q]);
+        args[q] = NULL;
+      }
+      return st;
+    }
   }
   return TS_OK;
-oom:
-  for (int p = 0; p < e->nparams; p++) {
-    ts_value_unref(args[p]);
-    args[p] = NULL;
+}
+
+ts_status_t ts_interp_init_weight(const ts_hlo_module_t *m, uint64_t seed, int p, ts_value_t **out) {
+  const ts_hlo_comp_t *e = m->entry;
+  ts_value_t *v = ts_value_new(e->params[p]->shape); /* zero-filled: biases and non-float leaves stay 0 */
+  if (!v) return TS_ERR_NOMEM;
+  ts_array_t leaves[256];
+  int n = ts_value_leaves(v, leaves, 256);
+  for (int k = 0; k < n && k < 256; k++) {
+    ts_array_t *a = &leaves[k];
+    if (a->rank < 2 || !ts_elem_is_float(a->elem)) continue;
+    /* Uniform in [-1/sqrt(fan_in), 1/sqrt(fan_in)], fan_in the leading
+     * dimension (weights stored [in, out], as JAX's Dense kernels are). */
+    double scale = 1.0 / sqrt((double)a->dims[0]);
+    int64_t cnt = ts_array_count(a);
+    for (int64_t j = 0; j < cnt; j++) {
+      double u = (double)(draw(seed, p * 256 + k, j) >> 11) * 0x1p-53; /* [0, 1) */
+      ts_store_f(a->elem, a->data, j, (2 * u - 1) * scale);
+    }
   }
-  return TS_ERR_NOMEM;
+  *out = v;
+  return TS_OK;
 }
 
 /* ---- .npy inputs and outputs -------------------------------------------- */

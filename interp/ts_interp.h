@@ -168,6 +168,15 @@ ts_status_t ts_interp_run(ts_interp_t *it, ts_value_t *const *args, ts_value_t *
  * other integers small ([-8, 8) signed, [0, 16) unsigned). */
 ts_status_t ts_interp_random_args(const ts_hlo_module_t *m, uint64_t seed, ts_value_t **args);
 
+/* Parameter p alone, as ts_interp_random_args draws it (a new reference). */
+ts_status_t ts_interp_random_param(const ts_hlo_module_t *m, uint64_t seed, int p, ts_value_t **out);
+
+/* Parameter p initialised as a model weight (a new reference): float leaves
+ * of rank >= 2 uniform in [-1/sqrt(d0), 1/sqrt(d0)] (d0 the leading
+ * dimension, the fan-in of a [in, out] kernel), everything else zero
+ * (biases). Seeded and counter-based like ts_interp_random_args. */
+ts_status_t ts_interp_init_weight(const ts_hlo_module_t *m, uint64_t seed, int p, ts_value_t **out);
+
 /* Loads args[p] from DIR/param<p>.npy (ts_npy_read_as: bf16/f8 from f32 or
  * raw bits, s4/u4 from s8/u8). Errors name the file and parameter. */
 ts_status_t ts_interp_load_args(const ts_hlo_module_t *m, const char *dir, ts_value_t **args,
