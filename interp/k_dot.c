@@ -649,3 +649,5 @@ void ts_kernels_dot(ts_kernel_fn *table) {
   table[TS_OP_DOT] = k_dot;
   table[TS_OP_CONVOLUTION] = k_convolution;
 }
+
+void ts_interp_set_blas_threads(int n) { openblas_set_num_threads(n < 1 ? 1 : n); }

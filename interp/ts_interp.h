@@ -122,6 +122,11 @@ typedef ts_status_t (*ts_kernel_fn)(ts_kernel_ctx_t *ctx, const ts_hlo_instr_t *
  * collectives, custom-call, ...) and for those with none. */
 ts_kernel_fn ts_kernel_for(ts_opcode_t op);
 
+/* How many threads one BLAS call (dot, convolution) may use in this
+ * process: a runtime with several devices per process, or several ranks per
+ * host, gives each its share of the cores. */
+void ts_interp_set_blas_threads(int n);
+
 /* ---- the interpreter ---------------------------------------------------- */
 
 typedef struct ts_interp ts_interp_t;
