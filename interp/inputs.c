@@ -185,50 +185,49 @@ ts_status_t ts_interp_init_weight(const ts_hlo_module_t *m, uint64_t seed, int p
 
 /* ---- .npy inputs and outputs -------------------------------------------- */
 
+ts_status_t ts_interp_load_param(const ts_hlo_module_t *m, const char *path, int p, ts_value_t **out,
+                                 ts_diag_t *diag) {
+  const ts_hlo_instr_t *pi = m->entry->params[p];
+  if (!ts_shape_is_array(pi->shape)) {
+    ts_diag_plain(diag, "%s: parameter %d (%%%s) is a tuple; only array parameters load from .npy", path, p,
+                  pi->name);
+    return TS_ERR_INVALID_ARGUMENT;
+  }
+  ts_npy_array_t a = {0};
+  TS_CHECK(ts_npy_read_as(path, pi->shape->elem, &a, diag));
+  bool same = a.rank == pi->shape->rank;
+  for (int d = 0; same && d < a.rank; d++) same = a.dims[d] == pi->shape->dims[d];
+  ts_status_t st = TS_OK;
+  if (!same) {
+    ts_buf_t want = {0}, got = {0};
+    ts_shape_print(&want, pi->shape, false);
+    ts_buf_puts(&got, "(");
+    for (int d = 0; d < a.rank; d++) ts_buf_printf(&got, d ? ", %lld" : "%lld", (long long)a.dims[d]);
+    ts_buf_puts(&got, a.rank == 1 ? ",)" : ")");
+    ts_diag_plain(diag, "%s: error: shape %s where parameter %d (%%%s) is %s", path, got.data, p, pi->name,
+                  want.data);
+    ts_buf_free(&want);
+    ts_buf_free(&got);
+    st = TS_ERR_PARSE;
+  } else {
+    ts_value_t *v = ts_value_new(pi->shape);
+    if (!v) st = TS_ERR_NOMEM;
+    else memcpy(v->a.data, a.data, ts_array_bytes(&v->a));
+    *out = v;
+  }
+  ts_npy_free(&a);
+  return st;
+}
+
 ts_status_t ts_interp_load_args(const ts_hlo_module_t *m, const char *dir, ts_value_t **args,
                                 ts_diag_t *diag) {
   const ts_hlo_comp_t *e = m->entry;
   for (int p = 0; p < e->nparams; p++) args[p] = NULL;
   ts_status_t st = TS_OK;
   for (int p = 0; p < e->nparams && st == TS_OK; p++) {
-    const ts_hlo_instr_t *pi = e->params[p];
     char path[PATH_MAX];
     snprintf(path, sizeof path, "%s/param%d.npy", dir, p);
-    if (!ts_shape_is_array(pi->shape)) {
-      ts_diag_plain(diag, "%s: parameter %d (%%%s) is a tuple; only array parameters load from .npy", path, p,
-                    pi->name);
-      st = TS_ERR_INVALID_ARGUMENT;
-      break;
-    }
-    ts_npy_array_t a = {0};
-    st = ts_npy_read_as(path, pi->shape->elem, &a, diag);
-    if (st != TS_OK) break;
-    bool same = a.rank == pi->shape->rank;
-    for (int d = 0; same && d < a.rank; d++) same = a.dims[d] == pi->shape->dims[d];
-    if (!same) {
-      ts_buf_t want = {0};
-      ts_shape_print(&want, pi->shape, false);
-      ts_buf_t got = {0};
-      ts_buf_puts(&got, "(");
-      for (int d = 0; d < a.rank; d++) ts_buf_printf(&got, d ? ", %lld" : "%lld", (long long)a.dims[d]);
-      ts_buf_puts(&got, a.rank == 1 ? ",)" : ")");
-      ts_diag_plain(diag, "%s: error: shape %s where parameter %d (%%%s) is %s", path, got.data, p, pi->name,
-                    want.data);
-      ts_buf_free(&want);
-      ts_buf_free(&got);
-      ts_npy_free(&a);
-      st = TS_ERR_PARSE;
-      break;
-    }
-    ts_value_t *v = ts_value_new(pi->shape);
-    if (!v) {
-      ts_npy_free(&a);
-      st = TS_ERR_NOMEM;
-      break;
-    }
-    memcpy(v->a.data, a.data, ts_array_bytes(&v->a));
-    ts_npy_free(&a);
-    args[p] = v;
+    st = ts_interp_load_param(m, path, p, &args[p], diag);
   }
   if (st != TS_OK)
     for (int p = 0; p < e->nparams; p++) {

@@ -187,6 +187,11 @@ ts_status_t ts_interp_init_weight(const ts_hlo_module_t *m, uint64_t seed, int p
 ts_status_t ts_interp_load_args(const ts_hlo_module_t *m, const char *dir, ts_value_t **args,
                                 ts_diag_t *diag);
 
+/* Loads parameter p from the .npy file `path` (as ts_interp_load_args does
+ * for one file; a new reference in *out). */
+ts_status_t ts_interp_load_param(const ts_hlo_module_t *m, const char *path, int p, ts_value_t **out,
+                                 ts_diag_t *diag);
+
 /* Writes leaf k of the flattened result as DIR/out<k>.npy (creating DIR),
  * each file atomically. */
 ts_status_t ts_interp_write_outputs(const char *dir, ts_value_t *result, ts_diag_t *diag);
