@@ -1,0 +1,65 @@
+/* tessera run --trace: the merged timeline of every rank as a Chrome trace
+ * (the JSON Trace Event Format that chrome://tracing and Perfetto read):
+ * one process per rank, a compute and a collective track in each. */
+#include "run_internal.h"
+#include "ts_launcher.h"
+
+#include <cjson/cJSON.h>
+#include <string.h>
+
+static const char *const phase_names[] = {"", " (intra-slice)", " (cross-slice)", " (intra-slice, gather)"};
+
+static cJSON *meta(const char *what, int pid, int tid, const char *name) {
+  cJSON *e = cJSON_CreateObject();
+  cJSON_AddStringToObject(e, "name", what);
+  cJSON_AddStringToObject(e, "ph", "M");
+  cJSON_AddNumberToObject(e, "pid", pid);
+  cJSON_AddNumberToObject(e, "tid", tid);
+  cJSON *args = cJSON_AddObjectToObject(e, "args");
+  cJSON_AddStringToObject(args, "name", name);
+  return e;
+}
+
+ts_status_t run_trace_write(const char *path, const char *const *instr_names, int nranks,
+                            const ts_rt_event_t *const *events, const size_t *n, const char *const *hosts,
+                            ts_diag_t *diag) {
+  cJSON *root = cJSON_CreateObject();
+  cJSON *list = root ? cJSON_AddArrayToObject(root, "traceEvents") : NULL;
+  if (!list) {
+    cJSON_Delete(root);
+    return TS_ERR_NOMEM;
+  }
+  cJSON_AddStringToObject(root, "displayTimeUnit", "ms");
+  for (int r = 0; r < nranks; r++) {
+    char name[128];
+    snprintf(name, sizeof name, "rank %d%s%s", r, hosts && hosts[r] ? " on " : "", hosts && hosts[r] ? hosts[r] : "");
+    cJSON_AddItemToArray(list, meta("process_name", r, 0, name));
+    cJSON_AddItemToArray(list, meta("thread_name", r, 0, "compute"));
+    cJSON_AddItemToArray(list, meta("thread_name", r, 1, "collectives"));
+    for (size_t k = 0; k < n[r]; k++) {
+      const ts_rt_event_t *ev = &events[r][k];
+      cJSON *e = cJSON_CreateObject();
+      if (!e) continue;
+      char label[256];
+      int phase = ev->phase < 4 ? ev->phase : 0;
+      snprintf(label, sizeof label, "%s%s", ev->instr >= 0 ? instr_names[ev->instr] : "?", phase_names[phase]);
+      cJSON_AddStringToObject(e, "name", label);
+      cJSON_AddStringToObject(e, "cat", ev->is_collective ? "collective" : "compute");
+      cJSON_AddStringToObject(e, "ph", "X");
+      cJSON_AddNumberToObject(e, "pid", r);
+      cJSON_AddNumberToObject(e, "tid", ev->is_collective ? 1 : 0);
+      cJSON_AddNumberToObject(e, "ts", (double)ev->t_begin_ns / 1e3);
+      cJSON_AddNumberToObject(e, "dur", (double)(ev->t_end_ns - ev->t_begin_ns) / 1e3);
+      cJSON *args = cJSON_AddObjectToObject(e, "args");
+      cJSON_AddNumberToObject(args, "step", (double)ev->step);
+      if (phase) cJSON_AddNumberToObject(args, "phase", phase);
+      cJSON_AddItemToArray(list, e);
+    }
+  }
+  char *text = cJSON_PrintUnformatted(root);
+  cJSON_Delete(root);
+  if (!text) return TS_ERR_NOMEM;
+  ts_status_t st = ts_cli_write_output(path, text, strlen(text), diag);
+  cJSON_free(text);
+  return st;
+}
