@@ -21,11 +21,13 @@
 #include "ts_npy.h"
 
 #include <cblas.h>
+#include <errno.h>
 #include <getopt.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #define NBATCH 8 /* distinct random batches cycled through while timing */
 
@@ -197,6 +199,10 @@ static bool sizes_from(const char *dir, mlp_t *m) {
 }
 
 static bool write_outputs(const char *dir, const mlp_t *m, float loss) {
+  if (mkdir(dir, 0777) != 0 && errno != EEXIST) {
+    fprintf(stderr, "bench_mlp_ref: cannot create '%s': %s\n", dir, strerror(errno));
+    return false;
+  }
   const struct {
     int rank;
     int64_t dims[2];
@@ -247,9 +253,9 @@ int main(int argc, char **argv) {
   int losses = 5, reps = 100, threads = 1;
   long long seed = 0;
   const char *inputs = NULL, *outputs = NULL;
-  int c;
+  int c, li = -1;
   opterr = 0;
-  while ((c = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
+  while ((c = getopt_long(argc, argv, ":h", opts, &li)) != -1) {
     if (c == 'h') {
       usage(stdout);
       return 0;
@@ -260,6 +266,7 @@ int main(int argc, char **argv) {
     }
     char *end = NULL;
     bool ok = c != '?' && c != ':';
+    if (!ok) li = -1;
     if (ok && c == 'l') {
       double v = strtod(optarg, &end);
       ok = *end == 0 && v >= 0 && v < 1e6;
@@ -276,8 +283,13 @@ int main(int argc, char **argv) {
       if (c == 't') threads = (int)v;
       if (c == 's') seed = v;
     }
-    if (!ok) {
+    if (!ok && (c == '?' || c == ':' || li < 0)) {
       fprintf(stderr, "bench_mlp_ref: bad option '%s'\n", argv[optind - 1]);
+      usage(stderr);
+      return 2;
+    }
+    if (!ok) {
+      fprintf(stderr, "bench_mlp_ref: bad value '%s' for --%s\n", optarg, opts[li].name);
       usage(stderr);
       return 2;
     }
