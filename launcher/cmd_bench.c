@@ -2,11 +2,11 @@
  * in-process (--devices N, threads backend) or across the mpirun world, with
  * Open MPI's own collectives timed on the same buffers (--peer=mpi) and the
  * memcpy bandwidth of every rank copying at once (--memcpy). */
+#include "coll_world.h"
 #include "ts_coll.h"
 #include "ts_launcher.h"
 
 #include <getopt.h>
-#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -65,20 +65,6 @@ typedef struct {
 
 static const ts_coll_kind_t bench_kinds[] = {TS_COLL_ALL_REDUCE, TS_COLL_ALL_GATHER,       TS_COLL_REDUCE_SCATTER,
                                              TS_COLL_ALL_TO_ALL, TS_COLL_COLLECTIVE_PERMUTE, TS_COLL_BROADCAST};
-
-static bool parse_size(const char *s, int64_t *out) {
-  char *end;
-  double v = strtod(s, &end);
-  if (end == s || v <= 0) return false;
-  int64_t m = 1;
-  if (*end == 'K' || *end == 'k') m = 1024, end++;
-  else if (*end == 'M' || *end == 'm') m = 1024 * 1024, end++;
-  else if (*end == 'G' || *end == 'g') m = 1024 * 1024 * 1024, end++;
-  if (*end == 'B' || *end == 'b') end++;
-  if (*end || v * (double)m > 8.0 * 1024 * 1024 * 1024) return false;
-  *out = (int64_t)(v * (double)m);
-  return *out > 0;
-}
 
 static bool parse_int(const char *s, int lo, int *out) {
   char *end;
@@ -166,7 +152,6 @@ typedef struct {
   const opts_t *o;
   ts_coll_comm_t *comm;
   bool mpi; /* the world is MPI_COMM_WORLD (peer and memcpy columns possible) */
-  int failures;
 } rank_ctx_t;
 
 static double busbw_factor(ts_coll_kind_t k, int n) {
@@ -432,68 +417,9 @@ static int bench_rank(rank_ctx_t *x) {
   return rc;
 }
 
-static void *thread_rank(void *p) {
-  rank_ctx_t *x = p;
-  x->failures = bench_rank(x);
-  return NULL;
-}
-
-static int run_threads(const opts_t *o) {
-  int n = o->devices;
-  ts_coll_comm_t **comms = calloc((size_t)n, sizeof *comms);
-  rank_ctx_t *ctx = calloc((size_t)n, sizeof *ctx);
-  pthread_t *th = calloc((size_t)n, sizeof *th);
-  int rc = 0;
-  ts_status_t st = comms && ctx && th ? ts_coll_comm_create_threads(n, comms) : TS_ERR_NOMEM;
-  if (st) {
-    fprintf(stderr, "tessera bench: error: cannot create %d in-process ranks: %s\n", n, ts_status_string(st));
-    rc = ts_status_exit_code(st);
-  } else {
-    for (int i = 0; i < n; i++) {
-      ctx[i] = (rank_ctx_t){.o = o, .comm = comms[i]};
-      pthread_create(&th[i], NULL, thread_rank, &ctx[i]);
-    }
-    for (int i = 0; i < n; i++) {
-      pthread_join(th[i], NULL);
-      if (ctx[i].failures > rc) rc = ctx[i].failures;
-    }
-    for (int i = 0; i < n; i++) ts_coll_comm_destroy(comms[i]);
-  }
-  free(comms);
-  free(ctx);
-  free(th);
-  return rc;
-}
-
-static int run_world(const opts_t *o, int *argc, char ***argv) {
-  if (!ts_coll_backend_built(TS_COLL_BACKEND_MPI)) {
-    fprintf(stderr, "tessera bench: error: this build has no MPI: only --backend=threads can run\n");
-    return 3;
-  }
-  if (!ts_coll_backend_built(o->backend)) {
-    fprintf(stderr, "tessera bench: error: backend '%s' is not in this build\n", ts_coll_backend_name(o->backend));
-    return 3;
-  }
-  ts_status_t st = ts_coll_mpi_init(argc, argv);
-  if (st) {
-    fprintf(stderr, "tessera bench: error: cannot initialise MPI: %s\n", ts_status_string(st));
-    return 3;
-  }
-  ts_coll_comm_t *c = NULL;
-  st = ts_coll_comm_create_mpi(o->backend, &c);
-  int rc;
-  if (st) {
-    fprintf(stderr, "tessera bench: error: cannot create the %s communicator: %s\n", ts_coll_backend_name(o->backend),
-            ts_status_string(st));
-    rc = st == TS_ERR_UNSUPPORTED ? 3 : ts_status_exit_code(st);
-  } else {
-    rank_ctx_t x = {.o = o, .comm = c, .mpi = true};
-    ts_log_set_rank(ts_coll_comm_rank(c));
-    rc = bench_rank(&x);
-    ts_coll_comm_destroy(c);
-  }
-  ts_coll_mpi_finalize();
-  return rc;
+static int rank_main(void *arg, ts_coll_comm_t *comm, bool mpi) {
+  rank_ctx_t x = {.o = arg, .comm = comm, .mpi = mpi};
+  return bench_rank(&x);
 }
 
 static int bad(const char *fmt, const char *arg) {
@@ -536,10 +462,10 @@ int ts_cmd_bench(int argc, char **argv) {
     int v;
     switch (c) {
     case 'b':
-      if (!parse_size(optarg, &o.minb)) return bad("-b wants a positive size such as 4K, got '%s'", optarg);
+      if (!ts_cli_parse_size(optarg, &o.minb)) return bad("-b wants a positive size such as 4K, got '%s'", optarg);
       break;
     case 'e':
-      if (!parse_size(optarg, &o.maxb)) return bad("-e wants a positive size up to 8G, got '%s'", optarg);
+      if (!ts_cli_parse_size(optarg, &o.maxb)) return bad("-e wants a positive size up to 8G, got '%s'", optarg);
       break;
     case 'f':
       if (!parse_int(optarg, 2, &v)) return bad("-f wants an integer factor >= 2, got '%s'", optarg);
@@ -615,14 +541,14 @@ int ts_cmd_bench(int argc, char **argv) {
   if (o.minb > o.maxb) return bad("-b is larger than -e%s", "");
   if (!kinds_given)
     for (size_t i = 0; i < sizeof bench_kinds / sizeof bench_kinds[0]; i++) o.kinds[bench_kinds[i]] = true;
-  bool under_mpirun = getenv("OMPI_COMM_WORLD_SIZE") || getenv("PMI_SIZE") || getenv("PMIX_RANK");
+  bool under_mpirun = ts_coll_world_under_mpirun();
   if (!backend_given) o.backend = under_mpirun && !devices_given ? TS_COLL_BACKEND_MPI : TS_COLL_BACKEND_THREADS;
   if (o.backend == TS_COLL_BACKEND_THREADS) {
     if (o.peer) return bad("--peer=mpi needs the mpirun world (--backend=mpi or ucx), not in-process ranks%s", "");
     if (o.memcpy_col && o.devices > 1) {
       /* fine: threads copy at once too */
     }
-    return run_threads(&o);
+    return ts_coll_world_threads("tessera bench", o.devices, rank_main, &o);
   }
   if (devices_given) return bad("--devices is for in-process runs (--backend=threads)%s", "");
   if (o.backend == TS_COLL_BACKEND_NCCL) {
@@ -633,5 +559,5 @@ int ts_cmd_bench(int argc, char **argv) {
   if (o.peer && o.type != TS_F32 && o.type != TS_F64 && !ts_elem_is_signed_int(o.type) &&
       !ts_elem_is_unsigned_int(o.type))
     return bad("--peer=mpi needs a type MPI has (f32, f64, integers), not '%s'", ts_elem_name(o.type));
-  return run_world(&o, &sub_argc, &sub_argv);
+  return ts_coll_world_mpi("tessera bench", o.backend, &sub_argc, &sub_argv, rank_main, &o);
 }
