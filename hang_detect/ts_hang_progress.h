@@ -46,6 +46,10 @@ typedef struct ts_hang_progress {
   _Atomic int32_t error;        /* ts_status_t the worker failed with (TS_HANG_FAILED) */
   /* Per-step time split, for straggler detection (ns, of the last finished step). */
   _Atomic uint64_t last_step_ns, last_compute_ns, last_collective_ns;
+  /* 1 + the world rank this worker waits for when its collective records
+   * cannot say it (fault injection's netdrop; a transport error naming the
+   * peer); 0: none. Offset by one so that a zeroed record means none. */
+  _Atomic int32_t waiting_on1;
 } ts_hang_progress_t;
 
 #endif
