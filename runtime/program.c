@@ -1,0 +1,1017 @@
+/* Program compile: per computation an instruction order, value slots (one per
+ * array leaf; tuples flattened), logical buffers with liveness, the steps the
+ * executor runs, and an offline buffer assignment into one arena per
+ * computation; then the entry's input/output aliasing (input_output_alias).
+ *
+ * Values never change once written and no kernel writes in place, so
+ * instructions that only re-label bytes (tuple, get-tuple-element, reshape,
+ * bitcast, copy, opt-barrier, add-dependency, sharding annotations,
+ * parameters) share their operand's buffers instead of copying. */
+#include "rt_internal.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- small helpers ---------------------------------------------------------- */
+
+static ts_status_t fail(const ts_hlo_module_t *m, const ts_hlo_instr_t *i, ts_diag_t *diag, ts_status_t st,
+                        const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+
+static ts_status_t fail(const ts_hlo_module_t *m, const ts_hlo_instr_t *i, ts_diag_t *diag, ts_status_t st,
+                        const char *fmt, ...) {
+  char msg[512];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  va_end(ap);
+  ts_kernel_ctx_t ctx = {.diag = diag, .source = m->source.text ? &m->source : NULL};
+  return ts_kernel_fail(&ctx, i, st, "%s", msg);
+}
+
+int rt_comp_index(const ts_rt_program_t *p, const ts_hlo_comp_t *c) {
+  for (int k = 0; k < p->m->ncomps; k++)
+    if (p->m->comps[k] == c) return k;
+  return -1;
+}
+
+static void leaf_shapes(const ts_shape_t *s, const ts_shape_t **out, int *n) {
+  if (s->elem != TS_TUPLE) {
+    out[(*n)++] = s;
+    return;
+  }
+  for (int k = 0; k < s->ntuple; k++) leaf_shapes(s->tuple[k], out, n);
+}
+
+/* The first leaf of tuple element k. */
+static int elem_leaf_offset(const ts_shape_t *s, int k) {
+  int off = 0;
+  for (int j = 0; j < k && j < s->ntuple; j++) off += ts_shape_leaf_count(s->tuple[j]);
+  return off;
+}
+
+static size_t leaf_bytes(const ts_shape_t *s) {
+  if (!ts_elem_is_array(s->elem)) return 0;
+  return (size_t)ts_shape_elements(s) * (size_t)ts_elem_storage_bytes(s->elem);
+}
+
+static const char *target_of(const ts_hlo_instr_t *i) {
+  const ts_hlo_attr_t *a = ts_hlo_instr_attr(i, "custom_call_target");
+  return a && a->kind == TS_ATTR_STRING ? a->v.s : "";
+}
+
+static bool is_sync_collective(ts_opcode_t op) {
+  return op == TS_OP_ALL_REDUCE || op == TS_OP_ALL_GATHER || op == TS_OP_REDUCE_SCATTER || op == TS_OP_ALL_TO_ALL ||
+         op == TS_OP_COLLECTIVE_PERMUTE || op == TS_OP_COLLECTIVE_BROADCAST;
+}
+
+/* The start an async done/update belongs to. */
+static const ts_hlo_instr_t *start_of(const ts_hlo_instr_t *i) {
+  const ts_hlo_instr_t *s = i->nops ? i->ops[0] : NULL;
+  while (s && s->op == TS_OP_ASYNC_UPDATE && s->nops) s = s->ops[0];
+  return s;
+}
+
+/* ---- order ---------------------------------------------------------------------- */
+
+/* Text order when the module is scheduled and the text order respects every
+ * operand and control predecessor; otherwise a post-order over operands and
+ * control predecessors from the instructions in text order (the reference
+ * interpreter's order). */
+static ts_status_t build_order(ts_rt_program_t *p, const ts_hlo_comp_t *c, bool scheduled, rt_comp_t *rc) {
+  int n = c->ninstrs;
+  rc->order = ts_calloc((size_t)n + 1, sizeof *rc->order);
+  if (!rc->order) return TS_ERR_NOMEM;
+  if (scheduled) {
+    bool ok = true;
+    for (int k = 0; k < n; k++) p->pos[c->instrs[k]->id] = -1;
+    for (int k = 0; k < n && ok; k++) {
+      const ts_hlo_instr_t *i = c->instrs[k];
+      for (int o = 0; o < i->nops && ok; o++) ok = p->pos[i->ops[o]->id] >= 0;
+      for (int o = 0; o < i->nctrl_preds && ok; o++) ok = p->pos[i->ctrl_preds[o]->id] >= 0;
+      p->pos[i->id] = k;
+      rc->order[k] = i;
+    }
+    if (ok) {
+      rc->n = n;
+      return TS_OK;
+    }
+  }
+  uint8_t *state = ts_calloc((size_t)p->m->next_id + 1, 1);
+  const ts_hlo_instr_t **stack = ts_calloc((size_t)n + 1, sizeof *stack);
+  int *next = ts_calloc((size_t)n + 1, sizeof *next);
+  ts_status_t st = TS_OK;
+  if (!state || !stack || !next) {
+    st = TS_ERR_NOMEM;
+    goto done;
+  }
+  rc->n = 0;
+  for (int k = 0; k < n; k++) {
+    const ts_hlo_instr_t *s = c->instrs[k];
+    if (state[s->id]) continue;
+    int sp = 0;
+    stack[sp] = s;
+    next[sp++] = 0;
+    state[s->id] = 1;
+    while (sp > 0) {
+      const ts_hlo_instr_t *top = stack[sp - 1];
+      int e = next[sp - 1]++;
+      const ts_hlo_instr_t *dep = NULL;
+      if (e < top->nops) dep = top->ops[e];
+      else if (e < top->nops + top->nctrl_preds) dep = top->ctrl_preds[e - top->nops];
+      else {
+        state[top->id] = 2;
+        p->pos[top->id] = rc->n;
+        rc->order[rc->n++] = top;
+        sp--;
+        continue;
+      }
+      if (state[dep->id] == 0) {
+        state[dep->id] = 1;
+        stack[sp] = dep;
+        next[sp++] = 0;
+      }
+    }
+  }
+done:
+  ts_free(state);
+  ts_free(stack);
+  ts_free(next);
+  return st;
+}
+
+/* ---- buffers ------------------------------------------------------------------- */
+
+static int new_buf(rt_comp_t *rc, rt_buf_kind_t kind, size_t bytes, int def) {
+  if (rc->nbufs == rc->bufs_cap) {
+    int cap = rc->bufs_cap ? rc->bufs_cap * 2 : 64;
+    rt_buf_t *b = ts_realloc(rc->bufs, (size_t)cap * sizeof *b);
+    if (!b) return -1;
+    rc->bufs = b;
+    rc->bufs_cap = cap;
+  }
+  rt_buf_t *b = &rc->bufs[rc->nbufs];
+  memset(b, 0, sizeof *b);
+  b->kind = kind;
+  b->bytes = bytes;
+  b->def = def;
+  b->last = def;
+  b->index = -1;
+  b->offset = -1;
+  return rc->nbufs++;
+}
+
+/* ---- lowering: slots and steps ----------------------------------------------------- */
+
+typedef struct {
+  ts_rt_program_t *p;
+  int ci;
+  rt_comp_t *rc;
+  bool entry;
+  int *step_of_pos;
+  ts_diag_t *diag;
+} lower_t;
+
+static int op_slot(lower_t *L, const ts_hlo_instr_t *op) { return L->rc->slot_base[L->p->pos[op->id]]; }
+static int op_nslots(const ts_hlo_instr_t *op) { return ts_shape_leaf_count(op->shape); }
+
+static ts_status_t alias_slots(lower_t *L, int k, int from, int src, int count) {
+  rt_comp_t *rc = L->rc;
+  for (int j = 0; j < count; j++) rc->slot_buf[rc->slot_base[k] + from + j] = rc->slot_buf[src + j];
+  return TS_OK;
+}
+
+static ts_status_t fresh_slots(lower_t *L, int k, int from, int to) {
+  rt_comp_t *rc = L->rc;
+  for (int j = from; j < to; j++) {
+    int s = rc->slot_base[k] + j;
+    int b = new_buf(rc, BUF_ARENA, leaf_bytes(rc->slot_shape[s]), k);
+    if (b < 0) return TS_ERR_NOMEM;
+    rc->slot_buf[s] = b;
+  }
+  return TS_OK;
+}
+
+static rt_step_t *add_step(lower_t *L, int k, rt_step_kind_t kind) {
+  rt_comp_t *rc = L->rc;
+  rt_step_t *s = &rc->steps[rc->nsteps];
+  memset(s, 0, sizeof *s);
+  s->kind = kind;
+  s->instr = rc->order[k];
+  s->gindex = L->p->gindex[s->instr->id];
+  s->coll = -1;
+  s->start = -1;
+  L->step_of_pos[k] = rc->nsteps++;
+  return s;
+}
+
+static int *arena_ints(ts_rt_program_t *p, int n) { return ts_arena_alloc(p->arena, (size_t)(n > 0 ? n : 1) * sizeof(int)); }
+
+/* in = every slot of every operand, in order. */
+static ts_status_t operand_slots(lower_t *L, const ts_hlo_instr_t *i, int first_op, rt_step_t *s) {
+  int n = 0;
+  for (int o = first_op; o < i->nops; o++) n += op_nslots(i->ops[o]);
+  s->in = arena_ints(L->p, n);
+  if (!s->in) return TS_ERR_NOMEM;
+  s->nin = 0;
+  for (int o = first_op; o < i->nops; o++)
+    for (int j = 0; j < op_nslots(i->ops[o]); j++) s->in[s->nin++] = op_slot(L, i->ops[o]) + j;
+  return TS_OK;
+}
+
+/* out = slots [from, to) of the instruction at k. */
+static ts_status_t result_slots(lower_t *L, int k, int from, int to, rt_step_t *s) {
+  s->out = arena_ints(L->p, to - from);
+  if (!s->out) return TS_ERR_NOMEM;
+  s->nout = to - from;
+  for (int j = from; j < to; j++) s->out[j - from] = L->rc->slot_base[k] + j;
+  return TS_OK;
+}
+
+/* Every operand must be one array (kernels and collectives take arrays). */
+static ts_status_t array_operands(lower_t *L, const ts_hlo_instr_t *i) {
+  for (int o = 0; o < i->nops; o++)
+    if (op_nslots(i->ops[o]) != 1 || i->ops[o]->shape->elem == TS_TUPLE)
+      return fail(L->p->m, i, L->diag, TS_ERR_INVALID_ARGUMENT, "operand %d is a tuple", o);
+  return TS_OK;
+}
+
+static ts_status_t callee_index(lower_t *L, const ts_hlo_instr_t *i, const ts_hlo_comp_t *c, int *out) {
+  *out = c ? rt_comp_index(L->p, c) : -1;
+  if (*out < 0) return fail(L->p->m, i, L->diag, TS_ERR_INVALID_ARGUMENT, "no called computation");
+  return TS_OK;
+}
+
+static const ts_hlo_comp_t *comp_attr(const ts_hlo_instr_t *i, const char *name) {
+  const ts_hlo_attr_t *a = ts_hlo_instr_attr(i, name);
+  return a && (a->kind == TS_ATTR_COMP || a->kind == TS_ATTR_COMP_LIST) && a->v.comps.n > 0 ? a->v.comps.comps[0]
+                                                                                          : NULL;
+}
+
+/* A collective start (sugar or calls= a computation whose root is one
+ * collective of its parameters): results in tuple element 1 (all-reduce-start:
+ * the whole shape), element 0 aliases the operands, the rest are contexts. */
+static ts_status_t lower_coll_start(lower_t *L, int k, const ts_hlo_instr_t *attrs, ts_opcode_t kind) {
+  const ts_hlo_instr_t *i = L->rc->order[k];
+  const ts_shape_t *sh = i->shape;
+  int nl = ts_shape_leaf_count(sh);
+  TS_CHECK(array_operands(L, i));
+  rt_step_t *s = add_step(L, k, ST_COLL_START);
+  TS_CHECK(operand_slots(L, i, 0, s));
+  if (i->op == TS_OP_ALL_REDUCE_START || sh->elem != TS_TUPLE || sh->ntuple < 2) {
+    TS_CHECK(fresh_slots(L, k, 0, nl));
+    TS_CHECK(result_slots(L, k, 0, nl, s));
+    s->zero_from = nl;
+  } else {
+    int r0 = elem_leaf_offset(sh, 1), r1 = elem_leaf_offset(sh, 2);
+    if (r0 == i->nops) {
+      for (int o = 0; o < i->nops; o++) TS_CHECK(alias_slots(L, k, o, op_slot(L, i->ops[o]), 1));
+    } else {
+      TS_CHECK(fresh_slots(L, k, 0, r0));
+    }
+    TS_CHECK(fresh_slots(L, k, r0, nl));
+    /* out: the results, then the contexts (and element 0 when not aliased) to zero */
+    s->out = arena_ints(L->p, nl);
+    if (!s->out) return TS_ERR_NOMEM;
+    s->nout = 0;
+    for (int j = r0; j < r1; j++) s->out[s->nout++] = L->rc->slot_base[k] + j;
+    s->zero_from = s->nout;
+    if (r0 != i->nops)
+      for (int j = 0; j < r0; j++) s->out[s->nout++] = L->rc->slot_base[k] + j;
+    for (int j = r1; j < nl; j++) s->out[s->nout++] = L->rc->slot_base[k] + j;
+  }
+  if (s->zero_from != i->nops)
+    return fail(L->p->m, i, L->diag, TS_ERR_INVALID_ARGUMENT, "%d results for %d operands", s->zero_from, i->nops);
+  return rt_coll_compile(L->p, attrs, i, kind, L->diag, &s->coll);
+}
+
+/* Whether an async computation is one collective of its parameters, in order. */
+static const ts_hlo_instr_t *wrapped_collective(const ts_hlo_comp_t *c, int nops) {
+  const ts_hlo_instr_t *r = c ? c->root : NULL;
+  if (!r || !is_sync_collective(r->op) || r->nops != nops || c->nparams != nops) return NULL;
+  for (int o = 0; o < nops; o++)
+    if (r->ops[o] != c->params[o]) return NULL;
+  return r;
+}
+
+static ts_status_t lower_instr(lower_t *L, int k) {
+  ts_rt_program_t *p = L->p;
+  rt_comp_t *rc = L->rc;
+  const ts_hlo_instr_t *i = rc->order[k];
+  const ts_hlo_module_t *m = p->m;
+  int nl = ts_shape_leaf_count(i->shape);
+  int base = rc->slot_base[k];
+  ts_opcode_t op = i->op;
+  switch (op) {
+  case TS_OP_PARAMETER: {
+    int first = 0;
+    for (int q = 0; q < i->param_number && q < rc->comp->nparams; q++)
+      first += ts_shape_leaf_count(rc->comp->params[q]->shape);
+    for (int j = 0; j < nl; j++) rc->slot_buf[base + j] = rc->param_buf[first + j];
+    break;
+  }
+  case TS_OP_CONSTANT: {
+    ts_value_t *v = p->consts[i->id];
+    ts_array_t leaves[256];
+    int n = ts_value_leaves(v, leaves, 256);
+    if (n != nl || n > 256) return fail(m, i, L->diag, TS_ERR_INVALID_ARGUMENT, "constant with %d leaves", n);
+    for (int j = 0; j < nl; j++) {
+      int b = new_buf(rc, BUF_CONST, ts_array_bytes(&leaves[j]), k);
+      if (b < 0) return TS_ERR_NOMEM;
+      rc->bufs[b].cdata = leaves[j].data;
+      rc->slot_buf[base + j] = b;
+    }
+    break;
+  }
+  case TS_OP_TUPLE: {
+    int at = 0;
+    for (int o = 0; o < i->nops; o++) {
+      int c = op_nslots(i->ops[o]);
+      TS_CHECK(alias_slots(L, k, at, op_slot(L, i->ops[o]), c));
+      at += c;
+    }
+    break;
+  }
+  case TS_OP_GET_TUPLE_ELEMENT: {
+    const ts_hlo_attr_t *a = ts_hlo_instr_attr(i, "index");
+    int64_t idx = a ? a->v.i : 0;
+    const ts_shape_t *ts = i->ops[0]->shape;
+    if (ts->elem != TS_TUPLE || idx < 0 || idx >= ts->ntuple)
+      return fail(m, i, L->diag, TS_ERR_INVALID_ARGUMENT, "bad tuple index");
+    TS_CHECK(alias_slots(L, k, 0, op_slot(L, i->ops[0]) + elem_leaf_offset(ts, (int)idx), nl));
+    break;
+  }
+  case TS_OP_BITCAST:
+    if (op_nslots(i->ops[0]) == 1 && nl == 1 && leaf_bytes(i->ops[0]->shape) == leaf_bytes(i->shape) &&
+        ts_elem_is_array(i->shape->elem)) {
+      TS_CHECK(alias_slots(L, k, 0, op_slot(L, i->ops[0]), 1));
+      break;
+    }
+    goto kernel;
+  case TS_OP_RESHAPE: /* row-major logical order: the same bytes */
+  case TS_OP_COPY:    /* values are never written in place: a copy can share */
+  case TS_OP_ADD_DEPENDENCY:
+  case TS_OP_OPT_BARRIER:
+  case TS_OP_DOMAIN:
+  case TS_OP_ASYNC_UPDATE:
+    if (op_nslots(i->ops[0]) != nl) return fail(m, i, L->diag, TS_ERR_INVALID_ARGUMENT, "result does not match operand");
+    TS_CHECK(alias_slots(L, k, 0, op_slot(L, i->ops[0]), nl));
+    break;
+  case TS_OP_ALL_REDUCE_DONE: {
+    if (op_nslots(i->ops[0]) != nl) return fail(m, i, L->diag, TS_ERR_INVALID_ARGUMENT, "result does not match operand");
+    TS_CHECK(alias_slots(L, k, 0, op_slot(L, i->ops[0]), nl));
+    break;
+  }
+  case TS_OP_ALL_GATHER_DONE:
+  case TS_OP_COLLECTIVE_PERMUTE_DONE:
+  case TS_OP_ASYNC_DONE:
+  case TS_OP_COPY_DONE: {
+    const ts_shape_t *ts = i->ops[0]->shape;
+    int e = op == TS_OP_COPY_DONE ? 0 : 1;
+    if (ts->elem != TS_TUPLE || ts->ntuple < 2 || ts_shape_leaf_count(ts->tuple[e]) != nl)
+      return fail(m, i, L->diag, TS_ERR_INVALID_ARGUMENT, "operand is not an async tuple");
+    TS_CHECK(alias_slots(L, k, 0, op_slot(L, i->ops[0]) + elem_leaf_offset(ts, e), nl));
+    break;
+  }
+  case TS_OP_CUSTOM_CALL: {
+    const char *t = target_of(i);
+    bool ident = !strcmp(t, "Sharding") || !strcmp(t, "xla.sdy.FuncResultSharding") ||
+                 !strcmp(t, "xla.sdy.ShardingConstraint");
+    bool region = !strcmp(t, "SPMDFullToShardShape") || !strcmp(t, "SPMDShardToFullShape") ||
+                  !strcmp(t, "xla.sdy.GlobalToLocalShape") || !strcmp(t, "xla.sdy.LocalToGlobalShape");
+    if (ident || region) {
+      /* In a per-device module these only mark shardings: the local value
+       * passes through when its bytes fit. */
+      int have = 0;
+      for (int o = 0; o < i->nops; o++) have += op_nslots(i->ops[o]);
+      if (have != nl) return fail(m, i, L->diag, TS_ERR_INVALID_ARGUMENT, "%s: results do not match operands", t);
+      int at = 0;
+      for (int o = 0; o < i->nops; o++) {
+        int c = op_nslots(i->ops[o]);
+        for (int j = 0; j < c; j++)
+          if (leaf_bytes(rc->slot_shape[op_slot(L, i->ops[o]) + j]) != leaf_bytes(rc->slot_shape[base + at + j]))
+            return fail(m, i, L->diag, TS_ERR_INVALID_ARGUMENT,
+                        "custom-call target \"%s\" changes the shape; a per-device program has no manual region "
+                        "boundaries (partition the module first)", t);
+        TS_CHECK(alias_slots(L, k, at, op_slot(L, i->ops[o]), c));
+        at += c;
+      }
+      break;
+    }
+    return fail(m, i, L->diag, TS_ERR_INVALID_ARGUMENT, "custom-call target \"%s\" has no meaning in the runtime", t);
+  }
+  case TS_OP_AFTER_ALL:
+    TS_CHECK(fresh_slots(L, k, 0, nl));
+    break;
+  case TS_OP_PARTITION_ID:
+  case TS_OP_REPLICA_ID: {
+    TS_CHECK(fresh_slots(L, k, 0, nl));
+    rt_step_t *s = add_step(L, k, ST_ID);
+    TS_CHECK(result_slots(L, k, 0, nl, s));
+    break;
+  }
+  case TS_OP_COPY_START: {
+    const ts_shape_t *sh = i->shape;
+    TS_CHECK(array_operands(L, i));
+    if (sh->elem != TS_TUPLE || sh->ntuple < 2 || ts_shape_leaf_count(sh->tuple[0]) != 1 ||
+        ts_shape_leaf_count(sh->tuple[1]) != 1)
+      return fail(m, i, L->diag, TS_ERR_INVALID_ARGUMENT, "copy-start shape is not (destination, source, context)");
+    TS_CHECK(fresh_slots(L, k, 0, 1));
+    TS_CHECK(alias_slots(L, k, 1, op_slot(L, i->ops[0]), 1));
+    TS_CHECK(fresh_slots(L, k, 2, nl));
+    rt_step_t *s = add_step(L, k, ST_COPY_START);
+    TS_CHECK(operand_slots(L, i, 0, s));
+    s->out = arena_ints(p, nl);
+    if (!s->out) return TS_ERR_NOMEM;
+    s->out[s->nout++] = base;
+    for (int j = 2; j < nl; j++) s->out[s->nout++] = base + j;
+    s->zero_from = 1;
+    break;
+  }
+  case TS_OP_CALL:
+  case TS_OP_FUSION: {
+    TS_CHECK(fresh_slots(L, k, 0, nl));
+    rt_step_t *s = add_step(L, k, ST_CALL);
+    s->callee = arena_ints(p, 1);
+    if (!s->callee) return TS_ERR_NOMEM;
+    s->ncallee = 1;
+    TS_CHECK(callee_index(L, i, i->ncalled ? i->called[0] : NULL, &s->callee[0]));
+    TS_CHECK(operand_slots(L, i, 0, s));
+    TS_CHECK(result_slots(L, k, 0, nl, s));
+    s->zero_from = nl;
+    break;
+  }
+  case TS_OP_WHILE: {
+    TS_CHECK(fresh_slots(L, k, 0, nl));
+    rt_step_t *s = add_step(L, k, ST_WHILE);
+    s->callee = arena_ints(p, 2);
+    if (!s->callee) return TS_ERR_NOMEM;
+    s->ncallee = 2;
+    TS_CHECK(callee_index(L, i, comp_attr(i, "condition"), &s->callee[0]));
+    TS_CHECK(callee_index(L, i, comp_attr(i, "body"), &s->callee[1]));
+    TS_CHECK(operand_slots(L, i, 0, s));
+    TS_CHECK(result_slots(L, k, 0, nl, s));
+    if (s->nin != nl) return fail(m, i, L->diag, TS_ERR_INVALID_ARGUMENT, "loop state does not match the operand");
+    break;
+  }
+  case TS_OP_CONDITIONAL: {
+    TS_CHECK(fresh_slots(L, k, 0, nl));
+    rt_step_t *s = add_step(L, k, ST_COND);
+    const ts_hlo_comp_t *br[1024];
+    int nb = 0;
+    const ts_hlo_attr_t *a = ts_hlo_instr_attr(i, "branch_computations");
+    if (a) {
+      for (int j = 0; j < a->v.comps.n && nb < 1024; j++) br[nb++] = a->v.comps.comps[j];
+    } else {
+      br[nb++] = comp_attr(i, "true_computation"); /* pred true -> branch 0 */
+      br[nb++] = comp_attr(i, "false_computation");
+    }
+    if (nb == 0 || i->nops != nb + 1 || op_nslots(i->ops[0]) != 1)
+      return fail(m, i, L->diag, TS_ERR_INVALID_ARGUMENT, "conditional with %d branches and %d operands", nb, i->nops);
+    s->callee = arena_ints(p, nb);
+    s->branch_arg = arena_ints(p, nb);
+    s->branch_nargs = arena_ints(p, nb);
+    if (!s->callee || !s->branch_arg || !s->branch_nargs) return TS_ERR_NOMEM;
+    s->ncallee = nb;
+    for (int b = 0; b < nb; b++) TS_CHECK(callee_index(L, i, br[b], &s->callee[b]));
+    TS_CHECK(operand_slots(L, i, 0, s));
+    int at = 1;
+    for (int b = 0; b < nb; b++) {
+      s->branch_arg[b] = at;
+      s->branch_nargs[b] = op_nslots(i->ops[b + 1]);
+      at += s->branch_nargs[b];
+    }
+    TS_CHECK(result_slots(L, k, 0, nl, s));
+    break;
+  }
+  case TS_OP_ALL_REDUCE_START:
+    return lower_coll_start(L, k, i, TS_OP_ALL_REDUCE);
+  case TS_OP_ALL_GATHER_START:
+    return lower_coll_start(L, k, i, TS_OP_ALL_GATHER);
+  case TS_OP_COLLECTIVE_PERMUTE_START:
+    return lower_coll_start(L, k, i, TS_OP_COLLECTIVE_PERMUTE);
+  case TS_OP_ASYNC_START: {
+    if (i->async_wrapped != TS_OP_COUNT) {
+      if (is_sync_collective(i->async_wrapped)) return lower_coll_start(L, k, i, i->async_wrapped);
+      return fail(m, i, L->diag, TS_ERR_INVALID_ARGUMENT, "async %s has no meaning in the runtime",
+                  ts_opcode_name(i->async_wrapped));
+    }
+    const ts_hlo_comp_t *callee = i->ncalled ? i->called[0] : NULL;
+    const ts_hlo_instr_t *w = wrapped_collective(callee, i->nops);
+    if (w) return lower_coll_start(L, k, w, w->op);
+    /* Anything else runs when it starts; the done only hands out the result. */
+    const ts_shape_t *sh = i->shape;
+    if (sh->elem != TS_TUPLE || sh->ntuple < 2)
+      return fail(m, i, L->diag, TS_ERR_INVALID_ARGUMENT, "async-start shape is not ((operands), result, ...)");
+    int r0 = elem_leaf_offset(sh, 1), r1 = elem_leaf_offset(sh, 2);
+    TS_CHECK(fresh_slots(L, k, 0, nl));
+    rt_step_t *s = add_step(L, k, ST_CALL);
+    s->callee = arena_ints(p, 1);
+    if (!s->callee) return TS_ERR_NOMEM;
+    s->ncallee = 1;
+    TS_CHECK(callee_index(L, i, callee, &s->callee[0]));
+    TS_CHECK(operand_slots(L, i, 0, s));
+    s->out = arena_ints(p, nl);
+    if (!s->out) return TS_ERR_NOMEM;
+    for (int j = r0; j < r1; j++) s->out[s->nout++] = base + j;
+    s->zero_from = s->nout;
+    for (int j = 0; j < r0; j++) s->out[s->nout++] = base + j;
+    for (int j = r1; j < nl; j++) s->out[s->nout++] = base + j;
+    break;
+  }
+  default:
+    if (is_sync_collective(op)) {
+      TS_CHECK(array_operands(L, i));
+      TS_CHECK(fresh_slots(L, k, 0, nl));
+      rt_step_t *s = add_step(L, k, ST_COLL);
+      TS_CHECK(operand_slots(L, i, 0, s));
+      TS_CHECK(result_slots(L, k, 0, nl, s));
+      s->zero_from = nl;
+      if (s->nout != s->nin)
+        return fail(m, i, L->diag, TS_ERR_INVALID_ARGUMENT, "%d results for %d operands", s->nout, s->nin);
+      return rt_coll_compile(p, i, i, op, L->diag, &s->coll);
+    }
+  kernel: {
+    ts_kernel_fn fn = ts_kernel_for(op);
+    if (!fn) return fail(m, i, L->diag, TS_ERR_INVALID_ARGUMENT, "opcode %s has no kernel in the runtime", ts_opcode_name(op));
+    TS_CHECK(array_operands(L, i));
+    TS_CHECK(fresh_slots(L, k, 0, nl));
+    rt_step_t *s = add_step(L, k, ST_KERNEL);
+    s->fn = fn;
+    TS_CHECK(operand_slots(L, i, 0, s));
+    TS_CHECK(result_slots(L, k, 0, nl, s));
+    break;
+  }
+  }
+  /* Dones wait on their start. */
+  if (op == TS_OP_ALL_REDUCE_DONE || op == TS_OP_ALL_GATHER_DONE || op == TS_OP_COLLECTIVE_PERMUTE_DONE ||
+      op == TS_OP_ASYNC_DONE) {
+    const ts_hlo_instr_t *st = start_of(i);
+    int sp = st && st->parent == rc->comp ? L->step_of_pos[p->pos[st->id]] : -1;
+    if (sp >= 0 && rc->steps[sp].kind == ST_COLL_START) {
+      rt_step_t *s = add_step(L, k, ST_COLL_DONE);
+      s->start = sp;
+    }
+  }
+  return TS_OK;
+}
+
+static size_t align_up(size_t n) { return (n + RT_ALIGN - 1) / RT_ALIGN * RT_ALIGN; }
+
+/* ---- liveness and assignment --------------------------------------------------- */
+
+static void liveness(ts_rt_program_t *p, rt_comp_t *rc) {
+  for (int k = 0; k < rc->n; k++) {
+    const ts_hlo_instr_t *i = rc->order[k];
+    for (int o = 0; o < i->nops; o++) {
+      int s0 = rc->slot_base[p->pos[i->ops[o]->id]], c = ts_shape_leaf_count(i->ops[o]->shape);
+      for (int j = 0; j < c; j++) {
+        rt_buf_t *b = &rc->bufs[rc->slot_buf[s0 + j]];
+        if (b->last < k) b->last = k;
+      }
+    }
+    /* An async operation reads its start's operands until its done. */
+    if (i->op == TS_OP_ALL_REDUCE_DONE || i->op == TS_OP_ALL_GATHER_DONE || i->op == TS_OP_COLLECTIVE_PERMUTE_DONE ||
+        i->op == TS_OP_ASYNC_DONE || i->op == TS_OP_COPY_DONE || i->op == TS_OP_ASYNC_UPDATE) {
+      const ts_hlo_instr_t *st = start_of(i);
+      for (int o = 0; st && st->parent == rc->comp && o < st->nops; o++) {
+        int s0 = rc->slot_base[p->pos[st->ops[o]->id]], c = ts_shape_leaf_count(st->ops[o]->shape);
+        for (int j = 0; j < c; j++) {
+          rt_buf_t *b = &rc->bufs[rc->slot_buf[s0 + j]];
+          if (b->last < k) b->last = k;
+        }
+      }
+    }
+  }
+  for (int j = 0; j < rc->nroot; j++) {
+    rt_buf_t *b = &rc->bufs[rc->slot_buf[rc->root_slot + j]];
+    if (b->last < rc->n) b->last = rc->n;
+  }
+}
+
+typedef struct {
+  int64_t lo, hi;
+} range_t;
+
+static int cmp_range(const void *a, const void *b) {
+  const range_t *x = a, *y = b;
+  return x->lo < y->lo ? -1 : x->lo > y->lo;
+}
+
+typedef struct {
+  size_t bytes;
+  int def, id;
+} order_key_t;
+
+static int cmp_by_size(const void *a, const void *b) {
+  const order_key_t *x = a, *y = b;
+  if (x->bytes != y->bytes) return x->bytes > y->bytes ? -1 : 1;
+  if (x->def != y->def) return x->def < y->def ? -1 : 1;
+  return x->id - y->id;
+}
+
+/* Interval packing: buffers by decreasing size, each at the lowest offset
+ * free for its whole live range (first fit). */
+static ts_status_t assign(rt_comp_t *rc) {
+  int n = 0;
+  order_key_t *ids = ts_calloc((size_t)rc->nbufs + 1, sizeof *ids);
+  int *placed = ts_calloc((size_t)rc->nbufs + 1, sizeof *placed);
+  range_t *busy = ts_calloc((size_t)rc->nbufs + 1, sizeof *busy);
+  if (!ids || !placed || !busy) {
+    ts_free(ids);
+    ts_free(placed);
+    ts_free(busy);
+    return TS_ERR_NOMEM;
+  }
+  for (int b = 0; b < rc->nbufs; b++)
+    if (rc->bufs[b].kind == BUF_ARENA) {
+      ids[n++] = (order_key_t){rc->bufs[b].bytes, rc->bufs[b].def, b};
+      rc->naive_bytes += align_up(rc->bufs[b].bytes);
+    }
+  qsort(ids, (size_t)n, sizeof *ids, cmp_by_size);
+  int nplaced = 0;
+  size_t top = 0;
+  for (int q = 0; q < n; q++) {
+    rt_buf_t *b = &rc->bufs[ids[q].id];
+    size_t sz = align_up(b->bytes);
+    if (sz == 0) {
+      b->offset = 0;
+      continue;
+    }
+    int nb = 0;
+    for (int r = 0; r < nplaced; r++) {
+      const rt_buf_t *o = &rc->bufs[placed[r]];
+      if (o->def <= b->last && b->def <= o->last) busy[nb++] = (range_t){o->offset, o->offset + (int64_t)align_up(o->bytes)};
+    }
+    qsort(busy, (size_t)nb, sizeof *busy, cmp_range);
+    int64_t at = 0;
+    for (int r = 0; r < nb; r++) {
+      if (busy[r].lo >= at + (int64_t)sz) break;
+      if (busy[r].hi > at) at = busy[r].hi;
+    }
+    b->offset = at;
+    if ((size_t)at + sz > top) top = (size_t)at + sz;
+    placed[nplaced++] = ids[q].id;
+  }
+  rc->arena_bytes = top;
+  ts_free(ids);
+  ts_free(placed);
+  ts_free(busy);
+  return TS_OK;
+}
+
+/* ---- computations -------------------------------------------------------------- */
+
+static ts_status_t build_comp(ts_rt_program_t *p, int ci, bool scheduled, ts_diag_t *diag) {
+  rt_comp_t *rc = &p->comps[ci];
+  const ts_hlo_comp_t *c = p->m->comps[ci];
+  rc->comp = c;
+  TS_CHECK(build_order(p, c, scheduled, rc));
+  int n = rc->n;
+  rc->slot_base = ts_calloc((size_t)n + 1, sizeof *rc->slot_base);
+  if (!rc->slot_base) return TS_ERR_NOMEM;
+  int ns = 0;
+  for (int k = 0; k < n; k++) {
+    rc->slot_base[k] = ns;
+    ns += ts_shape_leaf_count(rc->order[k]->shape);
+  }
+  rc->nslots = ns;
+  rc->slot_buf = ts_calloc((size_t)ns + 1, sizeof *rc->slot_buf);
+  rc->slot_shape = ts_calloc((size_t)ns + 1, sizeof *rc->slot_shape);
+  rc->steps = ts_calloc((size_t)(2 * n) + 1, sizeof *rc->steps);
+  int *step_of_pos = ts_calloc((size_t)n + 1, sizeof *step_of_pos);
+  if (!rc->slot_buf || !rc->slot_shape || !rc->steps || !step_of_pos) {
+    ts_free(step_of_pos);
+    return TS_ERR_NOMEM;
+  }
+  for (int k = 0; k < n; k++) {
+    int cnt = 0;
+    leaf_shapes(rc->order[k]->shape, &rc->slot_shape[rc->slot_base[k]], &cnt);
+    step_of_pos[k] = -1;
+  }
+  /* Parameter leaves: the caller's pointers (the entry: the device's inputs). */
+  bool entry = c == p->m->entry;
+  int np = 0;
+  for (int q = 0; q < c->nparams; q++) np += ts_shape_leaf_count(c->params[q]->shape);
+  rc->nparam_leaves = np;
+  rc->param_buf = ts_calloc((size_t)np + 1, sizeof *rc->param_buf);
+  if (!rc->param_buf) {
+    ts_free(step_of_pos);
+    return TS_ERR_NOMEM;
+  }
+  for (int q = 0, j = 0; q < c->nparams; q++) {
+    const ts_shape_t *ls[4096];
+    int cnt = 0;
+    if (ts_shape_leaf_count(c->params[q]->shape) > 4096) {
+      ts_free(step_of_pos);
+      return fail(p->m, c->params[q], diag, TS_ERR_INVALID_ARGUMENT, "more than 4096 leaves");
+    }
+    leaf_shapes(c->params[q]->shape, ls, &cnt);
+    for (int e = 0; e < cnt; e++, j++) {
+      int b = new_buf(rc, entry ? BUF_INPUT : BUF_PARAM, leaf_bytes(ls[e]), -1);
+      if (b < 0) {
+        ts_free(step_of_pos);
+        return TS_ERR_NOMEM;
+      }
+      rc->bufs[b].index = j;
+      rc->param_buf[j] = b;
+    }
+  }
+  lower_t L = {.p = p, .ci = ci, .rc = rc, .entry = entry, .step_of_pos = step_of_pos, .diag = diag};
+  ts_status_t st = TS_OK;
+  for (int k = 0; k < n && st == TS_OK; k++) {
+    st = lower_instr(&L, k);
+    /* Aliases get a step in the entry only, so hooks and progress see every instruction. */
+    if (st == TS_OK && entry && step_of_pos[k] < 0) add_step(&L, k, ST_NOP);
+  }
+  ts_free(step_of_pos);
+  if (st != TS_OK) return st;
+  rc->root_slot = rc->slot_base[p->pos[c->root->id]];
+  rc->nroot = ts_shape_leaf_count(c->root->shape);
+  rc->stage_buf = ts_calloc((size_t)rc->nroot + 1, sizeof *rc->stage_buf);
+  if (!rc->stage_buf) return TS_ERR_NOMEM;
+  for (int j = 0; j < rc->nroot; j++) rc->stage_buf[j] = -1;
+  liveness(p, rc);
+  return TS_OK;
+}
+
+/* While bodies: a root leaf that is another parameter leaf is copied aside
+ * before the loop state is overwritten (the state is the body's parameter). */
+static ts_status_t stage_while_bodies(ts_rt_program_t *p) {
+  for (int ci = 0; ci < p->ncomps; ci++) {
+    rt_comp_t *rc = &p->comps[ci];
+    for (int s = 0; s < rc->nsteps; s++) {
+      if (rc->steps[s].kind != ST_WHILE) continue;
+      rt_comp_t *body = &p->comps[rc->steps[s].callee[1]];
+      for (int j = 0; j < body->nroot; j++) {
+        const rt_buf_t *b = &body->bufs[body->slot_buf[body->root_slot + j]];
+        if (b->kind != BUF_PARAM || b->index == j || body->stage_buf[j] >= 0) continue;
+        int nb = new_buf(body, BUF_ARENA, b->bytes, body->n);
+        if (nb < 0) return TS_ERR_NOMEM;
+        body->bufs[nb].last = body->n + 1;
+        body->stage_buf[j] = nb;
+      }
+    }
+  }
+  return TS_OK;
+}
+
+/* ---- entry inputs, outputs, aliasing ------------------------------------------- */
+
+/* The leaf index of `path` inside `s` (a tuple index path), -1 if invalid. */
+static int path_leaf(const ts_shape_t *s, const ts_i64_list_t *path) {
+  int off = 0;
+  for (int d = 0; d < path->n; d++) {
+    if (s->elem != TS_TUPLE || path->v[d] < 0 || path->v[d] >= s->ntuple) return -1;
+    off += elem_leaf_offset(s, (int)path->v[d]);
+    s = s->tuple[path->v[d]];
+  }
+  return s->elem == TS_TUPLE ? -1 : off;
+}
+
+static ts_status_t build_io(ts_rt_program_t *p, ts_diag_t *diag) {
+  const ts_hlo_comp_t *e = p->m->entry;
+  rt_comp_t *rc = &p->comps[p->entry];
+  p->ninputs = rc->nparam_leaves;
+  p->noutputs = rc->nroot;
+  int ni = p->ninputs, no = p->noutputs;
+  p->in_shape = ts_calloc((size_t)ni + 1, sizeof *p->in_shape);
+  p->in_param = ts_calloc((size_t)ni + 1, sizeof *p->in_param);
+  p->out_shape = ts_calloc((size_t)no + 1, sizeof *p->out_shape);
+  p->out_alias = ts_calloc((size_t)no + 1, sizeof *p->out_alias);
+  p->out_mode = ts_calloc((size_t)no + 1, sizeof *p->out_mode);
+  p->out_buf = ts_calloc((size_t)no + 1, sizeof *p->out_buf);
+  p->out_src = ts_calloc((size_t)no + 1, sizeof *p->out_src);
+  p->out_pre = ts_calloc((size_t)no + 1, sizeof *p->out_pre);
+  p->out_stage = ts_calloc((size_t)no + 1, sizeof *p->out_stage);
+  int *in_first = ts_calloc((size_t)e->nparams + 1, sizeof *in_first);
+  bool *taken = ts_calloc((size_t)ni + 1, sizeof *taken);
+  bool *written_at_end = ts_calloc((size_t)ni + 1, sizeof *written_at_end);
+  bool *redirected = ts_calloc((size_t)rc->nbufs + 1, sizeof *redirected);
+  ts_status_t st = TS_OK;
+  if (!p->in_shape || !p->in_param || !p->out_shape || !p->out_alias || !p->out_mode || !p->out_buf || !p->out_src ||
+      !p->out_pre || !p->out_stage ||
+      !in_first || !taken || !written_at_end || !redirected) {
+    st = TS_ERR_NOMEM;
+    goto done;
+  }
+  for (int q = 0, j = 0; q < e->nparams; q++) {
+    in_first[q] = j;
+    int cnt = 0;
+    leaf_shapes(e->params[q]->shape, &p->in_shape[j], &cnt);
+    for (int x = 0; x < cnt; x++) p->in_param[j + x] = q;
+    j += cnt;
+  }
+  {
+    int cnt = 0;
+    leaf_shapes(e->root->shape, p->out_shape, &cnt);
+  }
+  for (int k = 0; k < no; k++) {
+    p->out_alias[k] = -1;
+    p->out_buf[k] = rc->slot_buf[rc->root_slot + k];
+    p->out_src[k] = -1;
+    p->out_pre[k] = -1;
+    p->out_stage[k] = -1;
+    p->out_mode[k] = OUT_VIEW;
+  }
+  const ts_hlo_attr_t *aa = ts_hlo_module_attr(p->m, "input_output_alias");
+  if (aa && aa->kind == TS_ATTR_ALIASES) {
+    for (int a = 0; a < aa->v.aliases.n; a++) {
+      const ts_alias_t *al = &aa->v.aliases.v[a];
+      int k = path_leaf(e->root->shape, &al->output_index);
+      int i = -1;
+      if (al->param_number >= 0 && al->param_number < e->nparams) {
+        int off = path_leaf(e->params[al->param_number]->shape, &al->param_index);
+        if (off >= 0) i = in_first[al->param_number] + off;
+      }
+      if (k < 0 || i < 0 || ts_shape_elements(p->out_shape[k]) != ts_shape_elements(p->in_shape[i]) ||
+          p->out_shape[k]->elem != p->in_shape[i]->elem) {
+        ts_diag_plain(diag, "input_output_alias entry %d does not name an output leaf and a parameter leaf of the "
+                      "same shape", a);
+        st = TS_ERR_INVALID_ARGUMENT;
+        goto done;
+      }
+      p->out_alias[k] = i;
+    }
+  }
+  /* In place when every read of the input happens before the output's
+   * defining instruction (which then writes into it); else a copy at the end. */
+  for (int k = 0; k < no; k++) {
+    int i = p->out_alias[k];
+    if (i < 0) continue;
+    int b = p->out_buf[k];
+    rt_buf_t *bb = &rc->bufs[b];
+    const rt_buf_t *in = &rc->bufs[rc->param_buf[i]];
+    if (bb->kind == BUF_INPUT && bb->index == i) {
+      p->out_mode[k] = OUT_INPLACE;
+    } else if (bb->kind == BUF_ARENA && !redirected[b] && !taken[i] && in->last < bb->def) {
+      bb->kind = BUF_INPUT;
+      bb->index = i;
+      redirected[b] = true;
+      taken[i] = true;
+      p->out_mode[k] = OUT_INPLACE;
+    } else {
+      p->out_mode[k] = OUT_COPY;
+      p->out_src[k] = b;
+      written_at_end[i] = true;
+    }
+    if (p->out_mode[k] == OUT_INPLACE) taken[i] = true;
+  }
+  /* An output that reads an input the step's end overwrites is set aside
+   * first (phase 1 of the step's end), then the copies run (phase 2). */
+  for (int k = 0; k < no; k++) {
+    if (p->out_mode[k] == OUT_INPLACE) continue;
+    int b = p->out_mode[k] == OUT_COPY ? p->out_src[k] : p->out_buf[k];
+    const rt_buf_t *bb = &rc->bufs[b];
+    if (bb->kind != BUF_INPUT || !written_at_end[bb->index]) continue;
+    int sb = new_buf(rc, BUF_ARENA, bb->bytes, rc->n);
+    if (sb < 0) {
+      st = TS_ERR_NOMEM;
+      goto done;
+    }
+    rc->bufs[sb].last = rc->n + 1;
+    p->out_pre[k] = b;
+    p->out_stage[k] = sb;
+    if (p->out_mode[k] == OUT_COPY) p->out_src[k] = sb;
+    else p->out_buf[k] = sb;
+  }
+  for (int k = 0; k < no; k++)
+    if (p->out_mode[k] == OUT_COPY) p->out_buf[k] = rc->param_buf[p->out_alias[k]];
+done:
+  ts_free(in_first);
+  ts_free(taken);
+  ts_free(written_at_end);
+  ts_free(redirected);
+  return st;
+}
+
+/* ---- the program ----------------------------------------------------------------- */
+
+static ts_status_t build_constants(ts_rt_program_t *p, ts_diag_t *diag) {
+  const ts_hlo_module_t *m = p->m;
+  for (int c = 0; c < m->ncomps; c++)
+    for (int j = 0; j < m->comps[c]->ninstrs; j++) {
+      const ts_hlo_instr_t *i = m->comps[c]->instrs[j];
+      if (i->op != TS_OP_CONSTANT) continue;
+      if (!i->literal) return fail(m, i, diag, TS_ERR_INVALID_ARGUMENT, "constant without a literal");
+      ts_status_t st = ts_value_from_literal(i->literal, &p->consts[i->id]);
+      if (st != TS_OK) return fail(m, i, diag, st, "cannot build the constant's value");
+      ts_array_t leaves[256];
+      int n = ts_value_leaves(p->consts[i->id], leaves, 256);
+      for (int k = 0; k < n && k < 256; k++) p->mem.constants += ts_array_bytes(&leaves[k]);
+    }
+  return TS_OK;
+}
+
+ts_status_t ts_rt_program_create(const ts_hlo_module_t *m, const ts_rt_program_opts_t *opts, ts_rt_program_t **out,
+                                 ts_diag_t *diag) {
+  *out = NULL;
+  if (!m->entry) {
+    ts_diag_plain(diag, "module %s has no entry computation", m->name);
+    return TS_ERR_INVALID_ARGUMENT;
+  }
+  ts_rt_program_t *p = ts_calloc(1, sizeof *p);
+  if (!p) return TS_ERR_NOMEM;
+  p->m = m;
+  p->replicas = opts && opts->replica_count > 0 ? opts->replica_count : m->replica_count > 0 ? m->replica_count : 1;
+  p->partitions = opts && opts->num_partitions > 0 ? opts->num_partitions
+                  : m->num_partitions > 0         ? m->num_partitions
+                                                  : 1;
+  p->ncomps = m->ncomps;
+  p->arena = ts_arena_create();
+  p->comps = ts_calloc((size_t)m->ncomps + 1, sizeof *p->comps);
+  p->pos = ts_calloc((size_t)m->next_id + 1, sizeof *p->pos);
+  p->gindex = ts_calloc((size_t)m->next_id + 1, sizeof *p->gindex);
+  p->consts = ts_calloc((size_t)m->next_id + 1, sizeof *p->consts);
+  int total = 0;
+  for (int c = 0; c < m->ncomps; c++) total += m->comps[c]->ninstrs;
+  p->names = ts_calloc((size_t)total + 1, sizeof *p->names);
+  ts_status_t st = TS_OK;
+  if (!p->arena || !p->comps || !p->pos || !p->gindex || !p->consts || !p->names) {
+    st = TS_ERR_NOMEM;
+    goto fail;
+  }
+  for (int c = 0; c < m->ncomps; c++)
+    for (int j = 0; j < m->comps[c]->ninstrs; j++) {
+      const ts_hlo_instr_t *i = m->comps[c]->instrs[j];
+      p->gindex[i->id] = p->ninstrs;
+      p->names[p->ninstrs++] = i->name;
+    }
+  p->entry = rt_comp_index(p, m->entry);
+  TS_CHECK_GOTO(build_constants(p, diag), st, fail);
+  const ts_hlo_attr_t *sa = ts_hlo_module_attr(m, "is_scheduled");
+  bool scheduled = sa && sa->kind == TS_ATTR_BOOL && sa->v.b;
+  for (int c = 0; c < m->ncomps; c++) TS_CHECK_GOTO(build_comp(p, c, scheduled, diag), st, fail);
+  TS_CHECK_GOTO(stage_while_bodies(p), st, fail);
+  TS_CHECK_GOTO(build_io(p, diag), st, fail);
+  for (int c = 0; c < m->ncomps; c++) TS_CHECK_GOTO(assign(&p->comps[c]), st, fail);
+  /* memory */
+  rt_comp_t *ec = &p->comps[p->entry];
+  for (int i = 0; i < p->ninputs; i++) p->mem.inputs += align_up(ec->bufs[ec->param_buf[i]].bytes);
+  for (int k = 0; k < p->noutputs; k++)
+    if (p->out_alias[k] < 0 && ec->bufs[p->out_buf[k]].kind == BUF_ARENA) p->mem.outputs += align_up(ec->bufs[p->out_buf[k]].bytes);
+  uint64_t arenas = 0, naive = 0;
+  for (int c = 0; c < m->ncomps; c++) {
+    arenas += p->comps[c].arena_bytes;
+    naive += p->comps[c].naive_bytes;
+  }
+  arenas += p->coll_scratch;
+  p->mem.temps = arenas > p->mem.outputs ? arenas - p->mem.outputs : 0;
+  p->mem.peak = p->mem.inputs + p->mem.outputs + p->mem.temps;
+  p->mem.naive = p->mem.inputs + naive + p->coll_scratch;
+  *out = p;
+  return TS_OK;
+fail:
+  ts_rt_program_destroy(p);
+  return st;
+}
+
+void ts_rt_program_destroy(ts_rt_program_t *p) {
+  if (!p) return;
+  if (p->comps)
+    for (int c = 0; c < p->ncomps; c++) {
+      rt_comp_t *rc = &p->comps[c];
+      ts_free(rc->order);
+      ts_free(rc->slot_base);
+      ts_free(rc->slot_buf);
+      ts_free(rc->slot_shape);
+      ts_free(rc->bufs);
+      ts_free(rc->param_buf);
+      ts_free(rc->stage_buf);
+      ts_free(rc->steps);
+    }
+  if (p->consts)
+    for (int k = 0; k < p->m->next_id; k++) ts_value_unref(p->consts[k]);
+  rt_coll_program_free(p);
+  ts_free(p->comps);
+  ts_free(p->pos);
+  ts_free(p->gindex);
+  ts_free(p->consts);
+  ts_free(p->names);
+  ts_free(p->in_shape);
+  ts_free(p->in_param);
+  ts_free(p->out_shape);
+  ts_free(p->out_alias);
+  ts_free(p->out_mode);
+  ts_free(p->out_buf);
+  ts_free(p->out_src);
+  ts_free(p->out_pre);
+  ts_free(p->out_stage);
+  ts_arena_destroy(p->arena);
+  ts_free(p);
+}
+
+int ts_rt_program_ninputs(const ts_rt_program_t *p) { return p->ninputs; }
+int ts_rt_program_noutputs(const ts_rt_program_t *p) { return p->noutputs; }
+const ts_shape_t *ts_rt_program_input_shape(const ts_rt_program_t *p, int i) {
+  return i >= 0 && i < p->ninputs ? p->in_shape[i] : NULL;
+}
+const ts_shape_t *ts_rt_program_output_shape(const ts_rt_program_t *p, int k) {
+  return k >= 0 && k < p->noutputs ? p->out_shape[k] : NULL;
+}
+int ts_rt_program_input_param(const ts_rt_program_t *p, int i) { return i >= 0 && i < p->ninputs ? p->in_param[i] : -1; }
+int ts_rt_program_output_alias(const ts_rt_program_t *p, int k) {
+  return k >= 0 && k < p->noutputs ? p->out_alias[k] : -1;
+}
+void ts_rt_program_memory(const ts_rt_program_t *p, ts_rt_memory_t *out) { *out = p->mem; }
+int ts_rt_program_ninstrs(const ts_rt_program_t *p) { return p->ninstrs; }
+const char *const *ts_rt_program_instr_names(const ts_rt_program_t *p) { return p->names; }
