@@ -21,12 +21,14 @@ struct ts_costmodel {
   bool have_preset;
   ts_scurve_config_t preset_cfg;
   char *device_key; /* the preset's table device, or NULL */
+  ts_roofline_t roofline; /* the preset's, else the host's */
 };
 
 ts_status_t ts_costmodel_create(ts_costmodel_t **out) {
   ts_costmodel_t *m = ts_calloc(1, sizeof *m);
   if (!m) return TS_ERR_NOMEM;
   m->mode = TS_INTERP_WEIGHTED;
+  (void)ts_roofline_preset("host", &m->roofline);
   *out = m;
   return TS_OK;
 }
@@ -233,6 +235,7 @@ ts_status_t ts_costmodel_set_preset(ts_costmodel_t *m, const char *preset, ts_di
   ts_free(m->device_key);
   m->device_key = k;
   TS_CHECK(ts_scurve_preset(scurve, &m->preset_cfg));
+  TS_CHECK(ts_roofline_preset(preset, &m->roofline));
   m->have_preset = true;
   return TS_OK;
 }
@@ -299,6 +302,17 @@ ts_status_t ts_costmodel_parse_spec(const char *spec, const char *preset, ts_cos
 fail:
   ts_costmodel_destroy(m);
   return st;
+}
+
+const ts_roofline_t *ts_costmodel_roofline(const ts_costmodel_t *m) { return &m->roofline; }
+
+int64_t ts_costmodel_slice_size(const ts_costmodel_t *m) {
+  for (size_t i = 0; i < m->n; i++) {
+    if (m->src[i].ops != &analytical_ops) continue;
+    const analytical_t *a = m->src[i].self;
+    return a->cfg.partition_size > 0 ? a->cfg.partition_size : a->cfg.gpus_per_node;
+  }
+  return 0;
 }
 
 /* ---- queries ---------------------------------------------------------------- */

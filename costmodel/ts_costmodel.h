@@ -308,4 +308,68 @@ ts_status_t ts_costmodel_collective_time(const ts_costmodel_t *m, const ts_coll_
 ts_status_t ts_costmodel_dot_time(const ts_costmodel_t *m, const ts_dot_query_t *q, double *seconds,
                                   const char **source);
 
+/* ---- roofline (roofline.c) ------------------------------------------------ */
+
+/* A device's throughput, for the ops no table covers: an op costs
+ * max(bytes / memory bandwidth, flops / peak), and a collective within a
+ * slice costs a ring over the device's links. These are our defaults from
+ * vendor data sheets (h100, b200) and one measurement of the development
+ * machine (host), not XLA's: XLA prices such ops with its GPU performance
+ * model, which is not public data. */
+typedef struct {
+  const char *name;             /* "h100", "b200", "host" */
+  double matmul_flops;          /* FLOP/s of dots/convolutions in 16-bit and narrower types */
+  double matmul_f32_flops;      /* FLOP/s of f32/f64 dots (TF32 tensor cores on GPUs) */
+  double vector_flops;          /* FLOP/s of elementwise ops and reductions */
+  double mem_bytes_per_sec;     /* memory bandwidth */
+  double link_bytes_per_sec;    /* within a slice, per device and direction */
+  double link_latency_us;       /* per ring step */
+  double coll_launch_us;        /* fixed cost of one collective */
+} ts_roofline_t;
+
+/* "h100", "b200", "host"; TS_ERR_INVALID_ARGUMENT for other names. */
+ts_status_t ts_roofline_preset(const char *name, ts_roofline_t *out);
+
+/* max(bytes / mem_bytes_per_sec, flops / flops_per_sec), in seconds. */
+double ts_roofline_time(const ts_roofline_t *r, double flops, double flops_per_sec, double bytes);
+
+/* A ring over the links for a collective of `q->devices` devices (n), with
+ * B = q->tensor_bytes and step = link_latency: all-reduce 2(n-1)/n B/bw +
+ * 2(n-1) step; all-gather, reduce-scatter, all-to-all (n-1)/n B/bw + (n-1)
+ * step; collective-permute B/bw + step; each plus coll_launch. n <= 1 costs
+ * the launch alone. */
+double ts_roofline_collective_time(const ts_roofline_t *r, const ts_coll_query_t *q);
+
+/* The preset's roofline (set by ts_costmodel_set_preset), else the host's. */
+const ts_roofline_t *ts_costmodel_roofline(const ts_costmodel_t *m);
+
+/* Devices per slice (fast-interconnect domain) as the first analytical
+ * source sees it: its partition_size, else its gpus_per_node; 0 when the
+ * model has no analytical source (every collective is within one slice). */
+int64_t ts_costmodel_slice_size(const ts_costmodel_t *m);
+
+/* ---- fitting the S-curve to a measured table (scurve_fit.c) -------------- */
+
+typedef struct {
+  ts_scurve_config_t cfg;  /* launch, prep and RTT rounded to whole microseconds (>= 1), as
+                              XLA's option string takes them */
+  size_t points;           /* measurements fitted */
+  double rms_rel_error;    /* of the rounded cfg over the points, in % */
+  double max_rel_error;    /* in % */
+} ts_scurve_fit_t;
+
+/* Least squares on the relative error: the S-curve time (ts_scurve_time) is
+ * linear in (nccl_op_launch_us, 1/nic_speed_gbps, chunk_prep_us, rtt_us) for
+ * a fixed chunk size, so each chunk size from 256 KiB to 64 MiB (powers of
+ * two) is solved exactly (non-negative coefficients: a negative one is
+ * fixed at its floor and the rest refitted) and the best kept. Each group of
+ * `gpus_per_node` devices is one node (1: every device is its own node, the
+ * usual reading of a table measured over a network). TS_ERR_INVALID_ARGUMENT
+ * with a diagnostic when fewer than four points fit the model. */
+ts_status_t ts_scurve_fit(const ts_coll_measurement_t *m, size_t n, int64_t gpus_per_node, ts_scurve_fit_t *out,
+                          ts_diag_t *diag);
+
+/* Appends cfg in XLA's option-string syntax (every key). */
+void ts_scurve_print_options(const ts_scurve_config_t *cfg, ts_buf_t *out);
+
 #endif

@@ -1,19 +1,25 @@
-/* tessera opt: print a module after a pipeline stage. */
+/* tessera opt: print a module after a pipeline stage; --fit-scurve fits
+ * the S-curve model's knobs to a measured collective table. */
+#include "ts_costmodel.h"
 #include "ts_hlo.h"
 #include "ts_sharding.h"
 #include "ts_launcher.h"
 #include "ts_partitioner.h"
+#include "ts_scheduler.h"
 
+#include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
-static const char *stages[] = {"parsed", "verified", "propagated", "partitioned"};
+static const char *stages[] = {"parsed", "verified", "propagated", "partitioned", "scheduled"};
 
 static void usage(FILE *f) {
   fprintf(f,
           "usage: tessera opt [--stage=STAGE] [--replica-count N] [--num-partitions N]\n"
-          "                   [PARTITIONER FLAGS] [-o FILE] MODULE.hlo\n"
+          "                   [PARTITIONER FLAGS] [SCHEDULER FLAGS] [-o FILE] MODULE.hlo\n"
+          "       tessera opt --fit-scurve TABLE[@DEVICE] [--gpus-per-node N]\n"
           "\n"
           "Parses an HLO text module (FILE may be '-' for stdin) and prints it, in\n"
           "canonical HLO text, after a pipeline stage.\n"
@@ -23,14 +29,179 @@ static void usage(FILE *f) {
           "                        give every instruction a sharding, verify again;\n"
           "                        partitioned: the per-device program for\n"
           "                        --num-partitions N devices (required unless the\n"
-          "                        header has num_partitions > 1), verified\n"
+          "                        header has num_partitions > 1), verified;\n"
+          "                        scheduled: partitioned, then collectives made\n"
+          "                        async and every computation ordered by the\n"
+          "                        latency-hiding scheduler (is_scheduled=true)\n"
           "  --replica-count N     override the module's replica_count\n"
           "  --num-partitions N    override the module's num_partitions\n"
           "  -o, --output FILE     write the module to FILE instead of stdout\n"
           "  -h, --help            this help\n"
           "partitioner flags (--stage=partitioned; named after XLA's SpmdPartitionerOptions):\n"
-          "%s",
+          "%s"
+          "scheduler flags (--stage=scheduled):\n"
+          "  --cost-model=SPEC     analytical[:OPTIONS] (the S-curve model for collectives\n"
+          "                        across slices; OPTIONS in XLA's syntax, e.g.\n"
+          "                        nic_speed_gbps=25,gpus_per_node=8,rtt_us=31) or\n"
+          "                        table:PATH[,PATH...] (XLA perf tables, collectives\n"
+          "                        and GEMMs; PATH@DEVICE picks a device); repeat the\n"
+          "                        flag or separate specs with ';' to combine: tables\n"
+          "                        answer first, the analytical model next, the\n"
+          "                        preset's roofline for the rest\n"
+          "  --cost-model-preset=P h100, b200 or host (default host): the S-curve\n"
+          "                        defaults, the table device and the roofline\n"
+          "  --overlap-limit=N     async collectives of one kind in flight at once\n"
+          "                        (default 1); or KIND=N,... (all-reduce, all-gather,\n"
+          "                        reduce-scatter, all-to-all, collective-permute,\n"
+          "                        collective-broadcast)\n"
+          "  --memory-limit=BYTES  bytes live at once per device (K, M, G, T suffixes):\n"
+          "                        prefer freeing memory and reschedule under pressure\n"
+          "  --no-partition        the module is already the per-device program:\n"
+          "                        schedule it as it is\n"
+          "  --stats FILE          write the statistics to FILE instead of stderr\n"
+          "  --trace FILE.json     write the predicted timeline as a Chrome trace\n"
+          "  --fit-scurve TABLE    fit the S-curve knobs to a measured collective table\n"
+          "                        (least squares) and print them as an option string\n"
+          "  --gpus-per-node N     devices per node for --fit-scurve (default 1: every\n"
+          "                        device its own node)\n",
           ts_partition_flags_help);
+}
+
+enum {
+  F_COST_MODEL = 0x200,
+  F_PRESET,
+  F_OVERLAP,
+  F_MEMORY,
+  F_STATS,
+  F_TRACE,
+  F_FIT,
+  F_GPN,
+  F_NO_PARTITION,
+};
+
+/* BYTES with an optional K/M/G/T suffix (powers of 1024). */
+static bool parse_bytes(const char *flag, const char *s, uint64_t *out) {
+  char *end;
+  errno = 0;
+  unsigned long long v = strtoull(s, &end, 10);
+  uint64_t mul = 1;
+  if (!errno && end != s && end[0] && !end[1]) {
+    switch (end[0]) {
+    case 'k': case 'K': mul = UINT64_C(1) << 10; end++; break;
+    case 'm': case 'M': mul = UINT64_C(1) << 20; end++; break;
+    case 'g': case 'G': mul = UINT64_C(1) << 30; end++; break;
+    case 't': case 'T': mul = UINT64_C(1) << 40; end++; break;
+    default: break;
+    }
+  }
+  if (errno || end == s || *end || s[0] == '-' || v == 0 || v > UINT64_MAX / mul) {
+    fprintf(stderr, "tessera opt: error: %s wants a positive byte count (suffixes K, M, G, T), got '%s'\n", flag, s);
+    return false;
+  }
+  *out = v * mul;
+  return true;
+}
+
+/* N (every kind) or KIND=N,KIND=N. */
+static bool parse_overlap(const char *s, ts_sched_opts_t *o) {
+  char *end;
+  errno = 0;
+  long v = strtol(s, &end, 10);
+  if (!errno && end != s && !*end && v > 0 && v <= 1024) {
+    for (int k = 0; k < TS_SCHED_KIND_COUNT; k++) o->overlap_limit[k] = (int)v;
+    return true;
+  }
+  const char *p = s;
+  while (*p) {
+    size_t n = strcspn(p, ",");
+    const char *eq = memchr(p, '=', n);
+    int kind = -1;
+    for (int k = 0; eq && k < TS_SCHED_KIND_COUNT; k++) {
+      const char *name = ts_sched_kind_name((ts_sched_kind_t)k);
+      if (strlen(name) == (size_t)(eq - p) && strncmp(name, p, (size_t)(eq - p)) == 0) kind = k;
+    }
+    errno = 0;
+    v = eq ? strtol(eq + 1, &end, 10) : 0;
+    if (kind < 0 || errno || end == eq + 1 || end != p + n || v <= 0 || v > 1024) {
+      fprintf(stderr,
+              "tessera opt: error: --overlap-limit wants N or KIND=N,... (KIND: all-reduce, all-gather, "
+              "reduce-scatter, all-to-all, collective-permute, collective-broadcast; N from 1 to 1024), got '%s'\n",
+              s);
+      return false;
+    }
+    o->overlap_limit[kind] = (int)v;
+    p += n + (p[n] == ',');
+  }
+  return true;
+}
+
+/* --fit-scurve TABLE[@DEVICE]: prints the option string on stdout, the fit
+ * on stderr. */
+static int fit_scurve(const char *arg, const char *preset, int64_t gpn) {
+  ts_diag_t diag = {0};
+  ts_perf_table_t *t = NULL;
+  ts_coll_measurement_t *ms = NULL;
+  size_t n = 0;
+  ts_buf_t out = {0};
+  char *path = ts_strdup(arg), host[256];
+  ts_status_t st = path ? TS_OK : TS_ERR_NOMEM;
+  const char *device = NULL;
+  if (st != TS_OK) goto done;
+  char *at = strrchr(path, '@');
+  if (at && !strchr(at, '/')) {
+    *at = 0;
+    device = at + 1;
+  }
+  TS_CHECK_GOTO(ts_perf_table_load(path, &t, &diag), st, done);
+  if (ts_perf_table_kind(t) != TS_PERF_TABLE_COLLECTIVES) {
+    ts_diag_plain(&diag, "%s: a GEMM table; --fit-scurve wants collective measurements", path);
+    st = TS_ERR_INVALID_ARGUMENT;
+    goto done;
+  }
+  if (!device && preset) {
+    if (strcmp(preset, "h100") == 0) device = "sm_90";
+    else if (strcmp(preset, "b200") == 0) device = "sm_100_B200";
+    else if (strcmp(preset, "host") == 0) ts_costmodel_host_device_key(host, sizeof host), device = host;
+  }
+  if (!device) {
+    if (ts_perf_table_num_devices(t) != 1) {
+      ts_diag_plain(&diag, "%s: the table has %zu devices: choose one with TABLE@DEVICE or --cost-model-preset", path,
+                    ts_perf_table_num_devices(t));
+      st = TS_ERR_INVALID_ARGUMENT;
+      goto done;
+    }
+    device = ts_perf_table_device(t, 0);
+  }
+  TS_CHECK_GOTO(ts_perf_table_collectives(t, device, &ms, &n, &diag), st, done);
+  ts_scurve_fit_t fit;
+  TS_CHECK_GOTO(ts_scurve_fit(ms, n, gpn, &fit, &diag), st, done);
+  ts_scurve_print_options(&fit.cfg, &out);
+  ts_buf_putc(&out, '\n');
+  fprintf(stderr, "fit of %zu measurements of '%s': rms error %.2f%%, max %.2f%%\n", fit.points, device,
+          fit.rms_rel_error, fit.max_rel_error);
+  st = ts_cli_write_output(NULL, out.data, out.len, &diag);
+done:
+  if (st < 0) {
+    if (diag.text) fputs(diag.text, stderr);
+    else fprintf(stderr, "tessera opt: error: %s\n", ts_status_string(st));
+  }
+  ts_free(ms);
+  ts_perf_table_destroy(t);
+  ts_buf_free(&out);
+  ts_free(path);
+  ts_diag_free(&diag);
+  return ts_status_exit_code(st);
+}
+
+/* Appends one --cost-model value to the ';'-separated list. */
+static bool add_cost_spec(ts_buf_t *specs, const char *s) {
+  if (!*s) {
+    fprintf(stderr, "tessera opt: error: --cost-model wants analytical[:OPTIONS] or table:PATH[,PATH...]\n");
+    return false;
+  }
+  if (specs->len) ts_buf_putc(specs, ';');
+  ts_buf_puts(specs, s);
+  return true;
 }
 
 int ts_cmd_opt(int argc, char **argv) {
@@ -40,6 +211,15 @@ int ts_cmd_opt(int argc, char **argv) {
       {"num-partitions", required_argument, NULL, 'p'},
       {"output", required_argument, NULL, 'o'},
       {"help", no_argument, NULL, 'h'},
+      {"cost-model", required_argument, NULL, F_COST_MODEL},
+      {"cost-model-preset", required_argument, NULL, F_PRESET},
+      {"overlap-limit", required_argument, NULL, F_OVERLAP},
+      {"memory-limit", required_argument, NULL, F_MEMORY},
+      {"stats", required_argument, NULL, F_STATS},
+      {"trace", required_argument, NULL, F_TRACE},
+      {"fit-scurve", required_argument, NULL, F_FIT},
+      {"gpus-per-node", required_argument, NULL, F_GPN},
+      {"no-partition", no_argument, NULL, F_NO_PARTITION},
       TS_PARTITION_FLAG_OPTIONS,
       {NULL, 0, NULL, 0},
   };
@@ -47,49 +227,95 @@ int ts_cmd_opt(int argc, char **argv) {
   ts_hlo_verify_opts_t vopts = {0};
   ts_partition_opts_t popts;
   ts_partition_opts_default(&popts);
+  ts_sched_opts_t sopts;
+  ts_sched_opts_default(&sopts);
+  ts_buf_t specs = {0};
+  const char *preset = NULL, *stats_path = NULL, *trace_path = NULL, *fit = NULL;
+  int64_t gpn = 1;
+  bool no_partition = false, sched_flags = false;
   int c;
   opterr = 0;
   while ((c = getopt_long(argc, argv, ":o:h", opts, NULL)) != -1) {
     switch (c) {
     case 's': stage = optarg; break;
     case 'r':
-      if (!ts_cli_parse_count("opt", "--replica-count", optarg, &vopts.replica_count)) return 2;
+      if (!ts_cli_parse_count("opt", "--replica-count", optarg, &vopts.replica_count)) goto usage_error;
       break;
     case 'p':
-      if (!ts_cli_parse_count("opt", "--num-partitions", optarg, &vopts.num_partitions)) return 2;
+      if (!ts_cli_parse_count("opt", "--num-partitions", optarg, &vopts.num_partitions)) goto usage_error;
       break;
     case 'o': output = optarg; break;
-    case 'h': usage(stdout); return 0;
+    case 'h': usage(stdout); ts_buf_free(&specs); return 0;
+    case F_COST_MODEL:
+      sched_flags = true;
+      if (!add_cost_spec(&specs, optarg)) goto usage_error;
+      break;
+    case F_PRESET: sched_flags = true; preset = optarg; break;
+    case F_OVERLAP:
+      sched_flags = true;
+      if (!parse_overlap(optarg, &sopts)) goto usage_error;
+      break;
+    case F_MEMORY:
+      sched_flags = true;
+      if (!parse_bytes("--memory-limit", optarg, &sopts.memory_limit)) goto usage_error;
+      break;
+    case F_STATS: sched_flags = true; stats_path = optarg; break;
+    case F_TRACE: sched_flags = true; trace_path = optarg; break;
+    case F_FIT: fit = optarg; break;
+    case F_GPN:
+      if (!ts_cli_parse_count("opt", "--gpus-per-node", optarg, &gpn)) goto usage_error;
+      break;
+    case F_NO_PARTITION: sched_flags = true; no_partition = true; break;
     case ':':
       fprintf(stderr, "tessera opt: error: option '%s' needs a value\n", argv[optind - 1]);
-      return 2;
+      goto usage_error;
     case '?':
       fprintf(stderr, "tessera opt: error: unknown option '%s'\n", argv[optind - 1]);
       usage(stderr);
-      return 2;
+      goto usage_error;
     default:
-      if (!ts_partition_flag_parse("opt", c, optarg, &popts)) return 2;
+      if (!ts_partition_flag_parse("opt", c, optarg, &popts)) goto usage_error;
       break;
     }
+  }
+  if (fit) {
+    ts_buf_free(&specs);
+    if (optind != argc) {
+      fprintf(stderr, "tessera opt: error: --fit-scurve takes a table, not a module file\n");
+      return 2;
+    }
+    if (preset && strcmp(preset, "h100") && strcmp(preset, "b200") && strcmp(preset, "host")) {
+      fprintf(stderr, "tessera opt: error: --cost-model-preset '%s' is not one of h100, b200, host\n", preset);
+      return 2;
+    }
+    return fit_scurve(fit, preset, gpn);
   }
   size_t nstage = 0;
   while (nstage < sizeof stages / sizeof stages[0] && strcmp(stages[nstage], stage) != 0) nstage++;
   if (nstage == sizeof stages / sizeof stages[0]) {
-    fprintf(stderr, "tessera opt: error: unknown stage '%s' (stages: parsed, verified, propagated, partitioned)\n",
+    fprintf(stderr,
+            "tessera opt: error: unknown stage '%s' (stages: parsed, verified, propagated, partitioned, scheduled)\n",
             stage);
-    return 2;
+    goto usage_error;
+  }
+  bool scheduled = strcmp(stage, "scheduled") == 0;
+  if (sched_flags && !scheduled) {
+    fprintf(stderr, "tessera opt: error: scheduler flags (--cost-model, --stats, ...) need --stage=scheduled\n");
+    goto usage_error;
   }
   if (optind != argc - 1) {
     fprintf(stderr, "tessera opt: error: %s\n",
             optind >= argc ? "no module file given" : "more than one module file given");
     usage(stderr);
-    return 2;
+    goto usage_error;
   }
   const char *path = argv[optind];
 
   ts_diag_t diag = {0};
   ts_hlo_module_t *m = NULL, *pm = NULL;
-  ts_buf_t out = {0};
+  ts_costmodel_t *cm = NULL;
+  ts_sched_result_t *res = NULL;
+  ts_buf_t out = {0}, stats = {0}, trace = {0};
   char *text = NULL;
   bool reported = false;
   ts_status_t st;
@@ -99,11 +325,14 @@ int ts_cmd_opt(int argc, char **argv) {
     TS_CHECK_GOTO(ts_sharding_propagate(m, NULL, &diag), st, done);
     TS_CHECK_GOTO(ts_hlo_verify(m, &vopts, &diag), st, done);
   }
-  if (strcmp(stage, "partitioned") == 0) {
+  if (scheduled) /* flags first: a bad cost model fails before any work */
+    TS_CHECK_GOTO(ts_costmodel_parse_spec(specs.len ? specs.data : NULL, preset ? preset : "host", &cm, &diag), st,
+                  done);
+  if (strcmp(stage, "partitioned") == 0 || (scheduled && !no_partition)) {
     popts.num_partitions = vopts.num_partitions ? vopts.num_partitions : m->num_partitions;
     if (popts.num_partitions <= 1) {
-      fprintf(stderr, "tessera opt: error: --stage=partitioned: say how many devices with --num-partitions N "
-                      "(the module's header gives none)\n");
+      fprintf(stderr, "tessera opt: error: --stage=%s: say how many devices with --num-partitions N "
+                      "(the module's header gives none)\n", stage);
       st = TS_ERR_INVALID_USAGE;
       reported = true;
       goto done;
@@ -112,7 +341,27 @@ int ts_cmd_opt(int argc, char **argv) {
     ts_hlo_verify_opts_t pv = {.num_partitions = popts.num_partitions};
     TS_CHECK_GOTO(ts_hlo_verify(pm, &pv, &diag), st, done);
   }
+  if (scheduled) {
+    ts_hlo_module_t *sm = pm ? pm : m;
+    sopts.cost = cm;
+    TS_CHECK_GOTO(ts_schedule(sm, &sopts, &res, &diag), st, done);
+    ts_hlo_verify_opts_t sv = {.replica_count = vopts.replica_count,
+                               .num_partitions = pm ? popts.num_partitions : vopts.num_partitions};
+    ts_diag_t vd = {0};
+    if ((st = ts_hlo_verify(sm, &sv, &vd)) != TS_OK) { /* our bug, not the input's */
+      ts_diag_plain(&diag, "the scheduled module does not verify: %s", vd.text ? vd.text : ts_status_string(st));
+      ts_diag_free(&vd);
+      st = TS_ERR_INTERNAL;
+      goto done;
+    }
+    ts_sched_result_print(res, &stats);
+    if (trace_path) TS_CHECK_GOTO(ts_sched_trace_json(res, &trace), st, done);
+  }
   TS_CHECK_GOTO(ts_hlo_print(pm ? pm : m, &out), st, done);
+  /* Side files first: the module is the last thing written. */
+  if (trace_path) TS_CHECK_GOTO(ts_write_file_atomic(trace_path, trace.data, trace.len, &diag), st, done);
+  if (stats_path) TS_CHECK_GOTO(ts_write_file_atomic(stats_path, stats.data, stats.len, &diag), st, done);
+  else if (stats.len) fputs(stats.data, stderr);
   st = ts_cli_write_output(output, out.data, out.len, &diag);
 
 done:
@@ -123,9 +372,18 @@ done:
       fprintf(stderr, "tessera opt: error: %s\n", ts_status_string(st));
   }
   ts_buf_free(&out);
+  ts_buf_free(&stats);
+  ts_buf_free(&trace);
+  ts_buf_free(&specs);
+  ts_sched_result_destroy(res);
+  ts_costmodel_destroy(cm);
   ts_hlo_module_destroy(pm);
   ts_hlo_module_destroy(m);
   ts_free(text);
   ts_diag_free(&diag);
   return ts_status_exit_code(st);
+
+usage_error:
+  ts_buf_free(&specs);
+  return 2;
 }

@@ -1,0 +1,500 @@
+/* The list scheduler of one computation, in the style of XLA's
+ * latency-hiding scheduler (reference/cost_models.md section 5): bottom-up
+ * over the dependency graph with a simulated clock and a ready set. An async
+ * done occupies its kind's resource until its start is scheduled; the
+ * start->done edge carries the collective's time, so the start only comes
+ * off the ready set without a stall once enough compute has been scheduled
+ * below it to cover the transfer. */
+#include "scheduler_internal.h"
+
+#include <string.h>
+
+typedef struct {
+  sched_ctx_t *x;
+  ts_hlo_comp_t *c;
+  int n;
+  int *lidx;               /* instruction id -> local index (module-wide array) */
+  ts_hlo_instr_t **ins;    /* local index -> instruction (text order) */
+  int *pred_start, *preds; /* CSR: operands (with repeats) and control predecessors */
+  int *src_start, *srcs;   /* CSR: buffers (local indices) each node refers to */
+  bool has_ctrl;           /* some node has control predecessors */
+} graph_t;
+
+typedef struct {
+  int *remaining;     /* successors not yet scheduled */
+  double *ready_time; /* earliest reversed time at which it may be scheduled */
+  double *t;          /* reversed schedule time */
+  bool *live;         /* buffers live below the current point */
+  int *stamp;
+  int stamp_now;
+  int *ready;
+  int nready;
+  int *order;         /* bottom-up */
+  int norder;
+  int inflight[TS_SCHED_KIND_COUNT];
+  uint64_t live_bytes, peak;
+  double now;
+} state_t;
+
+static sched_node_t *N(const graph_t *g, int k) { return &g->x->node[g->ins[k]->id]; }
+
+/* ---- the graph ------------------------------------------------------------- */
+
+static void graph_free(graph_t *g) {
+  ts_free(g->ins);
+  ts_free(g->pred_start);
+  ts_free(g->preds);
+  ts_free(g->src_start);
+  ts_free(g->srcs);
+}
+
+/* Buffers a node refers to: itself when it defines one; through aliases
+ * (get-tuple-element of a tuple picks the element's) the operands'. Nodes are
+ * visited operands first. */
+static ts_status_t build_sources(graph_t *g) {
+  int n = g->n;
+  int *topo = ts_malloc(sizeof *topo * (size_t)(n + 1)), *indeg = ts_calloc((size_t)n + 1, sizeof *indeg);
+  int *stamp = ts_calloc((size_t)n + 1, sizeof *stamp);
+  int cap = n * 2 + 16, used = 0;
+  g->src_start = ts_malloc(sizeof *g->src_start * (size_t)(n + 1));
+  int *first = ts_malloc(sizeof *first * (size_t)(n + 1)), *count = ts_calloc((size_t)n + 1, sizeof *count);
+  int *buf = ts_malloc(sizeof *buf * (size_t)cap);
+  ts_status_t st = TS_OK;
+  if (!topo || !indeg || !stamp || !g->src_start || !first || !count || !buf) {
+    st = TS_ERR_NOMEM;
+    goto out;
+  }
+  /* Kahn over operand edges: users after operands. */
+  for (int k = 0; k < n; k++)
+    for (int e = g->pred_start[k]; e < g->pred_start[k + 1]; e++) indeg[k]++;
+  int head = 0, tail = 0;
+  for (int k = 0; k < n; k++)
+    if (!indeg[k]) topo[tail++] = k;
+  /* successors: walk all nodes' preds once per pop would be quadratic; use users */
+  while (head < tail) {
+    int k = topo[head++];
+    const ts_hlo_instr_t *i = g->ins[k];
+    for (int u = 0; u < i->nusers; u++) {
+      int j = g->lidx[i->users[u]->id];
+      for (int o = 0; o < i->users[u]->nops; o++)
+        if (i->users[u]->ops[o] == i && --indeg[j] == 0) topo[tail++] = j;
+    }
+    for (int j = 0; j < n && g->has_ctrl; j++) { /* control successors (rare) */
+      const ts_hlo_instr_t *s = g->ins[j];
+      for (int p = 0; p < s->nctrl_preds; p++)
+        if (s->ctrl_preds[p] == i && --indeg[j] == 0) topo[tail++] = j;
+    }
+  }
+  if (tail != n) {
+    st = TS_ERR_INTERNAL; /* a cycle: the verifier rules it out */
+    goto out;
+  }
+  int now = 0;
+  for (int q = 0; q < n; q++) {
+    int k = topo[q];
+    const ts_hlo_instr_t *i = g->ins[k];
+    first[k] = used;
+    now++;
+#define PUSH(b)                                                           \
+  do {                                                                    \
+    if (stamp[b] != now) {                                                \
+      stamp[b] = now;                                                     \
+      if (used == cap) {                                                  \
+        int *nb = ts_realloc(buf, sizeof *buf * (size_t)(cap *= 2));      \
+        if (!nb) {                                                        \
+          st = TS_ERR_NOMEM;                                              \
+          goto out;                                                       \
+        }                                                                 \
+        buf = nb;                                                         \
+      }                                                                   \
+      buf[used++] = (b);                                                  \
+    }                                                                     \
+  } while (0)
+    if (!N(g, k)->alias) {
+      PUSH(k);
+    } else {
+      const ts_hlo_instr_t *from = NULL;
+      int lo = 0, hi = i->nops;
+      if (i->op == TS_OP_GET_TUPLE_ELEMENT && i->nops == 1 && i->ops[0]->op == TS_OP_TUPLE) {
+        const ts_hlo_attr_t *a = ts_hlo_instr_attr(i, "index");
+        if (a && a->kind == TS_ATTR_INT && a->v.i >= 0 && a->v.i < i->ops[0]->nops) from = i->ops[0]->ops[a->v.i];
+      }
+      if (i->op == TS_OP_ADD_DEPENDENCY) hi = i->nops > 0 ? 1 : 0;
+      if (from) {
+        int f = g->lidx[from->id];
+        for (int e = first[f]; e < first[f] + count[f]; e++) PUSH(buf[e]);
+      } else {
+        for (int o = lo; o < hi; o++) {
+          int f = g->lidx[i->ops[o]->id];
+          for (int e = first[f]; e < first[f] + count[f]; e++) PUSH(buf[e]);
+        }
+      }
+    }
+#undef PUSH
+    count[k] = used - first[k];
+  }
+  /* Re-pack into CSR in local order. */
+  g->srcs = ts_malloc(sizeof *g->srcs * (size_t)(used + 1));
+  if (!g->srcs) {
+    st = TS_ERR_NOMEM;
+    goto out;
+  }
+  int w = 0;
+  for (int k = 0; k < n; k++) {
+    g->src_start[k] = w;
+    memcpy(&g->srcs[w], &buf[first[k]], sizeof *buf * (size_t)count[k]);
+    w += count[k];
+  }
+  g->src_start[n] = w;
+out:
+  ts_free(topo);
+  ts_free(indeg);
+  ts_free(stamp);
+  ts_free(first);
+  ts_free(count);
+  ts_free(buf);
+  return st;
+}
+
+static ts_status_t graph_build(sched_ctx_t *x, ts_hlo_comp_t *c, int *lidx, graph_t *g) {
+  memset(g, 0, sizeof *g);
+  g->x = x;
+  g->c = c;
+  g->n = c->ninstrs;
+  g->lidx = lidx;
+  int n = g->n, edges = 0;
+  g->ins = ts_malloc(sizeof *g->ins * (size_t)(n + 1));
+  g->pred_start = ts_malloc(sizeof *g->pred_start * (size_t)(n + 1));
+  if (!g->ins || !g->pred_start) return TS_ERR_NOMEM;
+  for (int k = 0; k < n; k++) {
+    g->ins[k] = c->instrs[k];
+    lidx[c->instrs[k]->id] = k;
+    edges += c->instrs[k]->nops + c->instrs[k]->nctrl_preds;
+    g->has_ctrl |= c->instrs[k]->nctrl_preds > 0;
+  }
+  g->preds = ts_malloc(sizeof *g->preds * (size_t)(edges + 1));
+  if (!g->preds) return TS_ERR_NOMEM;
+  int e = 0;
+  for (int k = 0; k < n; k++) {
+    const ts_hlo_instr_t *i = g->ins[k];
+    g->pred_start[k] = e;
+    for (int o = 0; o < i->nops; o++) g->preds[e++] = lidx[i->ops[o]->id];
+    for (int p = 0; p < i->nctrl_preds; p++) g->preds[e++] = lidx[i->ctrl_preds[p]->id];
+  }
+  g->pred_start[n] = e;
+  return build_sources(g);
+}
+
+/* ---- selection --------------------------------------------------------------- */
+
+typedef struct {
+  int k;
+  bool eligible;    /* within the overlap limits */
+  bool param;
+  bool nop;
+  bool done;        /* an async done */
+  bool start;       /* an async start */
+  int kind;         /* its kind (start or done), else NO_KIND */
+  unsigned blocked; /* kinds whose overlap limit keeps it from being scheduled */
+  double stall;     /* max(ready_time - now, 0) */
+  bool unlock_done; /* has an async done among its operands */
+  int64_t delta;    /* bytes live above it minus below it */
+  uint64_t at;      /* bytes live while it runs */
+  int pos;          /* text position before scheduling */
+} cand_t;
+
+static void new_bytes(const graph_t *g, state_t *s, int k, uint64_t *newly) {
+  s->stamp_now++;
+  uint64_t b = 0;
+  for (int e = g->pred_start[k]; e < g->pred_start[k + 1]; e++) {
+    int p = g->preds[e];
+    if (e - g->pred_start[k] >= g->ins[k]->nops) break; /* control edges carry no data */
+    for (int q = g->src_start[p]; q < g->src_start[p + 1]; q++) {
+      int bf = g->srcs[q];
+      if (s->live[bf] || s->stamp[bf] == s->stamp_now) continue;
+      s->stamp[bf] = s->stamp_now;
+      b += N(g, bf)->bytes;
+    }
+  }
+  *newly = b;
+}
+
+static void describe(const graph_t *g, state_t *s, int k, const int limit[], cand_t *c) {
+  const sched_node_t *n = N(g, k);
+  const ts_hlo_instr_t *i = g->ins[k];
+  memset(c, 0, sizeof *c);
+  c->k = k;
+  c->pos = k;
+  c->param = i->op == TS_OP_PARAMETER;
+  c->nop = n->nop && !c->param;
+  c->start = n->kind != NO_KIND && n->partner && ts_sched_is_async_start(i);
+  c->done = n->kind != NO_KIND && !c->start;
+  c->kind = n->kind;
+  if (c->done && s->inflight[n->kind] >= limit[n->kind]) c->blocked |= 1u << n->kind;
+  for (int kind = 0; kind < TS_SCHED_KIND_COUNT; kind++)
+    if ((n->uses_kinds >> kind & 1u) && s->inflight[kind] >= limit[kind]) c->blocked |= 1u << kind;
+  c->eligible = !c->blocked;
+  double st = s->ready_time[k] - s->now;
+  c->stall = st > 0 ? st : 0;
+  for (int o = 0; o < i->nops; o++) c->unlock_done |= ts_sched_is_async_done(i->ops[o]);
+  uint64_t newly, own = s->live[k] ? n->bytes : 0;
+  new_bytes(g, s, k, &newly);
+  c->delta = (int64_t)newly - (int64_t)own;
+  c->at = s->live_bytes + (s->live[k] ? 0 : n->bytes) + newly + n->callee_peak;
+}
+
+/* Whether candidate a should be scheduled (bottom-up: placed later in the
+ * program) before b. The first rule that tells them apart decides:
+ *   1. parameters last (bottom-up), so that they head the computation;
+ *   2. nop-like ops (get-tuple-element, tuple, bitcast, constant, ...) first:
+ *      free, and they unlock their operands;
+ *   3. memory over the limit: the smaller increase of live bytes wins;
+ *   4. memory limit: a node that keeps the live bytes within it wins;
+ *   5. ScheduleDone: an async done wins, so that top-down it sits just before
+ *      its first use and its window opens as wide as the compute allows;
+ *   6. FreeBackedUpResource: an async start whose transfer is already
+ *      covered (no stall) wins when a done of its kind waits, blocked by the
+ *      overlap limit: closing this window lets the next one open;
+ *   7. LessStall: the smaller stall wins (a start whose transfer is not yet
+ *      covered waits while other work remains);
+ *   8. DelayStart: anything else before an async start, so that top-down a
+ *      start comes as early as its operands allow (the widest window, which
+ *      hides the transfer even when the model underestimates it);
+ *   9. UnlockDone: a node with an async done operand wins, so that the done
+ *      becomes ready;
+ *  10. DecreaseMemory (with a memory limit): the smaller increase wins;
+ *  11. OriginalOrder: the later text position wins (bottom-up keeps the
+ *      input order), which also makes ties deterministic: positions are
+ *      unique, as instruction ids are. */
+static bool better(const cand_t *a, const cand_t *b, uint64_t limit, uint64_t live, unsigned backed_up) {
+#define RULE(ca, cb) \
+  if ((ca) != (cb)) return (ca)
+  RULE(!a->param, !b->param);
+  RULE(a->nop, b->nop);
+  if (limit) {
+    if (live >= limit && a->delta != b->delta) return a->delta < b->delta;
+    RULE(a->at <= limit, b->at <= limit);
+  }
+  RULE(a->done, b->done);
+  RULE(a->start && a->stall == 0 && (backed_up >> a->kind & 1u), b->start && b->stall == 0 && (backed_up >> b->kind & 1u));
+  if (a->stall != b->stall) return a->stall < b->stall;
+  RULE(!a->start, !b->start);
+  RULE(a->unlock_done, b->unlock_done);
+  if (limit && a->delta != b->delta) return a->delta < b->delta;
+  return a->pos > b->pos;
+#undef RULE
+}
+
+/* ---- the schedule ------------------------------------------------------------ */
+
+static void state_free(state_t *s) {
+  ts_free(s->remaining);
+  ts_free(s->ready_time);
+  ts_free(s->t);
+  ts_free(s->live);
+  ts_free(s->stamp);
+  ts_free(s->ready);
+  ts_free(s->order);
+}
+
+static void make_ready(state_t *s, int k) { s->ready[s->nready++] = k; }
+
+static void schedule_node(const graph_t *g, state_t *s, int k) {
+  const sched_node_t *n = N(g, k);
+  const ts_hlo_instr_t *i = g->ins[k];
+  uint64_t newly;
+  new_bytes(g, s, k, &newly);
+  uint64_t at = s->live_bytes + (s->live[k] ? 0 : n->bytes) + newly + n->callee_peak;
+  if (at > s->peak) s->peak = at;
+  if (s->live[k]) {
+    s->live_bytes -= n->bytes;
+    s->live[k] = false;
+  }
+  for (int e = g->pred_start[k]; e < g->pred_start[k] + i->nops; e++) {
+    int p = g->preds[e];
+    for (int q = g->src_start[p]; q < g->src_start[p + 1]; q++) {
+      int bf = g->srcs[q];
+      if (!s->live[bf]) {
+        s->live[bf] = true;
+        s->live_bytes += N(g, bf)->bytes;
+      }
+    }
+  }
+  double t = s->now > s->ready_time[k] ? s->now : s->ready_time[k];
+  s->t[k] = t;
+  s->now = t + n->cost;
+  if (n->kind != NO_KIND) {
+    if (ts_sched_is_async_start(i)) s->inflight[n->kind]--;
+    else s->inflight[n->kind]++;
+  }
+  s->order[s->norder++] = k;
+  for (int e = g->pred_start[k]; e < g->pred_start[k + 1]; e++) {
+    int p = g->preds[e];
+    const sched_node_t *pn = N(g, p);
+    double lat = pn->partner == i && ts_sched_is_async_start(g->ins[p]) ? pn->latency : 0;
+    double r = t + n->cost + lat;
+    if (r > s->ready_time[p]) s->ready_time[p] = r;
+    if (--s->remaining[p] == 0) make_ready(s, p);
+  }
+}
+
+/* One bottom-up pass with memory target `limit` (0: none). order[] gets the
+ * top-down order; *peak the largest live set. */
+static ts_status_t run(const graph_t *g, uint64_t limit, int *order, uint64_t *peak) {
+  int n = g->n;
+  state_t s = {0};
+  int limits[TS_SCHED_KIND_COUNT];
+  for (int k = 0; k < TS_SCHED_KIND_COUNT; k++) {
+    int l = g->x->o->overlap_limit[k];
+    limits[k] = l < 1 ? 1 : l;
+  }
+  s.remaining = ts_calloc((size_t)n + 1, sizeof *s.remaining);
+  s.ready_time = ts_calloc((size_t)n + 1, sizeof *s.ready_time);
+  s.t = ts_calloc((size_t)n + 1, sizeof *s.t);
+  s.live = ts_calloc((size_t)n + 1, sizeof *s.live);
+  s.stamp = ts_calloc((size_t)n + 1, sizeof *s.stamp);
+  s.ready = ts_malloc(sizeof *s.ready * (size_t)(n + 1));
+  s.order = ts_malloc(sizeof *s.order * (size_t)(n + 1));
+  cand_t *cands = ts_malloc(sizeof *cands * (size_t)(n + 1));
+  ts_status_t st = TS_OK;
+  if (!s.remaining || !s.ready_time || !s.t || !s.live || !s.stamp || !s.ready || !s.order || !cands) {
+    st = TS_ERR_NOMEM;
+    goto out;
+  }
+  for (int e = 0; e < g->pred_start[n]; e++) s.remaining[g->preds[e]]++;
+  if (g->c->root) { /* the outputs are live at the end */
+    int r = g->lidx[g->c->root->id];
+    for (int q = g->src_start[r]; q < g->src_start[r + 1]; q++) {
+      int bf = g->srcs[q];
+      if (!s.live[bf]) {
+        s.live[bf] = true;
+        s.live_bytes += N(g, bf)->bytes;
+      }
+    }
+  }
+  for (int k = n - 1; k >= 0; k--)
+    if (!s.remaining[k]) make_ready(&s, k);
+  while (s.norder < n) {
+    if (s.nready == 0) {
+      st = TS_ERR_INTERNAL; /* nothing ready but nodes left: a cycle */
+      goto out;
+    }
+    unsigned backed_up = 0;
+    for (int r = 0; r < s.nready; r++) {
+      describe(g, &s, s.ready[r], limits, &cands[r]);
+      backed_up |= cands[r].blocked;
+    }
+    int best = -1;
+    for (int r = 0; r < s.nready; r++) {
+      if (!cands[r].eligible) continue;
+      if (best < 0 || better(&cands[r], &cands[best], limit, s.live_bytes, backed_up)) best = r;
+    }
+    if (best < 0) best = 0; /* cannot happen: a pending start is always eligible */
+    int k = s.ready[best];
+    s.ready[best] = s.ready[--s.nready];
+    schedule_node(g, &s, k);
+  }
+  for (int q = 0; q < n; q++) order[q] = s.order[n - 1 - q];
+  *peak = s.peak;
+out:
+  ts_free(cands);
+  state_free(&s);
+  return st;
+}
+
+/* ---- callees ---------------------------------------------------------------- */
+
+static int comp_index(const ts_hlo_module_t *m, const ts_hlo_comp_t *c) {
+  for (int k = 0; k < m->ncomps; k++)
+    if (m->comps[k] == c) return k;
+  return -1;
+}
+
+static const sched_comp_t *callee(const sched_ctx_t *x, const ts_hlo_comp_t *c) {
+  int k = comp_index(x->m, c);
+  return k >= 0 && x->comp[k].done ? &x->comp[k] : NULL;
+}
+
+/* while / call / conditional cost what their callees cost; the kinds their
+ * callees use count against the overlap limits while they run. */
+static void callee_costs(sched_ctx_t *x, ts_hlo_comp_t *c) {
+  for (int k = 0; k < c->ninstrs; k++) {
+    ts_hlo_instr_t *i = c->instrs[k];
+    sched_node_t *n = &x->node[i->id];
+    if (i->op == TS_OP_WHILE) {
+      const ts_hlo_attr_t *ca = ts_hlo_instr_attr(i, "condition"), *ba = ts_hlo_instr_attr(i, "body");
+      const sched_comp_t *cc = ca && ca->kind == TS_ATTR_COMP ? callee(x, ca->v.comps.comps[0]) : NULL;
+      const sched_comp_t *bc = ba && ba->kind == TS_ATTR_COMP ? callee(x, ba->v.comps.comps[0]) : NULL;
+      bool known;
+      n->trips = ts_sched_while_trips(i, &known);
+      double ct = cc ? cc->time : 0, bt = bc ? bc->time : 0;
+      n->cost = n->trips * (bt + ct) + ct;
+      n->uses_kinds = (cc ? cc->kinds : 0) | (bc ? bc->kinds : 0);
+      n->callee_peak = cc && bc ? (cc->peak > bc->peak ? cc->peak : bc->peak) : bc ? bc->peak : 0;
+    } else if (i->op == TS_OP_CALL || i->op == TS_OP_CONDITIONAL) {
+      double worst = 0;
+      for (int q = 0; q < i->ncalled; q++) {
+        const sched_comp_t *cc = callee(x, i->called[q]);
+        if (!cc) continue;
+        if (cc->time > worst) worst = cc->time;
+        n->uses_kinds |= cc->kinds;
+        if (cc->peak > n->callee_peak) n->callee_peak = cc->peak;
+      }
+      n->cost = worst;
+    }
+  }
+}
+
+ts_status_t ts_sched_comp(sched_ctx_t *x, ts_hlo_comp_t *c, int index) {
+  TS_CHECK(ts_sched_cost_comp(x, c));
+  callee_costs(x, c);
+  int n = c->ninstrs;
+  int *lidx = ts_malloc(sizeof *lidx * (size_t)(x->m->next_id + 1));
+  int *order = ts_malloc(sizeof *order * (size_t)(n + 1)), *best = ts_malloc(sizeof *best * (size_t)(n + 1));
+  graph_t g;
+  memset(&g, 0, sizeof g);
+  ts_status_t st = TS_OK;
+  if (!lidx || !order || !best) {
+    st = TS_ERR_NOMEM;
+    goto out;
+  }
+  TS_CHECK_GOTO(graph_build(x, c, lidx, &g), st, out);
+  /* The limit covers the entry's parameters too: they are live throughout. */
+  uint64_t limit = x->o->memory_limit, params = 0;
+  if (c->is_entry)
+    for (int k = 0; k < c->nparams; k++) params += ts_sched_shape_bytes(c->params[k]->shape);
+  if (limit) limit = limit > params ? limit - params : 1;
+  uint64_t target = limit, best_peak = 0;
+  int attempt = 0;
+  for (;; attempt++) {
+    uint64_t peak;
+    TS_CHECK_GOTO(run(&g, target, order, &peak), st, out);
+    if (attempt == 0 || peak < best_peak) {
+      best_peak = peak;
+      memcpy(best, order, sizeof *order * (size_t)n);
+    }
+    /* XLA's rerun: under pressure, aim 10% lower and schedule again. */
+    if (!limit || best_peak <= limit || attempt >= x->o->reruns) break;
+    target = target / 10 * 9;
+  }
+  ts_hlo_instr_t **ins = g.ins;
+  for (int q = 0; q < n; q++) c->instrs[q] = ins[best[q]];
+  sched_comp_t *sc = &x->comp[index];
+  sc->peak = best_peak;
+  sc->reruns = attempt;
+  unsigned kinds = 0;
+  for (int q = 0; q < n; q++) {
+    const sched_node_t *nn = &x->node[c->instrs[q]->id];
+    if (nn->kind != NO_KIND) kinds |= 1u << nn->kind;
+    kinds |= nn->uses_kinds;
+  }
+  sc->kinds = kinds;
+  TS_CHECK_GOTO(ts_sched_replay(x, c, &sc->time, NULL, 1, false, 0, 0), st, out);
+  sc->done = true;
+out:
+  graph_free(&g);
+  ts_free(lidx);
+  ts_free(order);
+  ts_free(best);
+  return st;
+}
