@@ -24,7 +24,7 @@
 
 typedef struct {
   int64_t minb, maxb, factor;
-  int iters, warmup;
+  int iters, warmup, rounds;
   bool kinds[TS_COST_COLL_COUNT];
   int64_t group_sizes[MAX_GROUP_SIZES];
   int ngroup_sizes;
@@ -54,7 +54,7 @@ typedef struct {
 
 static void usage(FILE *f) {
   fprintf(f,
-          "usage: tessera perf-table collectives [-b MIN] [-e MAX] [-f FACTOR] [-n RUNS] [-w WARMUP]\n"
+          "usage: tessera perf-table collectives [-b MIN] [-e MAX] [-f FACTOR] [-n RUNS] [-w WARMUP] [--rounds N]\n"
           "                                      [--collectives=LIST] [--group-sizes=LIST] [--schemes=LIST]\n"
           "                                      [--types=LIST] [--backend=threads|mpi|ucx] [--devices N]\n"
           "                                      [--device-key=KEY] [--progress=MODE] [--no-merge] [-o TABLE]\n"
@@ -70,8 +70,13 @@ static void usage(FILE *f) {
           "  -e, --maxbytes SIZE      largest (default 2G), capped so that two buffers per\n"
           "                           rank fit in 80%% of free memory (a note says so)\n"
           "  -f, --stepfactor F       multiply the size by F each step (default 2)\n"
-          "  -n, --runs N             timed runs per point; the median counts (default 20)\n"
-          "  -w, --warmup N           untimed runs first (default 5)\n"
+          "  -n, --runs N             timed runs per point; the median counts (default 20);\n"
+          "                           a run repeats a short collective back to back until it\n"
+          "                           lasts about 1 ms, and counts the time per operation\n"
+          "  -w, --warmup N           untimed runs first (default 5; the last one sizes the\n"
+          "                           repetitions)\n"
+          "  --rounds N               sweep everything N times and keep each point's median\n"
+          "                           over the rounds (default 1): steadier on a shared host\n"
           "  --collectives=LIST       all-reduce, all-gather, reduce-scatter, all-to-all,\n"
           "                           collective-permute (default: all)\n"
           "  --group-sizes=LIST       devices per group (default 2,4,8; under mpirun those\n"
@@ -273,20 +278,35 @@ static ts_status_t run_once(rank_t *x, ts_coll_comm_t *c, const point_t *p, int 
   return ts_coll_wait(req, -1);
 }
 
-/* Times one point: warm-up, then runs that each start after a world barrier;
- * a run takes as long as its slowest rank. *median on every rank. */
+/* Times one point. Warm-up runs first; the last one's time (the slowest
+ * rank's) sets how many operations a timed run repeats back to back, so that
+ * a run lasts about MIN_RUN_S and the barrier's skew does not swamp a short
+ * collective (XLA times permutes 100 to a loop for the same reason). Each run
+ * starts after a world barrier and takes as long as its slowest rank; the
+ * time per operation is the run's over the repetitions. *median on every rank. */
+#define MIN_RUN_S 1e-3
+#define MAX_REPS 1000
+
 static ts_status_t measure(rank_t *x, ts_coll_comm_t *sub, const point_t *p, double *median) {
   const opts_t *o = x->o;
   bool permute = p->kind == TS_COST_COLLECTIVE_PERMUTE;
   bool active = !permute || x->rank < p->devices; /* permutes: the first group only */
   int npairs = permute ? permute_pairs(p->scheme, p->devices, x->pairs) : 0;
   ts_status_t st = TS_OK;
-  for (int i = 0; i < o->warmup && st == TS_OK && active; i++) st = run_once(x, sub, p, npairs);
+  double once = 0, agreed = 0;
+  for (int i = 0; i < o->warmup && st == TS_OK; i++) {
+    double t0 = ts_coll_now();
+    if (active) st = run_once(x, sub, p, npairs);
+    once = ts_coll_now() - t0;
+  }
+  if (st == TS_OK && o->warmup > 0) st = ts_coll_allreduce(x->world, &once, &agreed, 1, TS_F64, TS_COLL_MAX);
+  int reps = agreed > 0 && agreed < MIN_RUN_S ? (int)(MIN_RUN_S / agreed) + 1 : 1;
+  if (reps > MAX_REPS) reps = MAX_REPS;
   for (int i = 0; i < o->iters && st == TS_OK; i++) {
     st = ts_coll_barrier(x->world);
     double t0 = ts_coll_now();
-    if (st == TS_OK && active) st = run_once(x, sub, p, npairs);
-    x->times[i] = active ? ts_coll_now() - t0 : 0;
+    for (int r = 0; r < reps && st == TS_OK && active; r++) st = run_once(x, sub, p, npairs);
+    x->times[i] = active ? (ts_coll_now() - t0) / reps : 0;
   }
   if (st == TS_OK) st = ts_coll_allreduce(x->world, x->times, x->times, (size_t)o->iters, TS_F64, TS_COLL_MAX);
   if (st) return st;
@@ -294,42 +314,46 @@ static ts_status_t measure(rank_t *x, ts_coll_comm_t *sub, const point_t *p, dou
   return TS_OK;
 }
 
-static void record(rank_t *x, const point_t *p, double median) {
-  opts_t *o = x->o;
-  char sz[32], what[200];
+/* "all-reduce rail-aligned 4x2 f32 1M: 123.4 us, 8.500 GB/s" */
+static void describe(const point_t *p, double seconds, char *buf, size_t n) {
+  char sz[32];
   pt_format_bytes(p->tensor_bytes, sz, sizeof sz);
-  int xt = pt_xla_type(p->type);
-  double thr = median > 0 ? (double)p->tensor_bytes / median : 0;
-  snprintf(what, sizeof what, "%s %s %lldx%lld %s %s: %.1f us, %.3f GB/s", ts_cost_coll_name(p->kind),
+  snprintf(buf, n, "%s %s %lldx%lld %s %s: %.1f us, %.3f GB/s", ts_cost_coll_name(p->kind),
            ts_transfer_scheme_name(p->scheme), (long long)p->groups, (long long)p->devices, ts_elem_name(p->type), sz,
-           median * 1e6, thr / 1e9);
-  if (thr >= 1) {
-    /* What identifies the configuration: re-measuring it replaces the entry. */
-    char desc[160], fp[33];
-    snprintf(desc, sizeof desc, "tessera collective %s %s %lld %lld %d %lld", ts_cost_coll_name(p->kind),
-             ts_transfer_scheme_name(p->scheme), (long long)p->groups, (long long)p->devices, xt,
-             (long long)p->tensor_bytes);
-    pt_fingerprint(desc, fp);
-    ts_coll_measurement_t m = {
-        .kind = p->kind,
-        .scheme = p->scheme,
-        .element_type = xt,
-        .tensor_bytes = p->tensor_bytes,
-        .devices_per_group = p->devices,
-        .num_groups = p->groups,
-        .throughput_bytes_per_sec = (int64_t)thr,
-        .fingerprint = fp,
-    };
-    ts_diag_t diag = {0};
-    if (ts_perf_table_add_collective(o->table, o->device_key, &m, &diag) < 0) {
-      fprintf(stderr, PT_CMD ": warning: %s: point not recorded: %s", what, diag.text ? diag.text : "\n");
-    }
-    ts_diag_free(&diag);
-  } else {
+           seconds * 1e6, seconds > 0 ? (double)p->tensor_bytes / seconds / 1e9 : 0);
+}
+
+/* The table entry of a point measured at `seconds` per operation. */
+static void record(opts_t *o, const point_t *p, double seconds) {
+  int xt = pt_xla_type(p->type);
+  double thr = seconds > 0 ? (double)p->tensor_bytes / seconds : 0;
+  char what[200];
+  describe(p, seconds, what, sizeof what);
+  if (thr < 1) {
     /* XLA skips a point that timed at 0 ("too small"); so do we. */
-    strncat(what, " (too fast to time: not recorded)", sizeof what - strlen(what) - 1);
+    fprintf(stderr, PT_CMD ": note: %s: too fast to time, not recorded\n", what);
+    return;
   }
-  pt_progress_step(&x->progress, point_work(o, p), what);
+  /* What identifies the configuration: re-measuring it replaces the entry. */
+  char desc[160], fp[33];
+  snprintf(desc, sizeof desc, "tessera collective %s %s %lld %lld %d %lld", ts_cost_coll_name(p->kind),
+           ts_transfer_scheme_name(p->scheme), (long long)p->groups, (long long)p->devices, xt,
+           (long long)p->tensor_bytes);
+  pt_fingerprint(desc, fp);
+  ts_coll_measurement_t m = {
+      .kind = p->kind,
+      .scheme = p->scheme,
+      .element_type = xt,
+      .tensor_bytes = p->tensor_bytes,
+      .devices_per_group = p->devices,
+      .num_groups = p->groups,
+      .throughput_bytes_per_sec = (int64_t)thr,
+      .fingerprint = fp,
+  };
+  ts_diag_t diag = {0};
+  if (ts_perf_table_add_collective(o->table, o->device_key, &m, &diag) < 0)
+    fprintf(stderr, PT_CMD ": warning: %s: not recorded: %s", what, diag.text ? diag.text : "\n");
+  ts_diag_free(&diag);
 }
 
 static int sweep(rank_t *x, bool mpi) {
@@ -368,7 +392,8 @@ static int sweep(rank_t *x, bool mpi) {
   point_t *pts = ts_calloc(npts ? npts : 1, sizeof *pts);
   x->times = ts_calloc((size_t)o->iters, sizeof *x->times);
   x->pairs = ts_calloc((size_t)x->W, sizeof *x->pairs);
-  int ok = pts && x->times && x->pairs;
+  double *rounds = ts_calloc((npts ? npts : 1) * (size_t)o->rounds, sizeof *rounds);
+  int ok = pts && x->times && x->pairs && rounds;
   if (ok && ts_coll_alloc(x->world, (size_t)maxb + 4096, (void **)&x->sbuf) != TS_OK) ok = 0;
   if (ok && ts_coll_alloc(x->world, (size_t)maxb + 4096, (void **)&x->dbuf) != TS_OK) ok = 0;
   int all_ok = ok;
@@ -387,47 +412,67 @@ static int sweep(rank_t *x, bool mpi) {
   if (root) {
     double work = 0;
     for (size_t i = 0; i < npts; i++) work += point_work(o, &pts[i]);
-    printf("# tessera perf-table collectives: %d ranks (%s), device '%s', %zu points, %d runs after %d warm-up\n", x->W,
-           ts_coll_backend_name(ts_coll_comm_backend(x->world)), o->device_key, npts, o->iters, o->warmup);
+    printf("# tessera perf-table collectives: %d ranks (%s), device '%s', %zu points, %d runs after %d warm-up, "
+           "%d round%s\n",
+           x->W, ts_coll_backend_name(ts_coll_comm_backend(x->world)), o->device_key, npts, o->iters, o->warmup,
+           o->rounds, o->rounds == 1 ? "" : "s");
     fflush(stdout);
-    pt_progress_start(&x->progress, o->progress, npts, work);
+    pt_progress_start(&x->progress, o->progress, npts * (size_t)o->rounds, work * o->rounds);
   }
-  ts_coll_comm_t *sub = NULL;
-  int64_t sub_d = 0;
-  ts_transfer_scheme_t sub_layout = TS_SCHEME_CONTIGUOUS;
-  for (size_t i = 0; i < npts && rc == 0; i++) {
-    const point_t *p = &pts[i];
-    ts_transfer_scheme_t layout = is_grouped_scheme(p->scheme) ? p->scheme : TS_SCHEME_CONTIGUOUS;
-    if (!sub || sub_d != p->devices || sub_layout != layout) {
-      ts_coll_comm_destroy(sub);
-      sub = NULL;
-      st = split(x, p->devices, layout, &sub);
+  /* Rounds sweep every point again, so that a burst of load from elsewhere
+   * (which spoils all the runs of the points it overlaps) is voted out by
+   * the point's median over rounds. */
+  for (int round = 0; round < o->rounds && rc == 0; round++) {
+    ts_coll_comm_t *sub = NULL;
+    int64_t sub_d = 0;
+    ts_transfer_scheme_t sub_layout = TS_SCHEME_CONTIGUOUS;
+    for (size_t i = 0; i < npts && rc == 0; i++) {
+      const point_t *p = &pts[i];
+      ts_transfer_scheme_t layout = is_grouped_scheme(p->scheme) ? p->scheme : TS_SCHEME_CONTIGUOUS;
+      if (!sub || sub_d != p->devices || sub_layout != layout) {
+        ts_coll_comm_destroy(sub);
+        sub = NULL;
+        st = split(x, p->devices, layout, &sub);
+        if (st) {
+          if (root) fprintf(stderr, PT_CMD ": error: cannot form groups of %lld ranks: %s\n", (long long)p->devices,
+                            ts_status_string(st));
+          rc = ts_status_exit_code(st);
+          break;
+        }
+        sub_d = p->devices, sub_layout = layout;
+      }
+      double median = 0;
+      st = measure(x, sub, p, &median);
       if (st) {
-        if (root) fprintf(stderr, PT_CMD ": error: cannot form groups of %lld ranks: %s\n", (long long)p->devices,
-                          ts_status_string(st));
+        /* Abort the world so that no rank waits for this one until its deadline. */
+        ts_coll_comm_abort(x->world, st);
+        if (root) fprintf(stderr, PT_CMD ": error: %s over %lld devices failed: %s\n", ts_cost_coll_name(p->kind),
+                          (long long)p->devices, ts_status_string(st));
         rc = ts_status_exit_code(st);
         break;
       }
-      sub_d = p->devices, sub_layout = layout;
+      if (root) {
+        char what[240];
+        describe(p, median, what, sizeof what);
+        if (o->rounds > 1) {
+          size_t l = strlen(what);
+          snprintf(what + l, sizeof what - l, " (round %d/%d)", round + 1, o->rounds);
+        }
+        rounds[i * (size_t)o->rounds + (size_t)round] = median;
+        pt_progress_step(&x->progress, point_work(o, p), what);
+      }
     }
-    double median = 0;
-    st = measure(x, sub, p, &median);
-    if (st) {
-      /* Abort the world so that no rank waits for this one until its deadline. */
-      ts_coll_comm_abort(x->world, st);
-      if (root) fprintf(stderr, PT_CMD ": error: %s over %lld devices failed: %s\n", ts_cost_coll_name(p->kind),
-                        (long long)p->devices, ts_status_string(st));
-      rc = ts_status_exit_code(st);
-      break;
-    }
-    if (root) record(x, p, median);
+    ts_coll_comm_destroy(sub);
   }
-  ts_coll_comm_destroy(sub);
-  if (root && rc == 0) pt_progress_finish(&x->progress);
+  if (root && rc == 0) {
+    pt_progress_finish(&x->progress);
+    for (size_t i = 0; i < npts; i++) record(o, &pts[i], pt_median(rounds + i * (size_t)o->rounds, o->rounds));
+  }
 done:
   ts_coll_free(x->world, x->sbuf);
   ts_coll_free(x->world, x->dbuf);
   ts_free(pts);
+  ts_free(rounds);
   ts_free(x->times);
   ts_free(x->pairs);
   return rc;
@@ -532,10 +577,10 @@ int pt_cmd_collectives(int argc, char **argv) {
       {"types", required_argument, NULL, 'T'},      {"backend", required_argument, NULL, 'B'},
       {"devices", required_argument, NULL, 'D'},    {"device-key", required_argument, NULL, 'K'},
       {"progress", required_argument, NULL, 'P'},   {"no-merge", no_argument, NULL, 'M'},
-      {"output", required_argument, NULL, 'o'},     {"help", no_argument, NULL, 'h'},
-      {NULL, 0, NULL, 0},
+      {"output", required_argument, NULL, 'o'},     {"rounds", required_argument, NULL, 'R'},
+      {"help", no_argument, NULL, 'h'},             {NULL, 0, NULL, 0},
   };
-  opts_t o = {.minb = 1024, .maxb = (int64_t)2 << 30, .factor = 2, .iters = 20, .warmup = 5,
+  opts_t o = {.minb = 1024, .maxb = (int64_t)2 << 30, .factor = 2, .iters = 20, .warmup = 5, .rounds = 1,
               .types = {TS_F32}, .ntypes = 1, .out = {.merge = true}};
   bool kinds_given = false, schemes_given = false, backend_given = false, devices_given = false;
   ts_costmodel_host_device_key(o.device_key, sizeof o.device_key);
@@ -566,6 +611,11 @@ int pt_cmd_collectives(int argc, char **argv) {
       else if (!pt_parse_int_list(optarg, false, &v, 1, &n) || v > 100000)
         return pt_bad("-w wants an integer >= 0, got '%s'", optarg);
       else o.warmup = (int)v;
+      break;
+    case 'R':
+      if (!pt_parse_int_list(optarg, false, &v, 1, &n) || v > 100)
+        return pt_bad("--rounds wants an integer from 1 to 100, got '%s'", optarg);
+      o.rounds = (int)v;
       break;
     case 'C':
       if ((rc = parse_kinds(&o, optarg))) return rc;

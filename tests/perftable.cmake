@@ -8,7 +8,7 @@ target_link_libraries(pt_dump PRIVATE ts_costmodel ts_common)
 
 set(pt_run sh ${CMAKE_CURRENT_SOURCE_DIR}/perftable/run.sh)
 set(pt_args $<TARGET_FILE:tessera> $<TARGET_FILE:pt_dump> ${CMAKE_SOURCE_DIR})
-foreach(s threads binary protoc merge gemm memcap bar)
+foreach(s threads binary protoc merge gemm memcap bar rounds)
   add_test(NAME perftable.${s} COMMAND ${pt_run} ${s} ${pt_args})
   set_tests_properties(perftable.${s} PROPERTIES LABELS bench-smoke TIMEOUT 120 SKIP_RETURN_CODE 77)
 endforeach()

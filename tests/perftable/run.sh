@@ -167,6 +167,16 @@ bar)
   grep -q '^tessera perf-table: done: 3 points in ' "$dir/lines" || fail "no final line"
   echo "ok: progress bar"
   ;;
+rounds)
+  # --rounds 3: every point measured three times, one entry each (the median).
+  "$tessera" perf-table collectives --devices 2 --group-sizes=2 --collectives=all-gather -b 1K -e 2K -n 2 -w 1 \
+    --rounds 3 --progress=lines -o "$dir/t.txtpb" >"$dir/out" 2>"$dir/err" || { cat "$dir/err"; fail "sweep failed"; }
+  grep -q '^tessera perf-table: \[6/6\] all-gather non-rail-aligned 1x2 f32 2K: .* (round 3/3) ' "$dir/err" ||
+    { cat "$dir/err"; fail "no progress line of round 3"; }
+  grep -q '^# tessera perf-table collectives: 2 ranks (threads), .*, 3 rounds$' "$dir/out" || fail "header"
+  expect "all-gather" "non-rail-aligned" 2 1 1024 2048 >"$dir/want.raw"
+  same_entries "$dir/t.txtpb" "$dir/want.raw"
+  ;;
 loo_golden)
   # Three all-reduce points over 2 devices, 1K/2K/4K at 1, 2, 4 GB/s (by hand
   # in loo_golden.txtpb). Leave-one-out by hand, time = bytes / throughput:
