@@ -225,10 +225,13 @@ static bool networking(const ts_hang_state_t *w, int n, ts_hang_verdict_t *v) {
         tie = 1;
     }
   if (v->npairs >= 2 && bestcount >= 2 && !tie && several_hosts) {
+    /* That host's ends; links it is no end of keep both their ends. */
     ts_hang_strlcpy(v->host, w[best].host, sizeof v->host);
-    for (int k = 0; k < v->npairs; k++)
-      for (int e = 0; e < 2; e++)
-        if (!strcmp(w[v->pairs[k][e]].host, v->host)) add_culprit(v, v->pairs[k][e]);
+    for (int k = 0; k < v->npairs; k++) {
+      bool on0 = !strcmp(w[v->pairs[k][0]].host, v->host), on1 = !strcmp(w[v->pairs[k][1]].host, v->host);
+      if (on0 || !on1) add_culprit(v, v->pairs[k][0]);
+      if (on1 || !on0) add_culprit(v, v->pairs[k][1]);
+    }
   } else {
     for (int k = 0; k < v->npairs; k++) {
       add_culprit(v, v->pairs[k][0]);

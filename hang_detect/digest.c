@@ -204,7 +204,7 @@ void ts_hang_digest_text(const ts_hang_digest_t *d, ts_buf_t *b) {
         la.len = 0;
         location(&la, &d->workers[j]);
         int count = 0;
-        for (int k = j; k < n; k++) {
+        for (int k = i; k < n; k++) {
           if (ldone[k]) continue;
           lb.len = 0;
           location(&lb, &d->workers[k]);

@@ -124,8 +124,8 @@ bool ts_hang_cause_from_key(const char *s, ts_hang_cause_t *out);
 
 /* The classifier's answer. Culprits are the laggards, never a healthy
  * worker that merely waits: for a networking issue the two ends of each
- * broken link (or, when one host is an end of several broken links, the
- * workers of that host). */
+ * broken link (when one host is an end of several broken links, that
+ * host's ends stand for those links: the other ends are not blamed). */
 typedef struct {
   ts_hang_cause_t cause;
   int nculprits;

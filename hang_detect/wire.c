@@ -107,8 +107,9 @@ static void put_hot(writer_t *w, const ts_hang_state_t *s) {
 
 size_t ts_hang_msg_encode(const ts_hang_msg_t *m, uint8_t *buf, size_t cap) {
   if (cap < TS_HANG_MSG_HEADER) return 0;
-  writer_t w = {buf, cap < TS_HANG_MSG_HEADER + TS_HANG_MSG_MAX ? cap : TS_HANG_MSG_HEADER + TS_HANG_MSG_MAX,
-                TS_HANG_MSG_HEADER, false};
+  writer_t w = {.p = buf,
+                .len = TS_HANG_MSG_HEADER,
+                .cap = cap < TS_HANG_MSG_HEADER + TS_HANG_MSG_MAX ? cap : TS_HANG_MSG_HEADER + TS_HANG_MSG_MAX};
   switch (m->type) {
   case TS_HANG_MSG_HELLO:
     put_str(&w, m->secret);
@@ -129,7 +130,7 @@ size_t ts_hang_msg_encode(const ts_hang_msg_t *m, uint8_t *buf, size_t cap) {
   }
   if (w.overflow) return 0;
   uint32_t plen = (uint32_t)(w.len - TS_HANG_MSG_HEADER);
-  writer_t h = {buf, TS_HANG_MSG_HEADER, 0, false};
+  writer_t h = {.p = buf, .len = 0, .cap = TS_HANG_MSG_HEADER};
   put_u32(&h, MAGIC);
   put_u8(&h, (uint8_t)m->type);
   put_u8(&h, 0);
@@ -266,7 +267,7 @@ ts_status_t ts_hang_msg_decode(const uint8_t *buf, size_t len, ts_hang_msg_t *ou
   for (size_t i = 0; i < len && i < 4; i++)
     if (buf[i] != magic[i]) return TS_ERR_PARSE;
   if (len < TS_HANG_MSG_HEADER) return TS_INPROGRESS;
-  reader_t h = {buf, TS_HANG_MSG_HEADER, 4, false};
+  reader_t h = {.p = buf, .len = TS_HANG_MSG_HEADER, .pos = 4};
   int type = get_u8(&h);
   uint8_t flags = get_u8(&h), r0 = get_u8(&h), r1 = get_u8(&h);
   uint32_t plen = get_u32(&h);
@@ -278,7 +279,7 @@ ts_status_t ts_hang_msg_decode(const uint8_t *buf, size_t len, ts_hang_msg_t *ou
   out->type = type;
   out->state.instr = -1;
   out->state.waiting_on = -1;
-  reader_t r = {buf + TS_HANG_MSG_HEADER, plen, 0, false};
+  reader_t r = {.p = buf + TS_HANG_MSG_HEADER, .len = plen, .pos = 0};
   switch (type) {
   case TS_HANG_MSG_HELLO:
     get_str(&r, out->secret, sizeof out->secret);

@@ -24,3 +24,11 @@ add_executable(fuzz_parser ${CMAKE_CURRENT_LIST_DIR}/fuzz_parser.c)
 target_compile_options(fuzz_parser PRIVATE -fsanitize=fuzzer ${ts_fuzz_sanitizers})
 target_link_options(fuzz_parser PRIVATE -fsanitize=fuzzer,address,undefined)
 target_link_libraries(fuzz_parser PRIVATE ts_hlo ts_common)
+
+# The hang detector's wire decoder (bytes from the network).
+target_compile_options(ts_hang PRIVATE -fsanitize=fuzzer-no-link ${ts_fuzz_sanitizers})
+target_link_options(ts_hang INTERFACE -fsanitize=address,undefined)
+add_executable(fuzz_hang_msg ${CMAKE_CURRENT_LIST_DIR}/fuzz_hang_msg.c)
+target_compile_options(fuzz_hang_msg PRIVATE -fsanitize=fuzzer ${ts_fuzz_sanitizers})
+target_link_options(fuzz_hang_msg PRIVATE -fsanitize=fuzzer,address,undefined)
+target_link_libraries(fuzz_hang_msg PRIVATE ts_hang ts_common)

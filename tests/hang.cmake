@@ -1,0 +1,69 @@
+# Hang detector (hang_detect/): unit tests of the pieces (classifier, wire
+# decoder, fault grammar and hook, digests, stragglers), and end-to-end
+# runs of a real coordinator process with forked fake workers that inject
+# every TESSERA_FAULT (label hang). The mpirun runs of `tessera run` come
+# with the launcher's integration.
+
+foreach(t classify wire fault digest)
+  add_executable(test_hang_${t} ${CMAKE_CURRENT_SOURCE_DIR}/hang/test_hang_${t}.c)
+  target_include_directories(test_hang_${t} PRIVATE ${CMAKE_CURRENT_SOURCE_DIR})
+  target_link_libraries(test_hang_${t} PRIVATE ts_hang ts_coll ts_common)
+  add_test(NAME hang.${t} COMMAND test_hang_${t})
+  set_tests_properties(hang.${t} PROPERTIES LABELS unit TIMEOUT 60)
+endforeach()
+
+add_executable(test_hang_coord ${CMAKE_CURRENT_SOURCE_DIR}/hang/test_hang_coord.c)
+target_include_directories(test_hang_coord PRIVATE ${CMAKE_CURRENT_SOURCE_DIR})
+target_link_libraries(test_hang_coord PRIVATE ts_hang ts_coll ts_common)
+
+# name | TESSERA_FAULT | expected cause | expected culprits | extra flags
+set(hang_cases
+  "bad_device|stall:rank=1:step=3|bad_device|1|"
+  "unknown_all_stall|stall:rank=all:step=3|unknown|-|"
+  "crash_rank0|crash:rank=0:step=2|unrecoverable_error|0|"
+  "crash_rank2|crash:rank=2:step=3|unrecoverable_error|2|"
+  "netdrop|netdrop:ranks=1,2:step=3|networking|1,2|"
+  "different_modules|module:rank=3|different_modules|3|"
+  "fingerprint_mismatch|fingerprint:rank=1|fingerprint_mismatch|1|"
+  "input_stall|input-stall:rank=2:step=3|data_input_stall|2|"
+  "no_abort|stall:rank=2:step=2|bad_device|2|--no-abort"
+  "finish|none|none|-|"
+  "slow_step_no_false_positive|slow:rank=2:step=2:seconds=3|none|-|--steps 4"
+  "straggler|slow:rank=1|none|-|--steps 16 --straggler 1")
+foreach(c ${hang_cases})
+  string(REPLACE "|" ";" f "${c}")
+  list(GET f 0 name)
+  list(GET f 1 fault)
+  list(GET f 2 cause)
+  list(GET f 3 culprits)
+  list(GET f 4 extra)
+  separate_arguments(extra UNIX_COMMAND "${extra}")
+  add_test(NAME hang.coord.${name} COMMAND test_hang_coord ${fault} ${cause} ${culprits} ${extra})
+  set_tests_properties(hang.coord.${name} PROPERTIES LABELS hang TIMEOUT 90)
+endforeach()
+
+# tessera hang-coordinator is registered by the launcher; its bad usage.
+add_test(NAME hang.coordinator_usage COMMAND test_hang_coord hang-coordinator --world 0 --listen 127.0.0.1:0 --secret s)
+set_tests_properties(hang.coordinator_usage PROPERTIES LABELS unit TIMEOUT 30 WILL_FAIL TRUE)
+
+# tessera diagnose on hand-written digests (tests/hang/digests).
+set(hang_digests ${CMAKE_CURRENT_SOURCE_DIR}/hang/digests)
+add_test(NAME hang.diagnose.one COMMAND tessera diagnose ${hang_digests}/bad_device_h1.json)
+set_tests_properties(hang.diagnose.one PROPERTIES LABELS unit TIMEOUT 30
+  PASS_REGULAR_EXPRESSION "bad devices on the following hosts[^\n]*\n  The hosts that have bad devices are: h1\n  Full error digest:\n    Potential cause: Bad device\n    Potential culprit workers: rank 1:h1\n")
+add_test(NAME hang.diagnose.recurring
+         COMMAND tessera diagnose ${hang_digests}/bad_device_h1.json ${hang_digests}/bad_device_h1.json
+                 ${hang_digests}/networking_h1_h2.json ${hang_digests}/bad_device_h1.json ${hang_digests}/networking_h1_h2.json)
+set_tests_properties(hang.diagnose.recurring PROPERTIES LABELS unit TIMEOUT 30
+  PASS_REGULAR_EXPRESSION "Culprit hosts across 5 hang events:\n  h1: 5 events \\(bad_device x3, networking x2\\): likely faulty[^\n]*\n  h2: 2 events \\(networking x2\\)\n")
+add_test(NAME hang.diagnose.bad_json COMMAND tessera diagnose ${hang_digests}/not_a_digest.json)
+set_tests_properties(hang.diagnose.bad_json PROPERTIES LABELS unit TIMEOUT 30 WILL_FAIL TRUE)
+add_test(NAME hang.diagnose.bad_json_message COMMAND tessera diagnose ${hang_digests}/not_a_digest.json)
+set_tests_properties(hang.diagnose.bad_json_message PROPERTIES LABELS unit TIMEOUT 30
+  PASS_REGULAR_EXPRESSION "not_a_digest.json: error: digest: unknown cause 'hung'")
+
+# The overhead micro-benchmark (bench/bench_hang.c): runs, never timed.
+add_executable(bench_hang ${PROJECT_SOURCE_DIR}/bench/bench_hang.c)
+target_link_libraries(bench_hang PRIVATE ts_hang ts_coll ts_common)
+add_test(NAME bench-smoke.bench_hang COMMAND bench_hang --instrs 100000 --seconds 0.5)
+set_tests_properties(bench-smoke.bench_hang PROPERTIES LABELS bench-smoke TIMEOUT 60)
