@@ -37,3 +37,101 @@ ts_runtime_test(multislice_loop unit 60 --slices 2 --steps 2 --expect-hier ${rt_
 # error within seconds (the world is aborted), none hangs.
 ts_runtime_test(peer_failure unit 60 --fail-hook 2:pairs ${rt_dir}/coll_all_reduce.hlo)
 ts_runtime_test(peer_failure_async unit 60 --fail-hook 1:e ${rt_dir}/coll_async.hlo)
+
+# --- corpus: xla_spmd modules partitioned here, then run on the runtime ---
+# One test per case (num_partitions and options from expectations.jsonl).
+# Cases tessera check cannot pass (tests/partition/spmd_expected_failures.txt)
+# and those needing more than 1 GB here are reported skipped.
+set(rt_spmd_dir ${TESSERA_SHARED_DIR}/corpus/xla_spmd)
+set(rt_xfail ${CMAKE_CURRENT_SOURCE_DIR}/partition/spmd_expected_failures.txt)
+if(EXISTS ${rt_spmd_dir}/expectations.jsonl)
+  file(READ ${rt_spmd_dir}/expectations.jsonl rest)
+  while(NOT rest STREQUAL "")
+    string(FIND "${rest}" "\n" nl)
+    if(nl EQUAL -1)
+      set(line "${rest}")
+      set(rest "")
+    else()
+      string(SUBSTRING "${rest}" 0 ${nl} line)
+      math(EXPR nl "${nl} + 1")
+      string(SUBSTRING "${rest}" ${nl} -1 rest)
+    endif()
+    string(STRIP "${line}" line)
+    if(line STREQUAL "")
+      continue()
+    endif()
+    string(JSON file GET "${line}" file)
+    string(JSON nparts GET "${line}" num_partitions)
+    string(JSON nopts LENGTH "${line}" options)
+    set(flags --partition ${nparts} --xfail ${rt_xfail} --max-bytes 1000000000)
+    if(nopts GREATER 0)
+      math(EXPR last "${nopts} - 1")
+      foreach(k RANGE ${last})
+        string(JSON key MEMBER "${line}" options ${k})
+        string(JSON type TYPE "${line}" options ${key})
+        string(JSON value GET "${line}" options ${key})
+        if(type STREQUAL "BOOLEAN")
+          if(value)
+            set(value true)
+          else()
+            set(value false)
+          endif()
+        endif()
+        list(APPEND flags --popt ${key}=${value})
+      endforeach()
+    endif()
+    ts_runtime_test(spmd.${file} corpus 120 ${flags} ${rt_spmd_dir}/${file})
+  endwhile()
+else()
+  add_test(NAME runtime.spmd.absent COMMAND sh -c "echo 'skipped: ${rt_spmd_dir} not found'; exit 77")
+  set_tests_properties(runtime.spmd.absent PROPERTIES LABELS corpus SKIP_RETURN_CODE 77)
+endif()
+
+# --- corpus: real_hlo: sharded modules partitioned, per-device ones at their
+# device count, the rest on one device; unknown custom-calls fail clearly ---
+set(rt_real ${TESSERA_SHARED_DIR}/corpus/real_hlo)
+if(EXISTS ${rt_real})
+  set(rt_real_special
+      tensorflow__tensorflow__gpu_hlo_collective_cse.hlo tensorflow__tensorflow__u4_all_gather_1x8.hlo
+      tensorflow__tensorflow__transformer_engine_softmax.hlo unidentified__unidentified__jit__fun_sdy_shard_map.hlo
+      tensorflow__tensorflow__spmd_8_devices.hlo tensorflow__tensorflow__sharded_2_devices.hlo
+      tensorflow__tensorflow__must_alias_with_sharding.hlo tensorflow__tensorflow__sharded_computation.hlo)
+  file(GLOB rt_real_files RELATIVE ${rt_real} ${rt_real}/*.hlo ${rt_real}/*.txt)
+  foreach(f ${rt_real_files})
+    if(NOT f IN_LIST rt_real_special)
+      ts_runtime_test(real.${f} corpus 120 --max-bytes 1000000000 ${rt_real}/${f})
+    endif()
+  endforeach()
+  ts_runtime_test(real.tensorflow__tensorflow__gpu_hlo_collective_cse.hlo corpus 120 --replica-count 8
+                  ${rt_real}/tensorflow__tensorflow__gpu_hlo_collective_cse.hlo)
+  ts_runtime_test(real.tensorflow__tensorflow__u4_all_gather_1x8.hlo corpus 120 --replica-count 8
+                  ${rt_real}/tensorflow__tensorflow__u4_all_gather_1x8.hlo)
+  foreach(pair tensorflow__tensorflow__spmd_8_devices.hlo:8 tensorflow__tensorflow__sharded_2_devices.hlo:2
+          tensorflow__tensorflow__must_alias_with_sharding.hlo:2 tensorflow__tensorflow__spmd.hlo:2
+          tensorflow__tensorflow__sharded_16_devices.hlo:16)
+    string(REPLACE ":" ";" pair ${pair})
+    list(GET pair 0 f)
+    list(GET pair 1 n)
+    ts_runtime_test(real.partitioned.${f} corpus 120 --partition ${n} --steps 2 ${rt_real}/${f})
+  endforeach()
+  ts_runtime_test(real.partitioned.tensorflow__tensorflow__sharded_computation.hlo "corpus;heavy" 300 --partition 2
+                  --max-bytes 1000000000 ${rt_real}/tensorflow__tensorflow__sharded_computation.hlo)
+  ts_runtime_test(real.tensorflow__tensorflow__transformer_engine_softmax.hlo corpus 60
+                  --expect-error "custom-call target \"te_scaled_softmax_forward_ffi\" has no meaning"
+                  ${rt_real}/tensorflow__tensorflow__transformer_engine_softmax.hlo)
+  ts_runtime_test(real.unidentified__unidentified__jit__fun_sdy_shard_map.hlo corpus 60
+                  --expect-error "custom-call target \"ascend.matmul\" has no meaning"
+                  ${rt_real}/unidentified__unidentified__jit__fun_sdy_shard_map.hlo)
+endif()
+
+# --- mpi: the same comparison with one device per rank under mpirun ---
+find_package(MPI COMPONENTS C QUIET)
+if(MPI_C_FOUND)
+  add_test(NAME runtime.mpi.np4 COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/coll/mpirun.sh 4 $<TARGET_FILE:test_runtime>
+                                        --mpi --steps 2 ${rt_dir}/coll_in_loop.hlo)
+  set_tests_properties(runtime.mpi.np4 PROPERTIES LABELS mpi TIMEOUT 120 SKIP_RETURN_CODE 77)
+  add_test(NAME runtime.mpi.np4.collectives
+           COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/coll/mpirun.sh 4 $<TARGET_FILE:test_runtime> --mpi
+                   ${rt_dir}/coll_async.hlo)
+  set_tests_properties(runtime.mpi.np4.collectives PROPERTIES LABELS mpi TIMEOUT 120 SKIP_RETURN_CODE 77)
+endif()

@@ -24,7 +24,7 @@
 
 typedef struct {
   const char *path, *xfail, *expect_error;
-  int64_t partition;
+  int64_t partition, replicas;
   ts_partition_opts_t popts;
   int devices, steps, slices;
   uint64_t seed, max_bytes;
@@ -200,7 +200,8 @@ static int parse_args(int argc, char **argv, args_t *a) {
       {"expect-inplace", required_argument, NULL, 'i'}, {"expect-copy", required_argument, NULL, 'c'},
       {"expect-reuse", no_argument, NULL, 'u'},    {"expect-hier", no_argument, NULL, 'h'},
       {"fail-hook", required_argument, NULL, 'f'}, {"expect-error", required_argument, NULL, 'e'},
-      {"mpi", no_argument, NULL, 'M'},             {NULL, 0, NULL, 0},
+      {"mpi", no_argument, NULL, 'M'},             {"replica-count", required_argument, NULL, 'R'},
+      {NULL, 0, NULL, 0},
   };
   memset(a, 0, sizeof *a);
   ts_partition_opts_default(&a->popts);
@@ -239,6 +240,7 @@ static int parse_args(int argc, char **argv, args_t *a) {
     }
     case 'e': a->expect_error = optarg; break;
     case 'M': a->mpi = true; break;
+    case 'R': a->replicas = atoll(optarg); break;
     default: return 2;
     }
   }
@@ -286,7 +288,7 @@ int main(int argc, char **argv) {
     return 1;
   }
   ts_source_t src = {a.path, text, len};
-  ts_hlo_verify_opts_t vo = {.num_partitions = a.partition};
+  ts_hlo_verify_opts_t vo = {.num_partitions = a.partition, .replica_count = a.replicas};
   if (ts_hlo_parse(&src, NULL, &m, &diag) != TS_OK || ts_hlo_verify(m, &vo, &diag) != TS_OK) {
     fprintf(stderr, "%s\n", diag.text);
     return 1;
@@ -301,7 +303,8 @@ int main(int argc, char **argv) {
   } else {
     pm = m;
   }
-  ts_status_t st = ts_rt_program_create(pm, NULL, &p, &diag);
+  ts_rt_program_opts_t po = {.replica_count = a.replicas};
+  ts_status_t st = ts_rt_program_create(pm, &po, &p, &diag);
   if (a.expect_error) {
     bool ok = st != TS_OK && diag.text && strstr(diag.text, a.expect_error);
     printf("program create: %s\n", diag.text ? diag.text : "ok");
@@ -350,6 +353,24 @@ int main(int argc, char **argv) {
       return 1;
     }
   for (int s = 0; s < steps && oracle; s++) {
+    if (s == 0) {
+      /* A loop whose condition reads per-device data must agree across the
+       * interpreter's lockstep devices: then every device takes device 0's
+       * inputs. */
+      ts_value_t *probe_out[1024];
+      ts_diag_t pd = {0};
+      if (ts_interp_run(it, args, probe_out, &pd) != TS_OK && pd.text && strstr(pd.text, "devices disagree")) {
+        printf("the interpreter needs equal inputs here (%s); every device takes device 0's\n", pd.text);
+        for (int d = 1; d < ndev; d++)
+          for (int q = 0; q < np; q++) {
+            ts_value_unref(args[(size_t)d * np + q]);
+            args[(size_t)d * np + q] = ts_value_ref(args[q]);
+          }
+      } else if (!pd.text) {
+        for (int d = 0; d < ndev && d < 1024; d++) ts_value_unref(probe_out[d]);
+      }
+      ts_diag_free(&pd);
+    }
     ts_value_t **sa = &args[(size_t)s * ndev * np], **na = &args[(size_t)(s + 1) * ndev * np];
     if (ts_interp_run(it, sa, &want[(size_t)s * ndev], &diag) != TS_OK) {
       fprintf(stderr, "interpreter run: %s\n", diag.text);
