@@ -27,12 +27,15 @@ static void usage(FILE *f) {
 }
 
 int pt_bad(const char *fmt, ...) {
+  /* One write, so that the lines of several mpirun ranks do not interleave. */
+  char msg[1024];
+  int n = snprintf(msg, sizeof msg, PT_CMD ": error: ");
   va_list ap;
   va_start(ap, fmt);
-  fprintf(stderr, PT_CMD ": error: ");
-  vfprintf(stderr, fmt, ap);
-  fputc('\n', stderr);
+  vsnprintf(msg + n, sizeof msg - (size_t)n - 1, fmt, ap);
   va_end(ap);
+  strcat(msg, "\n");
+  fputs(msg, stderr);
   return 2;
 }
 

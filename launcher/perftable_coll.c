@@ -161,9 +161,12 @@ static size_t plan(const opts_t *o, int W, int64_t maxb, point_t *pts) {
   return n;
 }
 
-/* Cost of a point for the ETA: runs x (bytes + a latency's worth of bytes). */
+/* Cost of a point for the ETA, in bytes moved at about 1 GB/s: timed runs
+ * last at least MIN_RUN_S (1 ms, a megabyte's worth), warm-up runs one
+ * operation each (a latency is worth some 64K). */
 static double point_work(const opts_t *o, const point_t *p) {
-  return (double)(o->iters + o->warmup) * ((double)p->tensor_bytes + 65536.0);
+  double bytes = (double)p->tensor_bytes;
+  return o->iters * (bytes > 1048576 ? bytes : 1048576) + o->warmup * (bytes + 65536);
 }
 
 /* ---- free memory ---------------------------------------------------------- */
@@ -482,10 +485,9 @@ static int rank_main(void *arg, ts_coll_comm_t *comm, bool mpi) {
   opts_t *o = arg;
   rank_t x = {.o = o, .world = comm, .W = ts_coll_comm_size(comm), .rank = ts_coll_comm_rank(comm)};
   if (x.rank == 0) o->root = true;
-  if (!mpi || x.W <= 0) return sweep(&x, mpi);
-  /* Under mpirun the group sizes were checked against the world here, where
-   * its size is first known: every rank finds the same. */
-  for (int i = 0; i < o->ngroup_sizes; i++)
+  /* Under mpirun the group sizes are checked here, where the world's size is
+   * first known: every rank finds the same and exits alike. */
+  for (int i = 0; mpi && i < o->ngroup_sizes; i++)
     if (x.W % o->group_sizes[i]) {
       if (x.rank == 0)
         pt_bad("group size %lld does not divide the world of %d ranks", (long long)o->group_sizes[i], x.W);
@@ -673,6 +675,10 @@ int pt_cmd_collectives(int argc, char **argv) {
   if (!backend_given) o.backend = under_mpirun && !devices_given ? TS_COLL_BACKEND_MPI : TS_COLL_BACKEND_THREADS;
   bool threads = o.backend == TS_COLL_BACKEND_THREADS;
   if (!threads && devices_given) return pt_bad("--devices is for in-process runs (--backend=threads)");
+  const char *mpi_size = getenv("OMPI_COMM_WORLD_SIZE");
+  if (threads && mpi_size && atoi(mpi_size) > 1)
+    return pt_bad("in-process ranks under mpirun: every process would sweep and write the table (drop "
+                  "--backend=threads/--devices, or run without mpirun)");
   if (!o.group_sizes_given) {
     static const int64_t def[] = {2, 4, 8};
     int world = 0;

@@ -14,7 +14,8 @@ int pt_cmd_collectives(int argc, char **argv); /* perftable_coll.c */
 int pt_cmd_gemm(int argc, char **argv);        /* perftable_gemm.c */
 int pt_cmd_check(int argc, char **argv);       /* perftable_check.c */
 
-/* "tessera perf-table: error: <fmt>" on stderr; returns 2 (bad input). */
+/* "tessera perf-table: error: <fmt>" on stderr in one write; returns 2
+ * (bad input). */
 int pt_bad(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /* ---- small helpers (cmd_perftable.c) ----------------------------------- */

@@ -127,6 +127,11 @@ mpi)
   } >"$dir/want.raw"
   same_entries "$dir/t.txtpb" "$dir/want.raw"
   svg_count "$dir/t.svg" 5 6
+  # In-process ranks under mpirun would have every process write the table.
+  sh "$mpirun" 2 "$tessera" perf-table collectives --devices 2 -o "$dir/u.txtpb" >/dev/null 2>"$dir/err"
+  rc=$?
+  [ $rc = 2 ] || fail "--devices under mpirun: exit $rc, want 2"
+  grep -q '^tessera perf-table: error: in-process ranks under mpirun' "$dir/err" || { cat "$dir/err"; fail "message"; }
   ;;
 gemm)
   "$tessera" perf-table gemm --batch=1,2 -b 16 -e 32 --types='f32,bf16xbf16->f32' -n 2 -w 1 --progress=lines \
