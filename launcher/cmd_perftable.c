@@ -197,9 +197,10 @@ int pt_output_open(pt_output_t *o, ts_perf_table_kind_t kind) {
   }
   ts_diag_free(&diag);
   if (ts_perf_table_kind(t) != kind) {
+    ts_perf_table_kind_t held = ts_perf_table_kind(t);
     ts_perf_table_destroy(t);
-    return pt_bad("'%s' holds a %s table: cannot merge %s measurements into it", o->path,
-                  kind_noun(ts_perf_table_kind(t)), kind_noun(kind));
+    return pt_bad("'%s' holds a %s table: cannot merge %s measurements into it", o->path, kind_noun(held),
+                  kind_noun(kind));
   }
   o->base = t;
   return 0;
