@@ -7,3 +7,51 @@ foreach(t overlap exposed overlap_limit memory_limit while deterministic forms)
   add_test(NAME sched.${t} COMMAND test_sched ${t})
   set_tests_properties(sched.${t} PROPERTIES LABELS unit TIMEOUT 60)
 endforeach()
+
+# Partitioned modules, scheduled: same outputs as unscheduled, bit for bit,
+# on N simulated devices (test_sched_check.c). Hand-written partition tests
+# (always present) and a few corpus modules (skipped without ../shared).
+add_executable(test_sched_check scheduler/test_sched_check.c)
+target_link_libraries(test_sched_check PRIVATE ts_scheduler ts_partitioner ts_interp ts_hlo ts_common)
+foreach(sched_case all_to_all_reshard:4 dot_contracting:4 reduce_scatter:4 reduce_partial:4 slice_halo:4
+          conv_halo_stride:4 gather_scatter:2)
+  string(REPLACE ":" ";" sched_parts ${sched_case})
+  list(GET sched_parts 0 sched_name)
+  list(GET sched_parts 1 sched_n)
+  add_test(NAME sched.check.${sched_name}
+           COMMAND test_sched_check ${CMAKE_CURRENT_SOURCE_DIR}/partition/${sched_name}.hlo ${sched_n})
+  set_tests_properties(sched.check.${sched_name} PROPERTIES LABELS unit TIMEOUT 120 SKIP_RETURN_CODE 77)
+endforeach()
+add_test(NAME sched.check.mlp_sharded COMMAND test_sched_check ${CMAKE_SOURCE_DIR}/examples/mlp_sharded.hlo 4)
+set_tests_properties(sched.check.mlp_sharded PROPERTIES LABELS unit TIMEOUT 120)
+foreach(sched_case real_hlo/tensorflow__tensorflow__spmd_8_devices.hlo:8
+          real_hlo/tensorflow__tensorflow__gpu_hlo_collective_topology.hlo:8
+          xla_spmd/016_conv_with_parallel_dim_and_non_parallel_spatial_dim_partitioned.hlo:4
+          xla_spmd/028_concatenate_along_both_dimensions.hlo:4
+          xla_spmd/098_einsum_non_contracting_dim_partition_on_two_dims.hlo:8
+          xla_spmd/104_dot_2d_partitioned_batch_and_reshard.hlo:4 xla_spmd/139_uneven_pad_all_to_all_reshard.hlo:8
+          xla_spmd/142_subgroup_manual_all_reduce.hlo:4)
+  string(REPLACE ":" ";" sched_parts ${sched_case})
+  list(GET sched_parts 0 sched_file)
+  list(GET sched_parts 1 sched_n)
+  get_filename_component(sched_name ${sched_file} NAME_WE)
+  add_test(NAME sched.check.corpus.${sched_name}
+           COMMAND test_sched_check ${TESSERA_SHARED_DIR}/corpus/${sched_file} ${sched_n})
+  set_tests_properties(sched.check.corpus.${sched_name} PROPERTIES LABELS corpus TIMEOUT 300 SKIP_RETURN_CODE 77)
+endforeach()
+
+# The S-curve fit (library), and the CLI.
+add_executable(test_scurve_fit scheduler/test_scurve_fit.c)
+target_link_libraries(test_scurve_fit PRIVATE ts_costmodel ts_common m)
+add_test(NAME sched.scurve_fit COMMAND test_scurve_fit)
+set_tests_properties(sched.scurve_fit PROPERTIES LABELS unit TIMEOUT 60)
+set(sched_cli ${CMAKE_CURRENT_SOURCE_DIR}/scheduler/check_sched_cli.sh)
+add_test(NAME sched.cli.stage COMMAND sh ${sched_cli} stage $<TARGET_FILE:tessera> ${CMAKE_SOURCE_DIR}/examples/mlp_sharded.hlo)
+add_test(NAME sched.cli.errors COMMAND sh ${sched_cli} errors $<TARGET_FILE:tessera> ${CMAKE_SOURCE_DIR}/examples/mlp_sharded.hlo)
+add_test(NAME sched.cli.fit COMMAND sh ${sched_cli} fit $<TARGET_FILE:tessera> $<TARGET_FILE:test_scurve_fit>)
+set_tests_properties(sched.cli.stage sched.cli.errors sched.cli.fit PROPERTIES LABELS unit TIMEOUT 60)
+# The MaxText training step for 8 devices under the H100 preset.
+add_test(NAME sched.maxtext
+         COMMAND sh ${sched_cli} maxtext $<TARGET_FILE:tessera>
+                 ${TESSERA_SHARED_DIR}/corpus/real_hlo_large/nv_maxtext_1n1g_jit_train_step_before_optimization.hlo)
+set_tests_properties(sched.maxtext PROPERTIES LABELS corpus TIMEOUT 600 SKIP_RETURN_CODE 77)
