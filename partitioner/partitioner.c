@@ -449,6 +449,50 @@ static ts_hlo_comp_t *partition_comp(part_t *p, const ts_hlo_comp_t *c, ts_shard
   return out;
 }
 
+/* The header's input_output_alias and buffer_donor carry over unchanged:
+ * parameters and root keep their numbering and tuple structure (only the
+ * array shapes shrink), so a training loop still updates its weights in
+ * place on every device. */
+static ts_i64_list_t copy_list(ts_arena_t *a, const ts_i64_list_t *src) {
+  ts_i64_list_t r = {.n = src->n, .v = NULL};
+  if (src->n > 0 && (r.v = ts_arena_alloc(a, (size_t)src->n * sizeof *r.v)))
+    memcpy(r.v, src->v, (size_t)src->n * sizeof *r.v);
+  return r;
+}
+
+static ts_status_t copy_aliasing(part_t *p, const ts_hlo_module_t *m) {
+  ts_arena_t *a = p->dst->arena;
+  for (int k = 0; k < m->nattrs; k++) {
+    const ts_hlo_attr_t *src = &m->attrs[k];
+    if (src->kind != TS_ATTR_ALIASES && src->kind != TS_ATTR_DONORS) continue;
+    ts_hlo_attr_t c = *src;
+    c.name = ts_arena_strdup(a, src->name);
+    c.loc = (ts_loc_t){0, 0};
+    if (src->kind == TS_ATTR_ALIASES) {
+      int n = src->v.aliases.n;
+      ts_alias_t *v = ts_arena_alloc(a, (size_t)(n ? n : 1) * sizeof *v);
+      if (!v || !c.name) return TS_ERR_NOMEM;
+      for (int i = 0; i < n; i++) {
+        v[i] = src->v.aliases.v[i];
+        v[i].output_index = copy_list(a, &src->v.aliases.v[i].output_index);
+        v[i].param_index = copy_list(a, &src->v.aliases.v[i].param_index);
+      }
+      c.v.aliases.v = v;
+    } else {
+      int n = src->v.donors.n;
+      ts_donor_t *v = ts_arena_alloc(a, (size_t)(n ? n : 1) * sizeof *v);
+      if (!v || !c.name) return TS_ERR_NOMEM;
+      for (int i = 0; i < n; i++) {
+        v[i] = src->v.donors.v[i];
+        v[i].param_index = copy_list(a, &src->v.donors.v[i].param_index);
+      }
+      c.v.donors.v = v;
+    }
+    TS_CHECK(ts_hlo_module_add_attr(p->dst, &c));
+  }
+  return TS_OK;
+}
+
 ts_status_t ts_partition(ts_hlo_module_t *m, const ts_partition_opts_t *opts, ts_hlo_module_t **out,
                          ts_diag_t *diag) {
   *out = NULL;
@@ -483,6 +527,7 @@ ts_status_t ts_partition(ts_hlo_module_t *m, const ts_partition_opts_t *opts, ts
   ts_hlo_attr_t np = {.name = "num_partitions", .kind = TS_ATTR_INT};
   np.v.i = p.n;
   if ((st = ts_hlo_module_add_attr(p.dst, &np)) != TS_OK) goto done;
+  if ((st = copy_aliasing(&p, m)) != TS_OK) goto done;
   ts_hlo_comp_t *entry = partition_comp(&p, m->entry, NULL, NULL);
   st = p.st;
   if (st == TS_OK) {
