@@ -1,42 +1,862 @@
-/* tessera run: run a module. With --devices 1 the reference interpreter runs
- * its unpartitioned meaning on this CPU. */
+/* tessera run: the main job. Partitions a sharded module for the job's
+ * devices and runs the per-device program on every one of them (ranks of
+ * mpirun/srun, processes given --task_id, or threads with --devices N) for
+ * --steps K, as a training loop with --loop; --check compares the final
+ * outputs with the reference interpreter. --devices 1 on a module written
+ * for several devices (or --reference) runs the reference interpreter. */
+#include "run_internal.h"
 #include "ts_hlo.h"
 #include "ts_interp.h"
 #include "ts_launcher.h"
+#include "ts_partitioner.h"
+#include "ts_runtime.h"
+#include "ts_sharding.h"
 
 #include <errno.h>
 #include <getopt.h>
 #include <math.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 static void usage(FILE *f) {
   fprintf(f,
-          "usage: tessera run --devices N [--inputs DIR | --random-inputs SEED]\n"
-          "                   [--outputs DIR] [--num-partitions N] [--replica-count N] MODULE.hlo\n"
+          "usage: mpirun -np N tessera run [flags] MODULE.hlo\n"
+          "       tessera run --devices N [flags] MODULE.hlo\n"
+          "       tessera run --task_id I --num_nodes N --address HOST:PORT [flags] MODULE.hlo\n"
           "\n"
-          "Runs an HLO module. --devices 1 runs its unpartitioned meaning with the\n"
-          "reference interpreter. --devices N > 1 runs a module that is already the\n"
-          "per-device program (collectives written out) on N simulated devices in\n"
-          "this process and reports device 0's results.\n"
+          "Runs an HLO module on every device of the job. A module with sharding\n"
+          "annotations is partitioned for the job's devices (partition count from\n"
+          "the header's num_partitions, else the device count its shardings name,\n"
+          "else the job's size) and each device runs its part with real\n"
+          "collectives; a module without shardings runs as the per-device program.\n"
+          "Rank, size and local rank come from mpirun (OMPI_COMM_WORLD_*), srun\n"
+          "(SLURM_*), the --task_id/--num_nodes/--address flags (XLA's multi-host\n"
+          "runner: one process per device, TCP rendezvous at ADDRESS), or --devices N\n"
+          "(N devices as threads of this process). --devices 1 on a module written\n"
+          "for several devices runs its unpartitioned meaning with the reference\n"
+          "interpreter.\n"
           "\n"
-          "  --devices N           devices to run on (required)\n"
-          "  --inputs DIR          entry parameter i from DIR/param<i>.npy\n"
-          "  --random-inputs SEED  seeded random parameters (the default, seed 0):\n"
-          "                        floats uniform in (0, 1], index parameters in\n"
-          "                        range for their use\n"
-          "  --outputs DIR         write leaf i of the flattened result as DIR/out<i>.npy\n"
-          "  --num-partitions N    partitions for manual (shard_map) regions\n"
+          "  --devices N           devices as threads of this process\n"
+          "  --task_id I --num_nodes N --address HOST:PORT\n"
+          "                        one process per device, rendezvous at HOST:PORT\n"
+          "  --steps K             run K steps (default 1); prints 'step K time_ms T loss L'\n"
+          "                        (loss: the first scalar floating-point output)\n"
+          "  --loop                a training loop: outputs that alias parameters\n"
+          "                        (input_output_alias) feed back into them each step;\n"
+          "                        the other parameters (the data batch) come fresh each\n"
+          "                        step from an input feeder thread\n"
+          "  --inputs DIR          parameter i from DIR/param<i>.npy; data parameters of\n"
+          "                        step K from DIR/step<K>/param<i>.npy when present\n"
+          "  --random-inputs SEED  seeded random inputs (the default, seed 0): weights\n"
+          "                        (aliased parameters) uniform in +-1/sqrt(fan-in),\n"
+          "                        biases 0; data uniform in (0, 1], index parameters in\n"
+          "                        range for their use; a new batch per step\n"
+          "  --outputs DIR         rank 0 writes leaf i of the final result as DIR/out<i>.npy\n"
+          "                        (assembled from every device's shard)\n"
+          "  --check               compare the final outputs with the reference\n"
+          "                        interpreter's run of the same steps on one device\n"
+          "                        (exit 1 on a mismatch)\n"
+          "  --tolerance R         relative tolerance of --check (default 1e-4)\n"
+          "  --compile-only        partition and assign buffers, print per-device memory\n"
+          "                        and the collectives, do not run\n"
+          "  --trace FILE.json     a Chrome/Perfetto trace, one track per rank, merged on rank 0\n"
+          "  --slices S            the mesh as S slices (multislice; default: one per\n"
+          "                        host); collectives that span slices run hierarchically\n"
+          "  --backend B           the collectives' data path under mpirun: mpi (default) or ucx\n"
+          "  --timeout SEC         deadline of every collective (default 300)\n"
+          "  --no-bind             do not bind ranks or device threads to cores\n"
+          "  --num-partitions N    override the module's num_partitions\n"
           "  --replica-count N     override the module's replica_count\n"
-          "  --trap-nonfinite      stop at the first instruction that makes a NaN or\n"
-          "                        infinity out of finite operands, naming it (exit 1)\n"
+          "  --reference           run the reference interpreter (one process; --devices\n"
+          "                        N simulates N devices of a per-device module)\n"
+          "  --trap-nonfinite      (reference) stop at the first instruction that makes a\n"
+          "                        NaN or infinity out of finite operands\n"
           "  -h, --help            this help\n"
           "\n"
-          "Prints one line per result leaf (shape, finite count, min, max, mean) and\n"
-          "'step 1 time_ms T' (with 'loss L': the first scalar floating-point output).\n");
+          "partitioner flags (named after XLA's):\n%s"
+          "\n"
+          "A rank that fails aborts the job: the collectives of every rank stop and\n"
+          "every process exits non-zero. Exit codes: 0 ok, 1 --check mismatch, 2 bad\n"
+          "input or usage, 3 cannot run here, 4 a runtime or peer failure.\n",
+          ts_partition_flags_help);
 }
+
+typedef struct {
+  int64_t devices, steps, slices, partitions, replicas, task_id, num_nodes;
+  const char *address, *inputs, *outputs, *trace, *path;
+  uint64_t seed;
+  bool seeded, loop, check, compile_only, reference, trap, bind;
+  double tolerance, timeout;
+  ts_coll_backend_t backend;
+  ts_partition_opts_t popts;
+} run_flags_t;
+
+static double now_ms(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (double)t.tv_sec * 1e3 + (double)t.tv_nsec / 1e6;
+}
+
+static uint64_t now_ns(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
+}
+
+/* ---- module facts -------------------------------------------------------------- */
+
+/* Entry parameter each root leaf updates (input_output_alias with an empty
+ * parameter index), -1 where none: out_param[k] for k < nleaves. */
+static void alias_map(const ts_hlo_module_t *m, int *out_param, int nleaves) {
+  for (int k = 0; k < nleaves; k++) out_param[k] = -1;
+  const ts_hlo_attr_t *a = ts_hlo_module_attr(m, "input_output_alias");
+  if (!a || a->kind != TS_ATTR_ALIASES) return;
+  bool tuple = m->entry->root->shape->elem == TS_TUPLE;
+  for (int i = 0; i < a->v.aliases.n; i++) {
+    const ts_alias_t *al = &a->v.aliases.v[i];
+    if (al->param_index.n != 0 || al->param_number < 0 || al->param_number >= m->entry->nparams) continue;
+    int64_t k = tuple ? (al->output_index.n == 1 ? al->output_index.v[0] : -1) : (al->output_index.n == 0 ? 0 : -1);
+    /* Leaf k of the flattened root is tuple element k only for flat tuples
+     * of arrays, which is what training steps return. */
+    if (k >= 0 && k < nleaves) out_param[k] = (int)al->param_number;
+  }
+}
+
+/* The largest device count any sharding of the module names (0: none). */
+static int64_t sharding_devices(ts_hlo_module_t *m, bool *any) {
+  int64_t most = 0;
+  *any = false;
+  for (int c = 0; c < m->ncomps; c++)
+    for (int k = 0; k < m->comps[c]->ninstrs; k++) {
+      const ts_hlo_instr_t *i = m->comps[c]->instrs[k];
+      if (!i->sharding) continue;
+      *any = true;
+      ts_sharding_value_t *sv;
+      if (ts_sharding_from_syntax(m->arena, i->sharding, i->shape, &sv) != TS_OK) continue;
+      int64_t n = ts_sharding_num_devices(sv);
+      if (n > most) most = n;
+    }
+  return most;
+}
+
+static ts_status_t sharding_of(ts_hlo_module_t *m, const ts_hlo_instr_t *i, ts_sharding_value_t **out) {
+  if (!i->sharding) return ts_sharding_simple(m->arena, TS_SHARD_REPLICATED, out);
+  return ts_sharding_from_syntax(m->arena, i->sharding, i->shape, out);
+}
+
+static int shape_leaves(const ts_shape_t *s) {
+  if (s->elem != TS_TUPLE) return 1;
+  int n = 0;
+  for (int i = 0; i < s->ntuple; i++) n += shape_leaves(s->tuple[i]);
+  return n;
+}
+
+/* The first scalar floating-point leaf (the loss), NAN when none. */
+static double loss_of(const ts_array_t *leaves, int n) {
+  for (int k = 0; k < n; k++)
+    if (leaves[k].rank == 0 && ts_elem_is_float(leaves[k].elem)) return ts_load_f(leaves[k].elem, leaves[k].data, 0);
+  return NAN;
+}
+
+static void print_step(int64_t step, double ms, double loss) {
+  if (isnan(loss)) printf("step %lld time_ms %.3f\n", (long long)step, ms);
+  else printf("step %lld time_ms %.3f loss %.9g\n", (long long)step, ms, loss);
+  fflush(stdout);
+}
+
+/* One summary line per leaf (shape, finite count, min, max, mean). */
+static void summarize(ts_value_t *result) {
+  int n = ts_value_leaves(result, NULL, 0);
+  ts_array_t *leaves = ts_calloc((size_t)n + 1, sizeof *leaves);
+  if (!leaves) return;
+  ts_value_leaves(result, leaves, n);
+  for (int k = 0; k < n; k++) {
+    const ts_array_t *a = &leaves[k];
+    int64_t cnt = ts_array_count(a), finite = 0;
+    double lo = INFINITY, hi = -INFINITY, sum = 0;
+    for (int64_t j = 0; j < cnt; j++) {
+      double v;
+      if (ts_elem_is_float(a->elem) || ts_elem_is_complex(a->elem)) {
+        double re, im;
+        ts_load_c(a->elem, a->data, j, &re, &im);
+        if (!isfinite(re) || !isfinite(im)) continue;
+        v = re;
+      } else if (ts_elem_is_unsigned_int(a->elem)) {
+        v = (double)(uint64_t)ts_load_i(a->elem, a->data, j);
+      } else {
+        v = (double)ts_load_i(a->elem, a->data, j);
+      }
+      finite++;
+      if (v < lo) lo = v;
+      if (v > hi) hi = v;
+      sum += v;
+    }
+    printf("out%d %s[", k, ts_elem_name(a->elem));
+    for (int d = 0; d < a->rank; d++) printf(d ? ",%lld" : "%lld", (long long)a->dims[d]);
+    printf("] finite %lld/%lld", (long long)finite, (long long)cnt);
+    if (finite) printf(" min %.6g max %.6g mean %.6g", lo, hi, sum / (double)finite);
+    printf("\n");
+  }
+  ts_free(leaves);
+}
+
+/* ---- the job ----------------------------------------------------------------- */
+
+typedef struct {
+  const run_flags_t *f;
+  run_env_t env;
+  ts_hlo_module_t *m;  /* as written (the partitioner adds propagated shardings) */
+  ts_hlo_module_t *pm; /* the per-device program: m itself when not partitioned */
+  bool partitioned;
+  int64_t R, P;
+  int np;
+  bool *is_weight;     /* per parameter: an output updates it and --loop feeds it back */
+  int *out_param;      /* per root leaf of m: the parameter it updates, -1 */
+  int nleaves;
+  ts_sharding_value_t **param_sv, *root_sv;
+  run_inputs_t inputs;
+  ts_value_t **init;   /* step 1's full value of every parameter */
+
+  ts_rt_program_t *prog;
+  int *first_leaf;     /* per parameter: its first input leaf */
+  run_feeder_t *feeder;
+  int nlocal, first;   /* this process's devices: first .. first + nlocal */
+  ts_coll_comm_t **comms;
+  int slices;
+  atomic_bool failed;
+
+  /* Per local device. */
+  ts_status_t *status;
+  ts_diag_t *diags;
+  ts_hang_progress_t *progress;
+
+  /* Device 0 (on rank 0): what it gathered. */
+  ts_value_t **douts;  /* every device's final result */
+  ts_rt_event_t **events;
+  size_t *nevents;
+  double *step_ms, *loss;
+  ts_rt_step_times_t steady; /* summed over steps 2..K */
+  int64_t steady_steps;
+} job_t;
+
+/* Copies parameter p of `full` (its device's shard when partitioned) into the
+ * device's input leaves. */
+static ts_status_t fill_param(job_t *j, ts_rt_device_t *d, int64_t dev, int p, ts_value_t *full, ts_diag_t *diag) {
+  ts_value_t *shard = NULL;
+  if (j->partitioned) {
+    ts_status_t st = ts_interp_shard_value(full, j->param_sv[p], dev % j->P, j->pm->entry->params[p]->shape, &shard);
+    if (st != TS_OK) {
+      ts_diag_plain(diag, "cannot cut parameter %d for device %lld: %s", p, (long long)dev, ts_status_string(st));
+      return st;
+    }
+  } else {
+    shard = ts_value_ref(full);
+  }
+  ts_array_t leaves[256];
+  int n = ts_value_leaves(shard, leaves, 256);
+  ts_status_t st = TS_OK;
+  for (int k = 0; k < n && k < 256; k++) {
+    ts_array_t *dst = ts_rt_device_input(d, j->first_leaf[p] + k);
+    size_t bytes = ts_array_bytes(&leaves[k]);
+    if (!dst || ts_array_bytes(dst) != bytes) {
+      ts_diag_plain(diag, "parameter %d leaf %d: %zu bytes for a %zu-byte input", p, k, bytes,
+                    dst ? ts_array_bytes(dst) : (size_t)0);
+      st = TS_ERR_INTERNAL;
+      break;
+    }
+    memcpy(dst->data, leaves[k].data, bytes);
+  }
+  ts_value_unref(shard);
+  return st;
+}
+
+/* all-gather of `bytes` bytes from every device; *out (world size * bytes) is
+ * the caller's to free. */
+static ts_status_t gather_bytes(ts_coll_comm_t *world, const void *mine, size_t bytes, void **out) {
+  int n = ts_coll_comm_size(world);
+  void *all = ts_malloc((size_t)n * bytes + 1);
+  if (!all) return TS_ERR_NOMEM;
+  ts_coll_req_t *req;
+  ts_status_t st = bytes ? ts_coll_allgather_post(world, mine, all, bytes, TS_U8, &req) : ts_coll_barrier_post(world, &req);
+  if (st == TS_OK) st = ts_coll_wait(req, -1);
+  if (st != TS_OK) {
+    ts_free(all);
+    return st;
+  }
+  *out = all;
+  return TS_OK;
+}
+
+/* Every device's outputs to device 0 (j->douts). Collective over the world. */
+static ts_status_t gather_outputs(job_t *j, ts_rt_device_t *d, ts_coll_comm_t *world, int64_t dev) {
+  int nout = ts_rt_program_noutputs(j->prog), W = ts_coll_comm_size(world);
+  const ts_shape_t *root = j->pm->entry->root->shape;
+  if (dev == 0) {
+    for (int w = 0; w < W; w++)
+      if (!(j->douts[w] = ts_value_new_uninit(root))) return TS_ERR_NOMEM;
+  }
+  for (int k = 0; k < nout; k++) {
+    const ts_array_t *a = ts_rt_device_output(d, k);
+    size_t bytes = ts_array_bytes(a);
+    void *all;
+    TS_CHECK(gather_bytes(world, a->data, bytes, &all));
+    if (dev == 0)
+      for (int w = 0; w < W; w++) {
+        ts_array_t leaves[1];
+        /* Leaf k of device w's value. */
+        int n = ts_value_leaves(j->douts[w], NULL, 0);
+        ts_array_t *lv = ts_calloc((size_t)n + 1, sizeof *lv);
+        if (!lv) {
+          ts_free(all);
+          return TS_ERR_NOMEM;
+        }
+        ts_value_leaves(j->douts[w], lv, n);
+        leaves[0] = lv[k];
+        ts_free(lv);
+        memcpy(leaves[0].data, (char *)all + (size_t)w * bytes, bytes);
+      }
+    ts_free(all);
+  }
+  return TS_OK;
+}
+
+/* Every device's trace events to device 0. Collective over the world. */
+static ts_status_t gather_trace(job_t *j, ts_rt_device_t *d, ts_coll_comm_t *world, int64_t dev, uint64_t t0) {
+  size_t n;
+  const ts_rt_event_t *ev = ts_rt_device_trace(d, &n);
+  int W = ts_coll_comm_size(world);
+  int64_t mine = (int64_t)n, *counts;
+  TS_CHECK(gather_bytes(world, &mine, sizeof mine, (void **)&counts));
+  int64_t most = 0;
+  for (int w = 0; w < W; w++)
+    if (counts[w] > most) most = counts[w];
+  /* Padded to the longest, times relative to this device's start. */
+  ts_rt_event_t *buf = ts_calloc((size_t)most + 1, sizeof *buf);
+  if (!buf) {
+    ts_free(counts);
+    return TS_ERR_NOMEM;
+  }
+  for (size_t k = 0; k < n; k++) {
+    buf[k] = ev[k];
+    buf[k].t_begin_ns = ev[k].t_begin_ns > t0 ? ev[k].t_begin_ns - t0 : 0;
+    buf[k].t_end_ns = ev[k].t_end_ns > t0 ? ev[k].t_end_ns - t0 : 0;
+  }
+  void *all;
+  ts_status_t st = gather_bytes(world, buf, (size_t)most * sizeof *buf, &all);
+  ts_free(buf);
+  if (st == TS_OK && dev == 0) {
+    for (int w = 0; w < W && st == TS_OK; w++) {
+      j->nevents[w] = (size_t)counts[w];
+      if (!(j->events[w] = ts_malloc((size_t)counts[w] * sizeof(ts_rt_event_t) + 1))) st = TS_ERR_NOMEM;
+      else memcpy(j->events[w], (char *)all + (size_t)w * (size_t)most * sizeof(ts_rt_event_t),
+                  (size_t)counts[w] * sizeof(ts_rt_event_t));
+    }
+  }
+  if (st == TS_OK) ts_free(all);
+  ts_free(counts);
+  return st;
+}
+
+/* One device's whole run. */
+static ts_status_t device_work(job_t *j, int local, ts_diag_t *diag) {
+  const run_flags_t *f = j->f;
+  int64_t dev = j->first + local;
+  ts_coll_comm_t *world = j->comms[local];
+  ts_rt_device_t *d = NULL;
+  ts_status_t st = TS_OK;
+  if (j->env.mode == RUN_THREADS && f->bind) run_bind(local, j->nlocal, false);
+  ts_hang_progress_t *prog = &j->progress[local];
+  ts_rt_device_opts_t o = {.device_id = dev, .world = world, .slices = j->slices, .progress = prog,
+                           .trace = f->trace != NULL};
+  TS_CHECK_GOTO(ts_rt_device_create(j->prog, &o, &d, diag), st, done);
+  {
+    ts_coll_req_t *req;
+    TS_CHECK_GOTO(ts_coll_barrier_post(world, &req), st, done);
+    TS_CHECK_GOTO(ts_coll_wait(req, -1), st, done);
+  }
+  uint64_t t0 = now_ns();
+  for (int64_t step = 1; step <= f->steps; step++) {
+    double s0 = now_ms();
+    ts_value_t *const *data = NULL;
+    if (step > 1 && j->feeder) {
+      atomic_store_explicit(&prog->activity, TS_HANG_INPUT_WAIT, memory_order_relaxed);
+      TS_CHECK_GOTO(run_feeder_acquire(j->feeder, step, f->timeout, &data, diag), st, done);
+    }
+    for (int p = 0; p < j->np && st == TS_OK; p++) {
+      if (step > 1 && f->loop && j->is_weight[p]) continue; /* updated in place by the last step */
+      ts_value_t *full = step > 1 && data && data[p] ? data[p] : j->init[p];
+      st = fill_param(j, d, dev, p, full, diag);
+    }
+    if (data) run_feeder_release(j->feeder, step);
+    if (st != TS_OK) goto done;
+    TS_CHECK_GOTO(ts_rt_device_run(d, step, diag), st, done);
+    if (dev == 0) {
+      double ms = now_ms() - s0;
+      int nout = ts_rt_program_noutputs(j->prog);
+      double loss = NAN;
+      for (int k = 0; k < nout && isnan(loss); k++) loss = loss_of(ts_rt_device_output(d, k), 1);
+      j->step_ms[step - 1] = ms;
+      j->loss[step - 1] = loss;
+      print_step(step, ms, loss);
+      if (step > 1 || f->steps == 1) {
+        ts_rt_step_times_t t;
+        ts_rt_device_step_times(d, &t);
+        j->steady.total_ns += t.total_ns;
+        j->steady.kernel_ns += t.kernel_ns;
+        j->steady.collective_ns += t.collective_ns;
+        j->steady.other_ns += t.other_ns;
+        j->steady_steps++;
+      }
+    }
+  }
+  TS_CHECK_GOTO(gather_outputs(j, d, world, dev), st, done);
+  if (f->trace) TS_CHECK_GOTO(gather_trace(j, d, world, dev, t0), st, done);
+done:
+  if (st != TS_OK) {
+    atomic_store(&j->failed, true);
+    atomic_store_explicit(&prog->error, st, memory_order_relaxed);
+    atomic_store_explicit(&prog->activity, TS_HANG_FAILED, memory_order_relaxed);
+    /* Stop every other device instead of letting it wait for this one. */
+    if (st != TS_ERR_REMOTE) ts_coll_comm_abort(world, st);
+  } else {
+    atomic_store_explicit(&prog->activity, TS_HANG_FINISHED, memory_order_relaxed);
+  }
+  ts_rt_device_destroy(d);
+  ts_interp_release_buffers();
+  return st;
+}
+
+typedef struct {
+  job_t *j;
+  int local;
+} worker_t;
+
+static void *worker_main(void *arg) {
+  worker_t *w = arg;
+  w->j->status[w->local] = device_work(w->j, w->local, &w->j->diags[w->local]);
+  return NULL;
+}
+
+/* ---- the reference ------------------------------------------------------------ */
+
+/* Runs the reference interpreter for the job's steps on the job's inputs.
+ * ndev 0: the unpartitioned meaning; N: N simulated devices of a per-device
+ * module (outs[0..N)). print: a step line per step. */
+static ts_status_t reference_run(job_t *j, int ndev, bool print, ts_value_t **outs, ts_diag_t *diag) {
+  const run_flags_t *f = j->f;
+  ts_interp_t *it = NULL;
+  int nd = ndev > 0 ? ndev : 1, np = j->np;
+  ts_value_t **args = ts_calloc((size_t)(nd * np) + 1, sizeof *args), **cur = ts_calloc((size_t)np + 1, sizeof *cur);
+  ts_status_t st = TS_OK;
+  if (!args || !cur) {
+    st = TS_ERR_NOMEM;
+    goto done;
+  }
+  ts_interp_opts_t io = {.ndevices = ndev, .num_partitions = f->partitions, .replica_count = f->replicas,
+                         .trap_nonfinite = f->trap};
+  TS_CHECK_GOTO(ts_interp_create(j->m, &io, &it, diag), st, done);
+  for (int p = 0; p < np; p++) cur[p] = ts_value_ref(j->init[p]);
+  for (int64_t step = 1; step <= f->steps; step++) {
+    for (int p = 0; p < np && step > 1; p++) {
+      if (f->loop && j->is_weight[p]) continue;
+      ts_value_unref(cur[p]);
+      cur[p] = NULL;
+      if (j->is_weight[p]) cur[p] = ts_value_ref(j->init[p]);
+      else TS_CHECK_GOTO(run_param_value(&j->inputs, p, step, &cur[p], diag), st, done);
+    }
+    for (int d = 0; d < nd; d++)
+      for (int p = 0; p < np; p++) args[d * np + p] = cur[p];
+    for (int d = 0; d < nd; d++) {
+      ts_value_unref(outs[d]);
+      outs[d] = NULL;
+    }
+    double t0 = now_ms();
+    TS_CHECK_GOTO(ts_interp_run(it, args, outs, diag), st, done);
+    double ms = now_ms() - t0;
+    ts_array_t leaves[4096];
+    int n = ts_value_leaves(outs[0], leaves, 4096);
+    if (print) print_step(step, ms, loss_of(leaves, n < 4096 ? n : 4096));
+    if (f->loop)
+      for (int k = 0; k < n && k < j->nleaves; k++) {
+        int p = j->out_param[k];
+        if (p < 0 || !j->is_weight[p]) continue;
+        ts_value_t *v = ts_value_new_uninit(j->m->entry->params[p]->shape);
+        if (!v) {
+          st = TS_ERR_NOMEM;
+          goto done;
+        }
+        memcpy(v->a.data, leaves[k].data, ts_array_bytes(&leaves[k]));
+        ts_value_unref(cur[p]);
+        cur[p] = v;
+      }
+  }
+done:
+  if (cur)
+    for (int p = 0; p < np; p++) ts_value_unref(cur[p]);
+  ts_free(cur);
+  ts_free(args);
+  ts_interp_destroy(it);
+  return st;
+}
+
+/* --devices 1 (or --reference): the interpreter is the whole run. */
+static ts_status_t run_reference_mode(job_t *j, ts_diag_t *diag) {
+  int ndev = j->f->devices > 1 ? (int)j->f->devices : 0;
+  int nd = ndev ? ndev : 1;
+  ts_value_t **outs = ts_calloc((size_t)nd + 1, sizeof *outs);
+  if (!outs) return TS_ERR_NOMEM;
+  ts_status_t st = reference_run(j, ndev, true, outs, diag);
+  if (st == TS_OK) {
+    summarize(outs[0]);
+    fflush(stdout);
+    if (j->f->outputs) st = ts_interp_write_outputs(j->f->outputs, outs[0], diag);
+  }
+  for (int d = 0; d < nd; d++) ts_value_unref(outs[d]);
+  ts_free(outs);
+  return st;
+}
+
+static int cmp_double(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return x < y ? -1 : x > y;
+}
+
+/* ---- after the run (rank 0) ------------------------------------------------- */
+
+static ts_status_t finish_rank0(job_t *j, ts_diag_t *diag) {
+  const run_flags_t *f = j->f;
+  int W = j->env.ndevices;
+  ts_value_t *got = NULL, **want = NULL;
+  ts_status_t st = TS_OK;
+  if (j->partitioned) {
+    st = ts_interp_unshard_values(j->douts, W, j->root_sv, j->m->entry->root->shape, &got);
+    if (st != TS_OK) {
+      ts_diag_plain(diag, "cannot assemble the result from the devices' shards (%s)", ts_status_string(st));
+      return st;
+    }
+  } else {
+    got = ts_value_ref(j->douts[0]);
+  }
+  summarize(got);
+  if (j->steady_steps > 0 && j->steady.total_ns > 0) {
+    /* The median step (after the first, which pays for first touches):
+     * a shared machine makes the mean follow its worst hiccup. */
+    int64_t first = f->steps > 1 ? 1 : 0, n = f->steps - first;
+    double *t = ts_calloc((size_t)n, sizeof *t);
+    if (t) {
+      memcpy(t, j->step_ms + first, (size_t)n * sizeof *t);
+      qsort(t, (size_t)n, sizeof *t, cmp_double);
+      printf("steps %lld..%lld: median time_ms %.3f", (long long)(first + 1), (long long)f->steps,
+             n % 2 ? t[n / 2] : (t[n / 2 - 1] + t[n / 2]) / 2);
+      ts_free(t);
+    }
+    double tot = (double)j->steady.total_ns;
+    printf("; device 0's time: kernels %.1f%%, collectives %.1f%%, runtime overhead %.1f%%\n",
+           100.0 * (double)j->steady.kernel_ns / tot, 100.0 * (double)j->steady.collective_ns / tot,
+           100.0 * (double)j->steady.other_ns / tot);
+  }
+  fflush(stdout);
+  if (f->outputs) TS_CHECK_GOTO(ts_interp_write_outputs(f->outputs, got, diag), st, done);
+  if (f->trace) {
+    TS_CHECK_GOTO(run_trace_write(f->trace, ts_rt_program_instr_names(j->prog), W,
+                                  (const ts_rt_event_t *const *)j->events, j->nevents, NULL, diag),
+                  st, done);
+    printf("trace: %s (%d ranks)\n", f->trace, W);
+  }
+  if (f->check) {
+    int nref = j->partitioned ? 0 : W;
+    int nd = nref ? nref : 1;
+    want = ts_calloc((size_t)nd + 1, sizeof *want);
+    if (!want) {
+      st = TS_ERR_NOMEM;
+      goto done;
+    }
+    printf("check: the reference interpreter runs the same %lld step%s on one device\n", (long long)f->steps,
+           f->steps == 1 ? "" : "s");
+    fflush(stdout);
+    TS_CHECK_GOTO(reference_run(j, nref, false, want, diag), st, done);
+    int bad = 0;
+    if (j->partitioned) {
+      bad = ts_cli_compare_outputs(j->m, want[0], got, j->root_sv, j->douts, W, f->tolerance, &st);
+    } else {
+      ts_sharding_value_t *rep;
+      TS_CHECK_GOTO(ts_sharding_simple(j->m->arena, TS_SHARD_REPLICATED, &rep), st, done);
+      for (int d = 0; d < W && st == TS_OK; d++) {
+        if (W > 1) printf("device %d:\n", d);
+        bad += ts_cli_compare_outputs(j->m, want[d], j->douts[d], rep, &j->douts[d], 1, f->tolerance, &st);
+      }
+    }
+    if (st != TS_OK) goto done;
+    if (bad) {
+      printf("check: MISMATCH in %d output%s\n", bad, bad == 1 ? "" : "s");
+      st = TS_ERR_CHECK_FAILED;
+    } else {
+      printf("check: match (%d devices, %lld step%s, tolerance %g)\n", W, (long long)f->steps,
+             f->steps == 1 ? "" : "s", f->tolerance);
+    }
+  }
+done:
+  fflush(stdout);
+  if (want)
+    for (int d = 0; d < (j->partitioned ? 1 : W); d++) ts_value_unref(want[d]);
+  ts_free(want);
+  ts_value_unref(got);
+  return st;
+}
+
+/* ---- setup -------------------------------------------------------------------- */
+
+/* Reads the module, picks the partition count, partitions. */
+static ts_status_t prepare(job_t *j, char **text, ts_diag_t *diag) {
+  const run_flags_t *f = j->f;
+  ts_hlo_verify_opts_t vopts = {.replica_count = f->replicas, .num_partitions = f->partitions};
+  if (f->reference && f->devices > 1 && !f->partitions && !f->replicas) vopts.num_partitions = f->devices;
+  TS_CHECK(ts_cli_read_module(f->path, &vopts, text, &j->m, diag));
+  ts_hlo_module_t *m = j->m;
+  bool any;
+  int64_t named = sharding_devices(m, &any);
+  j->R = f->replicas ? f->replicas : m->replica_count > 0 ? m->replica_count : 1;
+  j->P = f->partitions ? f->partitions
+         : m->num_partitions > 1 ? m->num_partitions
+         : named > 1 ? named
+                     : j->env.ndevices / j->R;
+  if (j->P < 1) j->P = 1;
+  j->np = m->entry->nparams;
+  j->nleaves = shape_leaves(m->entry->root->shape);
+  j->is_weight = ts_calloc((size_t)j->np + 1, sizeof *j->is_weight);
+  j->out_param = ts_calloc((size_t)j->nleaves + 1, sizeof *j->out_param);
+  j->param_sv = ts_calloc((size_t)j->np + 1, sizeof *j->param_sv);
+  j->init = ts_calloc((size_t)j->np + 1, sizeof *j->init);
+  if (!j->is_weight || !j->out_param || !j->param_sv || !j->init) return TS_ERR_NOMEM;
+  alias_map(m, j->out_param, j->nleaves);
+  for (int k = 0; k < j->nleaves; k++)
+    if (j->out_param[k] >= 0) j->is_weight[j->out_param[k]] = true;
+  j->inputs = (run_inputs_t){.m = m, .dir = f->inputs, .seed = f->seed, .is_weight = j->is_weight};
+  return TS_OK;
+}
+
+static ts_status_t partition(job_t *j, ts_diag_t *diag) {
+  const run_flags_t *f = j->f;
+  ts_hlo_module_t *m = j->m;
+  bool any;
+  sharding_devices(m, &any);
+  if (j->R * j->P != j->env.ndevices && !f->compile_only) {
+    ts_diag_plain(diag, "the module runs on %lld devices (num_partitions=%lld x replica_count=%lld) but the job has "
+                  "%d; launch %lld (mpirun -np %lld, or --devices %lld) or set --num-partitions",
+                  (long long)(j->R * j->P), (long long)j->P, (long long)j->R, j->env.ndevices,
+                  (long long)(j->R * j->P), (long long)(j->R * j->P), (long long)(j->R * j->P));
+    return TS_ERR_INVALID_USAGE;
+  }
+  j->partitioned = any && j->P > 1;
+  if (j->partitioned) {
+    ts_partition_opts_t popts = f->popts;
+    popts.num_partitions = j->P;
+    TS_CHECK(ts_partition(m, &popts, &j->pm, diag));
+    ts_hlo_verify_opts_t pv = {.num_partitions = j->P, .replica_count = j->R};
+    ts_diag_t vd = {0};
+    ts_status_t st = ts_hlo_verify(j->pm, &pv, &vd);
+    if (st != TS_OK) {
+      ts_diag_plain(diag, "the partitioned module does not verify (a partitioner bug): %s",
+                    vd.text ? vd.text : ts_status_string(st));
+      ts_diag_free(&vd);
+      return TS_ERR_INTERNAL;
+    }
+    for (int p = 0; p < j->np; p++)
+      if (sharding_of(m, m->entry->params[p], &j->param_sv[p]) != TS_OK) {
+        ts_diag_plain(diag, "the sharding of parameter %d does not fit its shape", p);
+        return TS_ERR_INVALID_ARGUMENT;
+      }
+    if (sharding_of(m, m->entry->root, &j->root_sv) != TS_OK) {
+      ts_diag_plain(diag, "the sharding of the root does not fit its shape");
+      return TS_ERR_INVALID_ARGUMENT;
+    }
+  } else {
+    j->pm = m;
+  }
+  ts_rt_program_opts_t po = {.replica_count = j->R, .num_partitions = j->P};
+  TS_CHECK(ts_rt_program_create(j->pm, &po, &j->prog, diag));
+  j->first_leaf = ts_calloc((size_t)j->np + 1, sizeof *j->first_leaf);
+  if (!j->first_leaf) return TS_ERR_NOMEM;
+  for (int p = 0; p < j->np; p++) j->first_leaf[p] = -1;
+  for (int i = ts_rt_program_ninputs(j->prog) - 1; i >= 0; i--) j->first_leaf[ts_rt_program_input_param(j->prog, i)] = i;
+  return TS_OK;
+}
+
+static void print_compile_only(job_t *j) {
+  ts_rt_memory_t mem;
+  ts_rt_program_memory(j->prog, &mem);
+  int ninstr = 0;
+  for (int c = 0; c < j->pm->ncomps; c++) ninstr += j->pm->comps[c]->ninstrs;
+  printf("%s: %s for %lld devices (%lld replica%s x %lld partitions): %d instructions in %d computations\n",
+         j->f->path, j->partitioned ? "partitioned" : "per-device program", (long long)(j->R * j->P),
+         (long long)j->R, j->R == 1 ? "" : "s", (long long)j->P, ninstr, j->pm->ncomps);
+  printf("per-device memory (buffer assignment): peak ");
+  ts_cli_print_bytes(stdout, mem.peak);
+  printf(" = inputs ");
+  ts_cli_print_bytes(stdout, mem.inputs);
+  printf(" + outputs ");
+  ts_cli_print_bytes(stdout, mem.outputs);
+  printf(" + temporaries ");
+  ts_cli_print_bytes(stdout, mem.temps);
+  printf("; constants ");
+  ts_cli_print_bytes(stdout, mem.constants);
+  printf("; without buffer reuse ");
+  ts_cli_print_bytes(stdout, mem.naive);
+  printf("\n");
+  ts_cli_coll_stats_t cs;
+  ts_cli_count_collectives(j->pm, &cs);
+  ts_cli_print_collectives(&cs);
+  fflush(stdout);
+}
+
+/* The world: one communicator per local device. */
+static ts_status_t make_world(job_t *j, ts_diag_t *diag) {
+  const run_flags_t *f = j->f;
+  j->nlocal = j->env.mode == RUN_THREADS ? j->env.ndevices : 1;
+  j->first = j->env.mode == RUN_THREADS ? 0 : j->env.rank;
+  j->comms = ts_calloc((size_t)j->nlocal + 1, sizeof *j->comms);
+  if (!j->comms) return TS_ERR_NOMEM;
+  ts_status_t st = TS_OK;
+  switch (j->env.mode) {
+  case RUN_THREADS: st = ts_coll_comm_create_threads(j->nlocal, j->comms); break;
+  case RUN_MPI:
+    st = ts_coll_comm_create_mpi(f->backend, &j->comms[0]);
+    if (st != TS_OK) ts_diag_plain(diag, "cannot create the %s world: %s", ts_coll_backend_name(f->backend), ts_status_string(st));
+    break;
+  case RUN_TCP:
+    st = ts_coll_comm_create_tcp(f->address, j->env.rank, j->env.size, TS_COLL_BACKEND_UCX, f->timeout, &j->comms[0]);
+    if (st != TS_OK) ts_diag_plain(diag, "no world at %s within %.0f s: %s", f->address, f->timeout, ts_status_string(st));
+    break;
+  }
+  if (st != TS_OK) return st;
+  for (int l = 0; l < j->nlocal; l++) ts_coll_comm_set_timeout(j->comms[l], f->timeout);
+  /* Slices: hosts by default. */
+  int hosts = 1;
+  if (j->env.mode != RUN_THREADS) TS_CHECK(run_count_hosts(j->comms[0], j->env.host, &hosts));
+  j->slices = f->slices ? (int)f->slices : hosts;
+  if (j->env.ndevices % j->slices != 0) {
+    ts_diag_plain(diag, "--slices %d does not divide the %d devices", j->slices, j->env.ndevices);
+    return TS_ERR_INVALID_USAGE;
+  }
+  return TS_OK;
+}
+
+static ts_status_t run_job(job_t *j, ts_diag_t *diag) {
+  const run_flags_t *f = j->f;
+  TS_CHECK(make_world(j, diag));
+  int W = j->env.ndevices;
+  /* Cores: each device on this host gets its share, BLAS included. */
+  int per_host = j->env.mode == RUN_THREADS ? j->nlocal : j->env.local_size;
+  int cores = 1;
+  if (f->bind && j->env.mode != RUN_THREADS) cores = run_bind(j->env.local_rank, per_host, true);
+  else if (f->bind) cores = run_bind(-1, per_host, false);
+  ts_interp_set_blas_threads(cores);
+  j->status = ts_calloc((size_t)j->nlocal, sizeof *j->status);
+  j->diags = ts_calloc((size_t)j->nlocal, sizeof *j->diags);
+  j->progress = ts_calloc((size_t)j->nlocal, sizeof *j->progress);
+  bool rank0 = j->first == 0;
+  if (rank0) {
+    j->douts = ts_calloc((size_t)W, sizeof *j->douts);
+    j->events = ts_calloc((size_t)W, sizeof *j->events);
+    j->nevents = ts_calloc((size_t)W, sizeof *j->nevents);
+    j->step_ms = ts_calloc((size_t)f->steps, sizeof *j->step_ms);
+    j->loss = ts_calloc((size_t)f->steps, sizeof *j->loss);
+  }
+  if (!j->status || !j->diags || !j->progress ||
+      (rank0 && (!j->douts || !j->events || !j->nevents || !j->step_ms || !j->loss)))
+    return TS_ERR_NOMEM;
+  for (int l = 0; l < j->nlocal; l++) {
+    ts_hang_progress_t *p = &j->progress[l];
+    snprintf(p->module_name, sizeof p->module_name, "%s", j->m->name ? j->m->name : "");
+    p->rank = (int32_t)(j->first + l);
+    p->size = W;
+    snprintf(p->host, sizeof p->host, "%s", j->env.host);
+  }
+  if (f->steps > 1) {
+    bool any_data = false;
+    for (int p = 0; p < j->np; p++) any_data |= !j->is_weight[p];
+    if (any_data) TS_CHECK(run_feeder_start(&j->inputs, 2, f->steps, 2, j->nlocal, &j->feeder));
+  }
+  if (j->env.mode == RUN_THREADS) {
+    pthread_t *th = ts_calloc((size_t)j->nlocal, sizeof *th);
+    worker_t *w = ts_calloc((size_t)j->nlocal, sizeof *w);
+    if (!th || !w) {
+      ts_free(th);
+      ts_free(w);
+      return TS_ERR_NOMEM;
+    }
+    int started = 0;
+    for (; started < j->nlocal; started++) {
+      w[started] = (worker_t){j, started};
+      if (pthread_create(&th[started], NULL, worker_main, &w[started]) != 0) break;
+    }
+    if (started < j->nlocal) ts_coll_comm_abort(j->comms[0], TS_ERR_SYSTEM);
+    for (int l = 0; l < started; l++) pthread_join(th[l], NULL);
+    for (int l = started; l < j->nlocal; l++) j->status[l] = TS_ERR_SYSTEM;
+    ts_free(th);
+    ts_free(w);
+  } else {
+    j->status[0] = device_work(j, 0, &j->diags[0]);
+  }
+  /* The first real error (a peer's abort is only its echo). */
+  ts_status_t st = TS_OK;
+  int who = -1;
+  for (int l = 0; l < j->nlocal; l++)
+    if (j->status[l] != TS_OK && (st == TS_OK || (st == TS_ERR_REMOTE && j->status[l] != TS_ERR_REMOTE))) {
+      st = j->status[l];
+      who = l;
+    }
+  if (st != TS_OK) {
+    if (st != TS_ERR_REMOTE || j->env.mode == RUN_THREADS) {
+      const char *why = j->diags[who].text;
+      ts_diag_plain(diag, "rank %d: %s", j->first + who, why && *why ? why : ts_status_string(st));
+    } else {
+      ts_diag_plain(diag, "rank %d: stopped: another rank failed", j->first + who);
+    }
+    return st;
+  }
+  if (rank0) return finish_rank0(j, diag);
+  return TS_OK;
+}
+
+static void job_free(job_t *j) {
+  run_feeder_stop(j->feeder);
+  int W = j->env.ndevices;
+  if (j->douts)
+    for (int w = 0; w < W; w++) ts_value_unref(j->douts[w]);
+  if (j->events)
+    for (int w = 0; w < W; w++) ts_free(j->events[w]);
+  ts_free(j->douts);
+  ts_free(j->events);
+  ts_free(j->nevents);
+  ts_free(j->step_ms);
+  ts_free(j->loss);
+  if (j->diags)
+    for (int l = 0; l < j->nlocal; l++) ts_diag_free(&j->diags[l]);
+  ts_free(j->diags);
+  ts_free(j->status);
+  ts_free(j->progress);
+  if (j->comms)
+    for (int l = 0; l < j->nlocal; l++) ts_coll_comm_destroy(j->comms[l]);
+  ts_free(j->comms);
+  ts_rt_program_destroy(j->prog);
+  if (j->init)
+    for (int p = 0; p < j->np; p++) ts_value_unref(j->init[p]);
+  ts_free(j->init);
+  ts_free(j->first_leaf);
+  ts_free(j->is_weight);
+  ts_free(j->out_param);
+  ts_free(j->param_sv);
+  if (j->pm != j->m) ts_hlo_module_destroy(j->pm);
+  ts_hlo_module_destroy(j->m);
+}
+
+/* ---- flags -------------------------------------------------------------------- */
 
 static bool parse_seed(const char *s, uint64_t *out) {
   char *end;
@@ -50,51 +870,37 @@ static bool parse_seed(const char *s, uint64_t *out) {
   return true;
 }
 
-static double now_ms(void) {
-  struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return (double)t.tv_sec * 1e3 + (double)t.tv_nsec / 1e6;
-}
-
-/* One summary line per leaf; returns the first scalar float (the loss), NAN
- * when there is none. */
-static double summarize(ts_value_t *result) {
-  ts_array_t leaves[4096];
-  int n = ts_value_leaves(result, leaves, 4096);
-  double loss = NAN;
-  for (int k = 0; k < n && k < 4096; k++) {
-    const ts_array_t *a = &leaves[k];
-    int64_t cnt = ts_array_count(a), finite = 0;
-    double lo = INFINITY, hi = -INFINITY, sum = 0;
-    bool is_float = ts_elem_is_float(a->elem) || ts_elem_is_complex(a->elem);
-    for (int64_t j = 0; j < cnt; j++) {
-      double v;
-      if (ts_elem_is_float(a->elem) || ts_elem_is_complex(a->elem)) {
-        double re, im;
-        ts_load_c(a->elem, a->data, j, &re, &im);
-        v = re;
-        if (!isfinite(re) || !isfinite(im)) continue;
-      } else if (ts_elem_is_unsigned_int(a->elem)) {
-        v = (double)(uint64_t)ts_load_i(a->elem, a->data, j);
-      } else {
-        v = (double)ts_load_i(a->elem, a->data, j);
-      }
-      finite++;
-      if (v < lo) lo = v;
-      if (v > hi) hi = v;
-      sum += v;
-    }
-    if (is_float && a->rank == 0 && isnan(loss) && ts_elem_is_float(a->elem)) loss = ts_load_f(a->elem, a->data, 0);
-    printf("out%d %s[", k, ts_elem_name(a->elem));
-    for (int d = 0; d < a->rank; d++) printf(d ? ",%lld" : "%lld", (long long)a->dims[d]);
-    printf("] finite %lld/%lld", (long long)finite, (long long)cnt);
-    if (finite) printf(" min %.6g max %.6g mean %.6g", lo, hi, sum / (double)finite);
-    printf("\n");
+static bool parse_positive(const char *flag, const char *s, double *out) {
+  char *end;
+  errno = 0;
+  double v = strtod(s, &end);
+  if (errno || end == s || *end || !(v > 0) || !isfinite(v)) {
+    fprintf(stderr, "tessera run: error: %s wants a positive number, got '%s'\n", flag, s);
+    return false;
   }
-  return loss;
+  *out = v;
+  return true;
 }
 
-int ts_cmd_run(int argc, char **argv) {
+static bool parse_task_id(const char *s, int64_t *out) {
+  char *end;
+  errno = 0;
+  long long v = strtoll(s, &end, 10);
+  if (errno || end == s || *end || v < 0) {
+    fprintf(stderr, "tessera run: error: --task_id wants a non-negative integer, got '%s'\n", s);
+    return false;
+  }
+  *out = v;
+  return true;
+}
+
+enum {
+  OPT_STEPS = 0x200, OPT_LOOP, OPT_CHECK, OPT_TOL, OPT_COMPILE_ONLY, OPT_TRACE, OPT_SLICES, OPT_BACKEND,
+  OPT_TIMEOUT, OPT_NO_BIND, OPT_REFERENCE, OPT_TASK, OPT_NODES, OPT_ADDRESS,
+};
+
+/* Parses argv into f; returns -1 to go on, else the exit code. */
+static int parse_flags(int argc, char **argv, run_flags_t *f) {
   static const struct option opts[] = {
       {"devices", required_argument, NULL, 'd'},
       {"inputs", required_argument, NULL, 'i'},
@@ -103,32 +909,69 @@ int ts_cmd_run(int argc, char **argv) {
       {"num-partitions", required_argument, NULL, 'p'},
       {"replica-count", required_argument, NULL, 'R'},
       {"trap-nonfinite", no_argument, NULL, 'T'},
+      {"steps", required_argument, NULL, OPT_STEPS},
+      {"loop", no_argument, NULL, OPT_LOOP},
+      {"check", no_argument, NULL, OPT_CHECK},
+      {"tolerance", required_argument, NULL, OPT_TOL},
+      {"compile-only", no_argument, NULL, OPT_COMPILE_ONLY},
+      {"trace", required_argument, NULL, OPT_TRACE},
+      {"slices", required_argument, NULL, OPT_SLICES},
+      {"backend", required_argument, NULL, OPT_BACKEND},
+      {"timeout", required_argument, NULL, OPT_TIMEOUT},
+      {"no-bind", no_argument, NULL, OPT_NO_BIND},
+      {"reference", no_argument, NULL, OPT_REFERENCE},
+      {"task_id", required_argument, NULL, OPT_TASK},
+      {"num_nodes", required_argument, NULL, OPT_NODES},
+      {"address", required_argument, NULL, OPT_ADDRESS},
       {"help", no_argument, NULL, 'h'},
+      TS_PARTITION_FLAG_OPTIONS,
       {NULL, 0, NULL, 0},
   };
-  int64_t devices = 0, partitions = 0, replicas = 0;
-  const char *inputs = NULL, *outputs = NULL;
-  uint64_t seed = 0;
-  bool seeded = false, trap = false;
+  *f = (run_flags_t){.steps = 1, .task_id = -1, .tolerance = 1e-4, .timeout = 300, .bind = true,
+                     .backend = TS_COLL_BACKEND_MPI};
+  ts_partition_opts_default(&f->popts);
   int c;
   opterr = 0;
   while ((c = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
     switch (c) {
-    case 'd': if (!ts_cli_parse_count("run", "--devices", optarg, &devices)) return 2; break;
-    case 'i': inputs = optarg; break;
-    case 'r': if (!parse_seed(optarg, &seed)) return 2; seeded = true; break;
-    case 'o': outputs = optarg; break;
-    case 'p': if (!ts_cli_parse_count("run", "--num-partitions", optarg, &partitions)) return 2; break;
-    case 'R': if (!ts_cli_parse_count("run", "--replica-count", optarg, &replicas)) return 2; break;
-    case 'T': trap = true; break;
+    case 'd': if (!ts_cli_parse_count("run", "--devices", optarg, &f->devices)) return 2; break;
+    case 'i': f->inputs = optarg; break;
+    case 'r': if (!parse_seed(optarg, &f->seed)) return 2; f->seeded = true; break;
+    case 'o': f->outputs = optarg; break;
+    case 'p': if (!ts_cli_parse_count("run", "--num-partitions", optarg, &f->partitions)) return 2; break;
+    case 'R': if (!ts_cli_parse_count("run", "--replica-count", optarg, &f->replicas)) return 2; break;
+    case 'T': f->trap = true; break;
+    case OPT_STEPS: if (!ts_cli_parse_count("run", "--steps", optarg, &f->steps)) return 2; break;
+    case OPT_LOOP: f->loop = true; break;
+    case OPT_CHECK: f->check = true; break;
+    case OPT_TOL: if (!parse_positive("--tolerance", optarg, &f->tolerance)) return 2; break;
+    case OPT_COMPILE_ONLY: f->compile_only = true; break;
+    case OPT_TRACE: f->trace = optarg; break;
+    case OPT_SLICES: if (!ts_cli_parse_count("run", "--slices", optarg, &f->slices)) return 2; break;
+    case OPT_BACKEND:
+      if (!ts_coll_backend_from_name(optarg, &f->backend) ||
+          (f->backend != TS_COLL_BACKEND_MPI && f->backend != TS_COLL_BACKEND_UCX)) {
+        fprintf(stderr, "tessera run: error: --backend wants mpi or ucx, got '%s'\n", optarg);
+        return 2;
+      }
+      break;
+    case OPT_TIMEOUT: if (!parse_positive("--timeout", optarg, &f->timeout)) return 2; break;
+    case OPT_NO_BIND: f->bind = false; break;
+    case OPT_REFERENCE: f->reference = true; break;
+    case OPT_TASK: if (!parse_task_id(optarg, &f->task_id)) return 2; break;
+    case OPT_NODES: if (!ts_cli_parse_count("run", "--num_nodes", optarg, &f->num_nodes)) return 2; break;
+    case OPT_ADDRESS: f->address = optarg; break;
     case 'h': usage(stdout); return 0;
     case ':':
       fprintf(stderr, "tessera run: error: option '%s' needs a value\n", argv[optind - 1]);
       return 2;
-    default:
+    case '?':
       fprintf(stderr, "tessera run: error: unknown option '%s'\n", argv[optind - 1]);
       usage(stderr);
       return 2;
+    default:
+      if (!ts_partition_flag_parse("run", c, optarg, &f->popts)) return 2;
+      break;
     }
   }
   if (optind != argc - 1) {
@@ -136,72 +979,77 @@ int ts_cmd_run(int argc, char **argv) {
     usage(stderr);
     return 2;
   }
-  if (devices == 0) {
-    fprintf(stderr, "tessera run: error: say how many devices with --devices N (N = 1 runs the reference interpreter)\n");
-    return 2;
-  }
-  if (inputs && seeded) {
+  f->path = argv[optind];
+  if (f->inputs && f->seeded) {
     fprintf(stderr, "tessera run: error: --inputs and --random-inputs exclude each other\n");
     return 2;
   }
-  if (devices > 1024) {
-    fprintf(stderr, "tessera run: error: --devices %lld: one process simulates at most 1024 devices\n", (long long)devices);
+  if (f->devices > 1024) {
+    fprintf(stderr, "tessera run: error: --devices %lld: one process runs at most 1024 devices\n", (long long)f->devices);
     return 2;
   }
-  const char *path = argv[optind];
+  return -1;
+}
+
+static void report(ts_status_t st, ts_diag_t *diag) {
+  if (st >= 0 || (st == TS_ERR_CHECK_FAILED && !diag->text)) return;
+  if (diag->text) {
+    const char *t = diag->text;
+    if (strncmp(t, "error: ", 7) == 0) fprintf(stderr, "tessera run: %s", t);
+    else if (strncmp(t, "rank ", 5) == 0) fprintf(stderr, "tessera run: %s", t);
+    else fputs(t, stderr);
+    if (t[0] && t[strlen(t) - 1] != '\n') fputc('\n', stderr);
+  } else {
+    fprintf(stderr, "tessera run: error: %s\n", ts_status_string(st));
+  }
+  fflush(stderr);
+}
+
+int ts_cmd_run(int argc, char **argv) {
+  run_flags_t f;
+  int rc = parse_flags(argc, argv, &f);
+  if (rc >= 0) return rc;
   ts_diag_t diag = {0};
-  ts_hlo_module_t *m = NULL;
-  ts_interp_t *it = NULL;
+  job_t j = {.f = &f};
   char *text = NULL;
-  ts_value_t **args = NULL, **outs = NULL;
-  int np = 0, ndev = 0;
-  ts_hlo_verify_opts_t vopts = {.replica_count = replicas, .num_partitions = partitions};
-  if (devices > 1 && !partitions && !replicas) vopts.num_partitions = devices;
+  bool mpi = false;
   ts_status_t st;
-  TS_CHECK_GOTO(ts_cli_read_module(path, &vopts, &text, &m, &diag), st, done);
-  ts_interp_opts_t io = {.ndevices = devices > 1 ? (int)devices : 0, .num_partitions = partitions,
-                         .replica_count = replicas, .trap_nonfinite = trap};
-  TS_CHECK_GOTO(ts_interp_create(m, &io, &it, &diag), st, done);
-  np = m->entry->nparams;
-  ndev = ts_interp_ndevices(it);
-  args = ts_calloc((size_t)(np * ndev) + 1, sizeof *args);
-  outs = ts_calloc((size_t)ndev + 1, sizeof *outs);
-  if (!args || !outs) {
-    st = TS_ERR_NOMEM;
+  TS_CHECK_GOTO(run_env_detect(f.devices, f.task_id, f.num_nodes, f.address, f.compile_only, &j.env, &diag), st, done);
+  TS_CHECK_GOTO(prepare(&j, &text, &diag), st, done);
+  bool reference = f.reference || (j.env.mode == RUN_THREADS && j.env.ndevices == 1 && j.R * j.P > 1 && !f.compile_only);
+  /* Step 1's inputs (everything after is the feeder's, or the loop's). */
+  if (!f.compile_only)
+    for (int p = 0; p < j.np; p++) TS_CHECK_GOTO(run_param_value(&j.inputs, p, 1, &j.init[p], &diag), st, done);
+  if (reference) {
+    st = run_reference_mode(&j, &diag);
     goto done;
   }
-  /* Every device gets the same arguments. */
-  if (inputs) TS_CHECK_GOTO(ts_interp_load_args(m, inputs, args, &diag), st, done);
-  else TS_CHECK_GOTO(ts_interp_random_args(m, seed, args), st, done);
-  for (int d = 1; d < ndev; d++)
-    for (int p = 0; p < np; p++) args[d * np + p] = ts_value_ref(args[p]);
-  double t0 = now_ms();
-  TS_CHECK_GOTO(ts_interp_run(it, args, outs, &diag), st, done);
-  double t1 = now_ms();
-  double loss = summarize(outs[0]);
-  if (isnan(loss)) printf("step 1 time_ms %.3f\n", t1 - t0);
-  else printf("step 1 time_ms %.3f loss %.9g\n", t1 - t0, loss);
-  fflush(stdout);
-  if (outputs) st = ts_interp_write_outputs(outputs, outs[0], &diag);
-done:
-  if (st < 0) {
-    if (diag.text) {
-      fputs(diag.text, stderr);
-      if (diag.text[0] && diag.text[strlen(diag.text) - 1] != '\n') fputc('\n', stderr);
-    } else {
-      fprintf(stderr, "tessera run: error: %s\n", ts_status_string(st));
-    }
+  TS_CHECK_GOTO(partition(&j, &diag), st, done);
+  if (f.compile_only) {
+    if (j.env.rank == 0) print_compile_only(&j);
+    st = TS_OK;
+    goto done;
   }
-  if (args)
-    for (int k = 0; k < np * ndev; k++) ts_value_unref(args[k]);
-  if (outs)
-    for (int d = 0; d < ndev; d++) ts_value_unref(outs[d]);
-  ts_free(args);
-  ts_free(outs);
-  ts_interp_destroy(it);
+  if (j.env.mode == RUN_MPI) {
+    if ((st = ts_coll_mpi_init(&argc, &argv)) != TS_OK) {
+      ts_diag_plain(&diag, "cannot start MPI: %s", st == TS_ERR_UNSUPPORTED ? "this build has no MPI" : ts_status_string(st));
+      goto done;
+    }
+    mpi = true;
+  }
+  st = run_job(&j, &diag);
+done:
+  report(st, &diag);
+  fflush(stdout);
+  if (mpi && st != TS_OK && st != TS_ERR_CHECK_FAILED) {
+    /* A failed world: MPI_Finalize could wait for ranks that are gone.
+     * Leave now; mpirun sees the non-zero exit and stops the job. */
+    _exit(ts_status_exit_code(st));
+  }
+  job_free(&j);
   ts_interp_release_buffers();
-  ts_hlo_module_destroy(m);
   ts_free(text);
   ts_diag_free(&diag);
+  if (mpi) ts_coll_mpi_finalize();
   return ts_status_exit_code(st);
 }

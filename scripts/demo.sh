@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
-# Installs the dependencies, builds Tessera in build/, and runs `tessera opt`
-# and `tessera run` on the bundled example: a 2-layer MLP forward pass,
-# batch-sharded over 4 partitions, parsed, verified (shapes re-derived) and
-# printed back, then run by the reference interpreter on seeded inputs.
+# The main job on the bundled example: installs the dependencies, builds
+# Tessera in build/, and trains the sharded MLP of examples/mlp_train.hlo
+# (data-parallel x tensor-parallel over a 2x2 mesh) for 100 steps on 4 ranks
+# under mpirun, printing the loss as it falls:
+#   mpirun -np 4 tessera run examples/mlp_train.hlo --steps 100 --loop
+# (through scripts/mpirun.sh, which adds what a small host and a root user
+# need: --oversubscribe, --allow-run-as-root, --bind-to none).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
@@ -14,9 +17,5 @@ cmake -S . -B build "${gen[@]}" -DCMAKE_BUILD_TYPE=RelWithDebInfo
 cmake --build build -j2
 
 echo
-echo '$ ./build/launcher/tessera opt --stage=verified examples/mlp_sharded.hlo'
-./build/launcher/tessera opt --stage=verified examples/mlp_sharded.hlo
-
-echo
-echo '$ ./build/launcher/tessera run --devices 1 --random-inputs 0 examples/mlp_sharded.hlo'
-./build/launcher/tessera run --devices 1 --random-inputs 0 examples/mlp_sharded.hlo
+echo '$ mpirun -np 4 ./build/launcher/tessera run examples/mlp_train.hlo --steps 100 --loop'
+./scripts/mpirun.sh -np 4 ./build/launcher/tessera run examples/mlp_train.hlo --steps 100 --loop

@@ -23,7 +23,7 @@ function(ts_corpus_run file want)
   if(EXISTS ${real_hlo}/${file})
     add_test(NAME corpus.run.${file}
              COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/check_run.sh $<TARGET_FILE:tessera> ${real_hlo}/${file} ${want}
-                     --random-inputs 1 ${ARGN})
+                     --random-inputs 1 --reference ${ARGN})
     set(labels corpus)
     if(file IN_LIST heavy_runs)
       set(labels corpus heavy)
@@ -58,7 +58,7 @@ add_test(NAME run.npy_io COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/check_run_io.sh 
                                  ${CMAKE_CURRENT_SOURCE_DIR}/run)
 set_tests_properties(run.npy_io PROPERTIES LABELS unit TIMEOUT 60)
 set(ident ${CMAKE_CURRENT_SOURCE_DIR}/run/ident.hlo)
-ts_cli_test(run_no_devices 2 "tessera run: error: say how many devices with --devices N (N = 1 runs the reference interpreter)" run ${ident})
+ts_cli_test(run_no_devices 2 "tessera run: error: say how many devices with --devices N (N = 1 runs the reference interpreter), or launch under mpirun/srun, or give --task_id, --num_nodes and --address" run ${ident})
 ts_cli_test(run_bad_seed 2 "tessera run: error: --random-inputs wants a non-negative integer seed, got '-3'" run --devices 1 --random-inputs -3 ${ident})
 ts_cli_test(run_inputs_and_seed 2 "tessera run: error: --inputs and --random-inputs exclude each other" run --devices 1 --inputs /tmp --random-inputs 1 ${ident})
 ts_cli_test(run_no_file 2 "tessera run: error: no module file given" run --devices 1)

@@ -1,0 +1,52 @@
+# tessera run, the main job: the MLP training example in one process and
+# under mpirun (loss falls, final parameters match the reference), multislice,
+# --compile-only on MaxText, every sharded real_hlo module under mpirun with
+# --check, and the usage errors.
+set(job sh ${CMAKE_CURRENT_SOURCE_DIR}/run/check_job.sh)
+set(mlp ${CMAKE_SOURCE_DIR}/examples/mlp_train.hlo)
+function(ts_job_test name labels want np)
+  add_test(NAME ${name} COMMAND ${job} ${want} ${np} $<TARGET_FILE:tessera> ${ARGN})
+  set_tests_properties(${name} PROPERTIES LABELS "${labels}" TIMEOUT 600)
+endfunction()
+
+ts_job_test(run.mlp.devices4 unit ok,falls,match 0 --devices 4 --steps 20 --loop --check ${mlp})
+ts_job_test(run.mlp.devices4.slices2 unit ok,match,trace=cross-slice 0 --devices 4 --slices 2 --steps 3 --loop
+            --check --trace ${CMAKE_CURRENT_BINARY_DIR}/run_mlp_slices2.json ${mlp})
+ts_job_test(run.mlp.devices4.no_loop unit ok,match 0 --devices 4 --steps 3 --check ${mlp})
+ts_job_test(run.mlp.wrong_devices unit "rc=2:the module runs on 4 devices (num_partitions=4 x replica_count=1) but the job has 2" 0
+            --devices 2 ${mlp})
+ts_job_test(run.mlp.compile_only unit ok 0 --compile-only ${mlp})
+
+find_package(MPI COMPONENTS C QUIET)
+if(MPI_C_FOUND)
+  ts_job_test(run.mpi.mlp.np4 mpi ok,falls,match 4 --steps 20 --loop --check ${mlp})
+  ts_job_test(run.mpi.mlp.np4.slices2 mpi ok,falls,match,trace=cross-slice 4 --slices 2 --steps 20 --loop --check
+              --trace ${CMAKE_CURRENT_BINARY_DIR}/run_mpi_mlp_slices2.json ${mlp})
+  ts_job_test(run.mpi.mlp.wrong_np mpi "rc=2:but the job has 2" 2 ${mlp})
+endif()
+
+set(real_hlo ${TESSERA_SHARED_DIR}/corpus/real_hlo)
+set(maxtext ${TESSERA_SHARED_DIR}/corpus/real_hlo_large/nv_maxtext_1n1g_jit_train_step_before_optimization.hlo)
+if(EXISTS ${maxtext})
+  ts_job_test(run.compile_only.maxtext corpus ok 0 --compile-only --num-partitions 8 ${maxtext})
+endif()
+if(EXISTS ${real_hlo} AND MPI_C_FOUND)
+  # Every sharded module, at its partition count, checked against the reference.
+  foreach(case
+      "tensorflow__tensorflow__sharded_2_devices.hlo 2"
+      "tensorflow__tensorflow__spmd.hlo 2"
+      "tensorflow__tensorflow__spmd_8_devices.hlo 8"
+      "tensorflow__tensorflow__sharded_16_devices.hlo 16"
+      "tensorflow__tensorflow__sharded_computation.hlo 2"
+      "tensorflow__tensorflow__must_alias_with_sharding.hlo 1"
+      "tensorflow__tensorflow__dynamic_shaped_arguments.hlo 1")
+    separate_arguments(case)
+    list(GET case 0 file)
+    list(GET case 1 np)
+    ts_job_test(run.mpi.${file} "corpus;mpi" ok,match ${np} --check ${real_hlo}/${file})
+  endforeach()
+  # A custom-call with no defined meaning fails clearly on every rank.
+  ts_job_test(run.mpi.unidentified__unidentified__jit__fun_sdy_shard_map.hlo "corpus;mpi"
+              "rc=2:custom-call target \"ascend.matmul\" has no meaning" 8 --check
+              ${real_hlo}/unidentified__unidentified__jit__fun_sdy_shard_map.hlo)
+endif()
