@@ -515,7 +515,9 @@ static void dim_block(const ts_array_t *full, int dim, int parts, int part, void
   }
 }
 
-static char *scratch_of(rt_device_colls_t *dc, int coll) { return (char *)dc->scratch + dc->scratch_off[coll]; }
+static char *scratch_of(rt_device_colls_t *dc, int coll) {
+  return dc->scratch ? (char *)dc->scratch + dc->scratch_off[coll] : NULL;
+}
 
 /* A collective over a group of one device. */
 static void run_local(const ts_rt_program_t *p, const rt_coll_t *c, int64_t dev, rt_inflight_t *f) {

@@ -283,22 +283,28 @@ int main(int argc, char **argv) {
   ts_hlo_module_t *m = NULL, *pm = NULL;
   ts_rt_program_t *p = NULL;
   ts_interp_t *it = NULL;
+  ts_value_t **args = NULL, **want = NULL;
+  void ***got = NULL;
+  dev_t *t = NULL;
+  ts_coll_comm_t **comms = NULL;
+  pthread_t *th = NULL;
+  int ndev = 0, np = 0, nout = 0, steps = a.steps, first = 0, last = 0;
   if (ts_read_file(a.path, &text, &len, &diag) != TS_OK) {
     fprintf(stderr, "%s\n", diag.text);
-    return 1;
+    { rc = 1; goto out; }
   }
   ts_source_t src = {a.path, text, len};
   ts_hlo_verify_opts_t vo = {.num_partitions = a.partition, .replica_count = a.replicas};
   if (ts_hlo_parse(&src, NULL, &m, &diag) != TS_OK || ts_hlo_verify(m, &vo, &diag) != TS_OK) {
     fprintf(stderr, "%s\n", diag.text);
-    return 1;
+    { rc = 1; goto out; }
   }
   if (a.partition > 0) {
     a.popts.num_partitions = a.partition;
     ts_hlo_verify_opts_t pv = {.num_partitions = a.partition};
     if (ts_partition(m, &a.popts, &pm, &diag) != TS_OK || ts_hlo_verify(pm, &pv, &diag) != TS_OK) {
       printf("skipped: the partitioner cannot do this module: %s\n", diag.text);
-      return 77;
+      { rc = 77; goto out; }
     }
   } else {
     pm = m;
@@ -308,13 +314,13 @@ int main(int argc, char **argv) {
   if (a.expect_error) {
     bool ok = st != TS_OK && diag.text && strstr(diag.text, a.expect_error);
     printf("program create: %s\n", diag.text ? diag.text : "ok");
-    return ok ? 0 : 1;
+    { rc = ok ? 0 : 1; goto out; }
   }
   if (st != TS_OK) {
     fprintf(stderr, "program create failed: %s\n", diag.text);
-    return 1;
+    { rc = 1; goto out; }
   }
-  int ndev = a.devices > 0 ? a.devices : (int)(p->replicas * p->partitions);
+  ndev = a.devices > 0 ? a.devices : (int)(p->replicas * p->partitions);
   if (mpi_world) ndev = ts_coll_comm_size(mpi_world);
   ts_rt_memory_t mem;
   ts_rt_program_memory(p, &mem);
@@ -325,7 +331,7 @@ int main(int argc, char **argv) {
          (unsigned long long)mem.naive, (unsigned long long)mem.constants);
   if (mem.naive * (uint64_t)ndev * 3 > a.max_bytes) {
     printf("skipped: too large for this test (%llu B per device)\n", (unsigned long long)mem.naive);
-    return 77;
+    { rc = 77; goto out; }
   }
   if (a.expect_reuse) EXPECT(mem.peak < mem.naive);
   if (a.expect_inplace >= 0) {
@@ -336,21 +342,22 @@ int main(int argc, char **argv) {
   if (a.expect_copy >= 0) EXPECT(p->out_mode[a.expect_copy] == OUT_COPY);
 
   /* The oracle: the interpreter on every device, step by step. */
-  int np = pm->entry->nparams, nout = ts_rt_program_noutputs(p), steps = a.steps;
-  ts_value_t **args = calloc((size_t)(steps + 1) * (size_t)ndev * (size_t)np + 1, sizeof *args);
-  ts_value_t **want = calloc((size_t)steps * (size_t)ndev + 1, sizeof *want);
+  np = pm->entry->nparams;
+  nout = ts_rt_program_noutputs(p);
+  args = calloc((size_t)(steps + 1) * (size_t)ndev * (size_t)np + 1, sizeof *args);
+  want = calloc((size_t)steps * (size_t)ndev + 1, sizeof *want);
   ts_interp_opts_t io = {.ndevices = ndev, .replica_count = p->replicas};
   bool oracle = a.fail_dev < 0;
   if (oracle) {
     if (ts_interp_create(pm, &io, &it, &diag) != TS_OK) {
       fprintf(stderr, "interpreter: %s\n", diag.text);
-      return 1;
+      { rc = 1; goto out; }
     }
   }
   for (int d = 0; d < ndev; d++)
     if (ts_interp_random_args(pm, a.seed + (uint64_t)d, &args[(size_t)d * np]) != TS_OK) {
       fprintf(stderr, "cannot make the arguments\n");
-      return 1;
+      { rc = 1; goto out; }
     }
   for (int s = 0; s < steps && oracle; s++) {
     if (s == 0) {
@@ -374,7 +381,7 @@ int main(int argc, char **argv) {
     ts_value_t **sa = &args[(size_t)s * ndev * np], **na = &args[(size_t)(s + 1) * ndev * np];
     if (ts_interp_run(it, sa, &want[(size_t)s * ndev], &diag) != TS_OK) {
       fprintf(stderr, "interpreter run: %s\n", diag.text);
-      return 1;
+      { rc = 1; goto out; }
     }
     /* next step's arguments: aliased leaves take the outputs */
     for (int d = 0; d < ndev; d++) {
@@ -401,7 +408,7 @@ int main(int argc, char **argv) {
       for (size_t k = 0; k < (size_t)ndev * np; k++) args[(size_t)s * ndev * np + k] = ts_value_ref(args[k]);
 
   /* The runtime. */
-  void ***got = calloc((size_t)steps * (size_t)ndev + 1, sizeof *got);
+  got = calloc((size_t)steps * (size_t)ndev + 1, sizeof *got);
   for (int k = 0; k < steps * ndev; k++) {
     got[k] = calloc((size_t)nout + 1, sizeof **got);
     for (int o = 0; o < nout; o++) {
@@ -415,20 +422,21 @@ int main(int argc, char **argv) {
       if (!strcmp(ts_rt_program_instr_names(p)[k], a.fail_instr)) fail_g = k;
   if (a.fail_instr && fail_g < 0) {
     fprintf(stderr, "no instruction %s\n", a.fail_instr);
-    return 1;
+    { rc = 1; goto out; }
   }
-  dev_t *t = calloc((size_t)ndev, sizeof *t);
-  ts_coll_comm_t **comms = calloc((size_t)ndev + 1, sizeof *comms);
-  int first = 0, last = ndev;
+  t = calloc((size_t)ndev, sizeof *t);
+  comms = calloc((size_t)ndev + 1, sizeof *comms);
+  first = 0;
+  last = ndev;
   if (mpi_world) {
     comms[mpi_rank] = mpi_world;
     first = mpi_rank;
     last = mpi_rank + 1;
   } else if (ndev > 1 && ts_coll_comm_create_threads(ndev, comms) != TS_OK) {
     fprintf(stderr, "cannot create the threads world\n");
-    return 1;
+    { rc = 1; goto out; }
   }
-  pthread_t *th = calloc((size_t)ndev, sizeof *th);
+  th = calloc((size_t)ndev, sizeof *th);
   for (int d = first; d < last; d++) {
     t[d] = (dev_t){.a = &a, .p = p, .world = ndev > 1 ? comms[d] : NULL, .dev = d, .ndev = ndev, .np = np,
                    .args = args, .got = got, .fail_gindex = d == a.fail_dev ? fail_g : -1};
@@ -477,13 +485,15 @@ int main(int argc, char **argv) {
   else
     printf("result: FAILED (%d)\n", failures);
 
-  for (int d = first; d < last; d++) ts_diag_free(&t[d].diag);
-  if (!mpi_world)
+  rc = failures ? 1 : 0;
+out:
+  for (int d = first; t && d < last; d++) ts_diag_free(&t[d].diag);
+  if (!mpi_world && comms)
     for (int d = 0; d < ndev && ndev > 1; d++) ts_coll_comm_destroy(comms[d]);
-  for (size_t k = 0; k < (size_t)(steps + 1) * ndev * np; k++) ts_value_unref(args[k]);
-  for (size_t k = 0; k < (size_t)steps * ndev; k++) {
-    ts_value_unref(want[k]);
-    for (int o = 0; o < nout; o++) free(got[k][o]);
+  for (size_t k = 0; args && k < (size_t)(steps + 1) * ndev * np; k++) ts_value_unref(args[k]);
+  for (size_t k = 0; want && k < (size_t)steps * ndev; k++) ts_value_unref(want[k]);
+  for (size_t k = 0; got && k < (size_t)steps * ndev; k++) {
+    for (int o = 0; got[k] && o < nout; o++) free(got[k][o]);
     free(got[k]);
   }
   free(got);
@@ -503,5 +513,5 @@ int main(int argc, char **argv) {
     ts_coll_comm_destroy(mpi_world);
     ts_coll_mpi_finalize();
   }
-  return failures ? 1 : 0;
+  return rc;
 }
