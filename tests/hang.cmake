@@ -67,3 +67,34 @@ add_executable(bench_hang ${PROJECT_SOURCE_DIR}/bench/bench_hang.c)
 target_link_libraries(bench_hang PRIVATE ts_hang ts_coll ts_common)
 add_test(NAME bench-smoke.bench_hang COMMAND bench_hang --instrs 100000 --seconds 0.5)
 set_tests_properties(bench-smoke.bench_hang PROPERTIES LABELS bench-smoke TIMEOUT 60)
+
+# Under mpirun: 4 ranks of `tessera run` on the example training step with
+# each fault (label hang). They skip (77) until tessera run has the hang
+# detector's flags.
+find_package(MPI COMPONENTS C QUIET)
+if(MPI_C_FOUND)
+  set(hang_mpirun_cases
+    "bad_device|stall:rank=1:step=3|bad_device|1|"
+    "unknown_all_stall|stall:rank=all:step=3|unknown|-|"
+    "crash_rank0|crash:rank=0:step=3|unrecoverable_error|0|"
+    "crash_rank3|crash:rank=3:step=3|unrecoverable_error|3|"
+    "netdrop|netdrop:ranks=1,2:step=3|networking|1,2|"
+    "different_modules|module:rank=2|different_modules|2|"
+    "fingerprint_mismatch|fingerprint:rank=1|fingerprint_mismatch|1|"
+    "input_stall|input-stall:rank=2:step=3|data_input_stall|2|"
+    "slow_step_no_false_positive|slow:rank=2:step=3:seconds=4|none|-|"
+    "straggler|slow:rank=1|none|-|--straggler 1")
+  foreach(c ${hang_mpirun_cases})
+    string(REPLACE "|" ";" f "${c}")
+    list(GET f 0 name)
+    list(GET f 1 fault)
+    list(GET f 2 cause)
+    list(GET f 3 culprits)
+    list(GET f 4 extra)
+    separate_arguments(extra UNIX_COMMAND "${extra}")
+    add_test(NAME hang.mpirun.${name}
+             COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/hang/mpirun_fault.sh $<TARGET_FILE:tessera>
+                     ${PROJECT_SOURCE_DIR}/examples/mlp_train.hlo ${fault} ${cause} ${culprits} ${extra})
+    set_tests_properties(hang.mpirun.${name} PROPERTIES LABELS "hang;mpi" TIMEOUT 180 SKIP_RETURN_CODE 77)
+  endforeach()
+endif()
