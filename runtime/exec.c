@@ -18,6 +18,8 @@ struct ts_rt_device {
   void ***bufdata;            /* per computation: buffer -> data */
   ts_array_t **views;         /* per computation: every step's in views, then its out views */
   size_t **view_off;          /* per computation: step -> first view */
+  void **ptrs;                /* root pointers of called computations, a region per step */
+  size_t **ptr_off;           /* per computation: step -> its region of ptrs */
   int **infl;                 /* per computation: step -> in-flight slot (collective starts), -1 */
   rt_inflight_t *inflight;
   int ninflight;
@@ -94,14 +96,11 @@ static void root_ptrs(ts_rt_device_t *d, int ci, void **out) {
   for (int j = 0; j < rc->nroot; j++) out[j] = d->bufdata[ci][rc->slot_buf[rc->root_slot + j]];
 }
 
-static ts_status_t run_while(ts_rt_device_t *d, const rt_step_t *s, ts_array_t *in, ts_array_t *out) {
+static ts_status_t run_while(ts_rt_device_t *d, const rt_step_t *s, ts_array_t *in, ts_array_t *out, void **roots) {
   const ts_rt_program_t *p = d->p;
   int cond = s->callee[0], body = s->callee[1];
   const rt_comp_t *bc = &p->comps[body];
   for (int k = 0; k < s->nout; k++) memcpy(out[k].data, in[k].data, ts_array_bytes(&out[k]));
-  void *stackp[64], **roots = s->nout <= 64 ? stackp : NULL;
-  /* the loop state is at most a few hundred leaves: keep it on the stack */
-  if (!roots) return ts_kernel_fail(&d->ctx[d->depth], s->instr, TS_ERR_UNSUPPORTED, "loop state of more than 64 leaves");
   for (;;) {
     TS_CHECK(run_comp(d, cond, out, false));
     void *pr;
@@ -165,9 +164,9 @@ static ts_status_t run_step(ts_rt_device_t *d, int ci, int si, bool entry) {
     break;
   case ST_CALL: {
     int callee = s->callee[0];
-    void *stackp[256], **roots = stackp;
+    void **roots = d->ptrs + d->ptr_off[ci][si];
     const rt_comp_t *cc = &p->comps[callee];
-    if (cc->nroot > 256 || cc->nroot != s->zero_from)
+    if (cc->nroot != s->zero_from)
       return ts_kernel_fail(ctx, s->instr, TS_ERR_UNSUPPORTED, "called computation with %d result leaves", cc->nroot);
     st = run_comp(d, callee, in, false);
     if (st != TS_OK) break;
@@ -177,7 +176,7 @@ static ts_status_t run_step(ts_rt_device_t *d, int ci, int si, bool entry) {
     break;
   }
   case ST_WHILE:
-    st = run_while(d, s, in, out);
+    st = run_while(d, s, in, out, d->ptrs + d->ptr_off[ci][si]);
     break;
   case ST_COND: {
     int64_t x = ts_load_i(in[0].elem, in[0].data, 0);
@@ -185,8 +184,8 @@ static ts_status_t run_step(ts_rt_device_t *d, int ci, int si, bool entry) {
     if (s->instr->ops[0]->shape->elem == TS_PRED) b = x ? 0 : 1;
     else b = x < 0 || x >= nb ? nb - 1 : (int)x; /* out of range: the last branch */
     const rt_comp_t *cc = &p->comps[s->callee[b]];
-    void *stackp[256];
-    if (cc->nroot > 256 || cc->nroot != s->nout)
+    void **stackp = d->ptrs + d->ptr_off[ci][si];
+    if (cc->nroot != s->nout)
       return ts_kernel_fail(ctx, s->instr, TS_ERR_UNSUPPORTED, "branch with %d result leaves", cc->nroot);
     st = run_comp(d, s->callee[b], in + s->branch_arg[b], false);
     if (st != TS_OK) break;
@@ -348,10 +347,11 @@ ts_status_t ts_rt_device_create(const ts_rt_program_t *p, const ts_rt_device_opt
   d->bufdata = ts_calloc((size_t)nc + 1, sizeof *d->bufdata);
   d->views = ts_calloc((size_t)nc + 1, sizeof *d->views);
   d->view_off = ts_calloc((size_t)nc + 1, sizeof *d->view_off);
+  d->ptr_off = ts_calloc((size_t)nc + 1, sizeof *d->ptr_off);
   d->infl = ts_calloc((size_t)nc + 1, sizeof *d->infl);
   d->inputs = ts_calloc((size_t)p->ninputs + 1, sizeof *d->inputs);
   d->outputs = ts_calloc((size_t)p->noutputs + 1, sizeof *d->outputs);
-  if (!d->bufdata || !d->views || !d->view_off || !d->infl || !d->inputs || !d->outputs) goto nomem;
+  if (!d->bufdata || !d->views || !d->view_off || !d->ptr_off || !d->infl || !d->inputs || !d->outputs) goto nomem;
   /* one block: inputs, then every computation's arena */
   size_t total = 0;
   const rt_comp_t *ec = &p->comps[p->entry];
@@ -376,17 +376,19 @@ ts_status_t ts_rt_device_create(const ts_rt_program_t *p, const ts_rt_device_opt
     at += align_up(ec->bufs[ec->param_buf[i]].bytes);
   }
   int ninfl = 0;
+  size_t nptrs = 0;
   for (int c = 0; c < nc; c++) {
     const rt_comp_t *rc = &p->comps[c];
     char *arena = base ? base + at : NULL;
     at += align_up(rc->arena_bytes);
     d->bufdata[c] = ts_calloc((size_t)rc->nbufs + 1, sizeof **d->bufdata);
     d->view_off[c] = ts_calloc((size_t)rc->nsteps + 1, sizeof **d->view_off);
+    d->ptr_off[c] = ts_calloc((size_t)rc->nsteps + 1, sizeof **d->ptr_off);
     d->infl[c] = ts_calloc((size_t)rc->nsteps + 1, sizeof **d->infl);
     size_t nv = 0;
     for (int s = 0; s < rc->nsteps; s++) nv += (size_t)(rc->steps[s].nin + rc->steps[s].nout);
     d->views[c] = ts_calloc(nv + 1, sizeof **d->views);
-    if (!d->bufdata[c] || !d->view_off[c] || !d->infl[c] || !d->views[c]) goto nomem;
+    if (!d->bufdata[c] || !d->view_off[c] || !d->ptr_off[c] || !d->infl[c] || !d->views[c]) goto nomem;
     for (int b = 0; b < rc->nbufs; b++) {
       const rt_buf_t *bb = &rc->bufs[b];
       switch (bb->kind) {
@@ -407,9 +409,13 @@ ts_status_t ts_rt_device_create(const ts_rt_program_t *p, const ts_rt_device_opt
       }
       vo += (size_t)(st2->nin + st2->nout);
       d->infl[c][s] = st2->kind == ST_COLL_START ? ninfl++ : -1;
+      d->ptr_off[c][s] = nptrs;
+      if (st2->kind == ST_CALL || st2->kind == ST_WHILE || st2->kind == ST_COND) nptrs += (size_t)st2->nout;
     }
   }
   d->ninflight = ninfl;
+  d->ptrs = ts_calloc(nptrs + 1, sizeof *d->ptrs);
+  if (!d->ptrs) goto nomem;
   d->inflight = ts_calloc((size_t)ninfl + 1, sizeof *d->inflight);
   if (!d->inflight) goto nomem;
   for (int k = 0; k < p->noutputs; k++) {
@@ -458,12 +464,15 @@ void ts_rt_device_destroy(ts_rt_device_t *d) {
     if (d->bufdata) ts_free(d->bufdata[c]);
     if (d->views) ts_free(d->views[c]);
     if (d->view_off) ts_free(d->view_off[c]);
+    if (d->ptr_off) ts_free(d->ptr_off[c]);
     if (d->infl) ts_free(d->infl[c]);
   }
   for (int k = 0; k < RT_MAX_DEPTH; k++) ts_kernel_ctx_free(&d->ctx[k]);
   ts_free(d->bufdata);
   ts_free(d->views);
   ts_free(d->view_off);
+  ts_free(d->ptr_off);
+  ts_free(d->ptrs);
   ts_free(d->infl);
   ts_free(d->inflight);
   ts_free(d->inputs);
