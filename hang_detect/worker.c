@@ -181,7 +181,7 @@ static void lost(ts_hang_worker_t *w, const char *why) {
   /* The job goes on without hang detection: losing the watchdog must not
    * kill the workload. */
   if (!atomic_load(&w->stop_req) || !w->got_ack)
-    TS_LOG_WARN("hang detector: %s; this worker continues unwatched\n", why);
+    TS_LOG_WARN("hang detector: %s; this worker continues unwatched", why);
   close(w->fd);
   w->fd = -1;
   atomic_store(&w->connected, 0);
