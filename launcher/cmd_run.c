@@ -654,6 +654,14 @@ static ts_status_t partition(job_t *j, ts_diag_t *diag) {
   }
   j->partitioned = any && j->P > 1;
   if (j->partitioned) {
+    /* An op nothing can run (a custom-call target with no defined meaning)
+     * is the error to report, not whatever the partitioner makes of it. */
+    ts_rt_program_t *whole = NULL;
+    ts_status_t vst = ts_rt_program_create(m, &(ts_rt_program_opts_t){.replica_count = j->R, .num_partitions = j->P},
+                                           &whole, diag);
+    ts_rt_program_destroy(whole);
+    if (vst == TS_ERR_INVALID_ARGUMENT) return vst;
+    ts_diag_free(diag);
     ts_partition_opts_t popts = f->popts;
     popts.num_partitions = j->P;
     TS_CHECK(ts_partition(m, &popts, &j->pm, diag));

@@ -63,4 +63,4 @@ ts_cli_test(run_bad_seed 2 "tessera run: error: --random-inputs wants a non-nega
 ts_cli_test(run_inputs_and_seed 2 "tessera run: error: --inputs and --random-inputs exclude each other" run --devices 1 --inputs /tmp --random-inputs 1 ${ident})
 ts_cli_test(run_no_file 2 "tessera run: error: no module file given" run --devices 1)
 ts_cli_test(run_zero_devices 2 "tessera run: error: --devices wants a positive integer, got '0'" run --devices 0 ${ident})
-ts_cli_test(run_missing_inputs 2 "error: cannot open '/nonexistent/param0.npy': No such file or directory" run --devices 1 --inputs /nonexistent ${ident})
+ts_cli_test(run_missing_inputs 2 "tessera run: error: cannot open '/nonexistent/param0.npy': No such file or directory" run --devices 1 --inputs /nonexistent ${ident})
