@@ -1,0 +1,27 @@
+#!/bin/sh
+# The MLP training step (examples/gen_mlp_train.py at its default sizes) at
+# 1, 2 and 4 ranks under mpirun vs the hand-written C + OpenBLAS step
+# (bench_mlp_ref), in the same run. Prints each median step time and its
+# ratio to the hand-written one.
+#   bench/bench_mlp.sh [BUILD_DIR] [STEPS]
+set -eu
+here=$(cd "$(dirname "$0")" && pwd)
+build=${1:-$here/../build}
+steps=${2:-100}
+tessera=$build/launcher/tessera
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+python3 "$here/../examples/gen_mlp_train.py" --data 1 --model 1 -o "$tmp/mlp_1.hlo"
+python3 "$here/../examples/gen_mlp_train.py" --data 2 --model 1 -o "$tmp/mlp_2.hlo"
+python3 "$here/../examples/gen_mlp_train.py" --data 2 --model 2 -o "$tmp/mlp_4.hlo"
+ref=$(OPENBLAS_NUM_THREADS=1 "$build/bench/bench_mlp_ref" --reps "$steps" | awk '/^step_ms/ { print $2 }')
+printf '%-28s %12s %10s\n' run median_ms vs_C
+printf '%-28s %12s %10s\n' "C + OpenBLAS (1 thread)" "$ref" 1.00
+for n in 1 2 4; do
+  line=$(sh "$here/../scripts/mpirun.sh" -np "$n" "$tessera" run --steps "$steps" --loop "$tmp/mlp_$n.hlo" |
+         grep '^steps ')
+  ms=$(echo "$line" | awk '{ for (i = 1; i < NF; i++) if ($i == "time_ms") { sub(";", "", $(i + 1)); print $(i + 1) } }')
+  over=$(echo "$line" | sed -n 's/.*runtime overhead \([0-9.]*%\).*/\1/p')
+  printf '%-28s %12s %10s   (runtime overhead %s)\n' "tessera run, $n rank(s)" "$ms" \
+    "$(awk -v a="$ms" -v b="$ref" 'BEGIN { printf "%.2f", a / b }')" "$over"
+done
