@@ -5,6 +5,7 @@
  * outputs with the reference interpreter. --devices 1 on a module written
  * for several devices (or --reference) runs the reference interpreter. */
 #include "run_internal.h"
+#include "ts_hang.h"
 #include "ts_hlo.h"
 #include "ts_interp.h"
 #include "ts_launcher.h"
@@ -20,6 +21,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/types.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -72,6 +74,13 @@ static void usage(FILE *f) {
           "  --no-bind             do not bind ranks or device threads to cores\n"
           "  --num-partitions N    override the module's num_partitions\n"
           "  --replica-count N     override the module's replica_count\n"
+          "  --hang-timeout SEC    the hang detector declares a hang when no device made\n"
+          "                        progress for SEC seconds while a step runs (default 60)\n"
+          "  --hang-digest FILE    the hang digest as JSON (the text goes to stderr)\n"
+          "  --abort-on-hang[=true|false]  abort every rank after a digest (default true)\n"
+          "  --hang-coordinator ADDR  report to a running coordinator (secret from\n"
+          "                        TESSERA_HANG_SECRET) instead of starting one beside rank 0\n"
+          "  --no-hang-detector    run without the hang detector\n"
           "  --reference           run the reference interpreter (one process; --devices\n"
           "                        N simulates N devices of a per-device module)\n"
           "  --trap-nonfinite      (reference) stop at the first instruction that makes a\n"
@@ -81,7 +90,10 @@ static void usage(FILE *f) {
           "partitioner flags (named after XLA's):\n%s"
           "\n"
           "A rank that fails aborts the job: the collectives of every rank stop and\n"
-          "every process exits non-zero. Exit codes: 0 ok, 1 --check mismatch, 2 bad\n"
+          "every process exits non-zero. TESSERA_FAULT injects a fault for rehearsals\n"
+          "(stall:rank=R|all:step=K, crash:rank=R:step=K, netdrop:ranks=A,B:step=K,\n"
+          "module:rank=R, fingerprint:rank=R, input-stall:rank=R:step=K,\n"
+          "slow:rank=R[:step=K][:seconds=S]). Exit codes: 0 ok, 1 --check mismatch, 2 bad\n"
           "input or usage, 3 cannot run here, 4 a runtime or peer failure.\n",
           ts_partition_flags_help);
 }
@@ -89,9 +101,10 @@ static void usage(FILE *f) {
 typedef struct {
   int64_t devices, steps, slices, partitions, replicas, task_id, num_nodes;
   const char *address, *inputs, *outputs, *trace, *path;
+  const char *hang_digest, *hang_coordinator;
   uint64_t seed;
-  bool seeded, loop, check, compile_only, reference, trap, bind;
-  double tolerance, timeout;
+  bool seeded, loop, check, compile_only, reference, trap, bind, hang, abort_on_hang;
+  double tolerance, timeout, hang_timeout;
   ts_coll_backend_t backend;
   ts_partition_opts_t popts;
 } run_flags_t;
@@ -223,12 +236,20 @@ typedef struct {
   ts_value_t **init;   /* step 1's full value of every parameter */
 
   ts_rt_program_t *prog;
+  uint64_t fingerprint; /* of the per-device program's text */
   int *first_leaf;     /* per parameter: its first input leaf */
   run_feeder_t *feeder;
   int nlocal, first;   /* this process's devices: first .. first + nlocal */
   ts_coll_comm_t **comms;
   int slices;
   atomic_bool failed;
+
+  /* The hang detector (rank 0 spawns the coordinator). */
+  ts_hang_fault_t fault;
+  ts_hang_rendezvous_t rv; /* rv.addr "" when the detector is off */
+  uint64_t launch_id;
+  pid_t coordinator;
+  atomic_bool hang_aborted; /* a worker was told to abort (the digest exists) */
 
   /* Per local device. */
   ts_status_t *status;
@@ -362,6 +383,20 @@ static ts_status_t gather_trace(job_t *j, ts_rt_device_t *d, ts_coll_comm_t *wor
   return st;
 }
 
+typedef struct {
+  job_t *j;
+  ts_coll_comm_t *world;
+  ts_hang_fault_hook_t *hook;
+} abort_arg_t;
+
+/* The coordinator declared a hang: stop this device wherever it waits. */
+static void on_hang_abort(void *arg, const char *reason) {
+  abort_arg_t *a = arg;
+  atomic_store(&a->j->failed, true);
+  ts_hang_fault_hook_abort(a->hook);
+  ts_coll_comm_abort(a->world, TS_ERR_REMOTE);
+}
+
 /* One device's whole run. */
 static ts_status_t device_work(job_t *j, int local, ts_diag_t *diag) {
   const run_flags_t *f = j->f;
@@ -371,9 +406,28 @@ static ts_status_t device_work(job_t *j, int local, ts_diag_t *diag) {
   ts_status_t st = TS_OK;
   if (j->env.mode == RUN_THREADS && f->bind) run_bind(local, j->nlocal, false);
   ts_hang_progress_t *prog = &j->progress[local];
+  ts_hang_fault_hook_t hook;
+  ts_hang_worker_t *hw = NULL;
+  ts_hang_fault_hook_init(&hook, &j->fault, (int)dev, prog);
+  abort_arg_t abort_arg = {j, world, &hook};
+  TS_CHECK_GOTO(ts_hang_fault_hook_mark(&hook, j->pm, ts_rt_program_instr_names(j->prog), ts_rt_program_ninstrs(j->prog)),
+                st, done);
   ts_rt_device_opts_t o = {.device_id = dev, .world = world, .slices = j->slices, .progress = prog,
-                           .trace = f->trace != NULL};
+                           .trace = f->trace != NULL, .hook = ts_hang_fault_hook, .hook_arg = &hook};
   TS_CHECK_GOTO(ts_rt_device_create(j->prog, &o, &d, diag), st, done);
+  if (j->rv.addr[0]) {
+    ts_hang_worker_opts_t wo;
+    ts_hang_worker_opts_default(&wo);
+    wo.addr = j->rv.addr;
+    wo.secret = j->rv.secret;
+    wo.progress = prog;
+    wo.period_s = f->hang_timeout / 8 < 1 ? f->hang_timeout / 8 : 1;
+    wo.on_abort = on_hang_abort;
+    wo.abort_arg = &abort_arg;
+    wo.abort_exit_s = 10;
+    wo.abort_exit_code = 4;
+    TS_CHECK_GOTO(ts_hang_worker_start(&wo, &hw, diag), st, done);
+  }
   {
     ts_coll_req_t *req;
     TS_CHECK_GOTO(ts_coll_barrier_post(world, &req), st, done);
@@ -383,6 +437,7 @@ static ts_status_t device_work(job_t *j, int local, ts_diag_t *diag) {
   for (int64_t step = 1; step <= f->steps; step++) {
     double s0 = now_ms();
     ts_value_t *const *data = NULL;
+    TS_CHECK_GOTO(ts_hang_fault_before_input(&hook, step), st, done);
     if (step > 1 && j->feeder) {
       atomic_store_explicit(&prog->activity, TS_HANG_INPUT_WAIT, memory_order_relaxed);
       TS_CHECK_GOTO(run_feeder_acquire(j->feeder, step, f->timeout, &data, diag), st, done);
@@ -426,6 +481,23 @@ done:
   } else {
     atomic_store_explicit(&prog->activity, TS_HANG_FINISHED, memory_order_relaxed);
   }
+  if (hw) {
+    ts_hang_worker_stop(hw, 5);
+    const char *lines = ts_hang_worker_stragglers(hw);
+    if (dev == 0 && lines && *lines) {
+      printf("%s%s", lines, lines[strlen(lines) - 1] == '\n' ? "" : "\n");
+      fflush(stdout);
+    }
+    char reason[256];
+    if (ts_hang_worker_aborted(hw, reason, sizeof reason)) {
+      ts_diag_free(diag);
+      ts_diag_plain(diag, "aborted by the hang detector: %s", reason);
+      atomic_store(&j->hang_aborted, true);
+      st = TS_ERR_REMOTE;
+    }
+    ts_hang_worker_destroy(hw);
+  }
+  ts_hang_fault_hook_fini(&hook);
   ts_rt_device_destroy(d);
   ts_interp_release_buffers();
   return st;
@@ -611,6 +683,84 @@ done:
 
 /* ---- setup -------------------------------------------------------------------- */
 
+/* FNV-1a of the program's canonical text: equal programs, equal prints. */
+static ts_status_t fingerprint(const ts_hlo_module_t *m, uint64_t *out) {
+  ts_buf_t b = {0};
+  ts_status_t st = ts_hlo_print(m, &b);
+  uint64_t h = UINT64_C(0xcbf29ce484222325);
+  for (size_t k = 0; st == TS_OK && k < b.len; k++) h = (h ^ (unsigned char)b.data[k]) * UINT64_C(0x100000001b3);
+  ts_buf_free(&b);
+  *out = h;
+  return st;
+}
+
+/* The hang detector's rendezvous: rank 0 starts the coordinator (or takes
+ * the one given) and every rank learns its address and the job's secret.
+ * Collective over the world. A coordinator that cannot start leaves the
+ * detector off (a warning), not the job. */
+static ts_status_t hang_rendezvous(job_t *j, ts_diag_t *diag) {
+  const run_flags_t *f = j->f;
+  memset(&j->rv, 0, sizeof j->rv);
+  if (j->first == 0 && f->hang) {
+    if (f->hang_coordinator) {
+      const char *secret = getenv("TESSERA_HANG_SECRET");
+      if (!secret || !*secret) {
+        ts_diag_plain(diag, "--hang-coordinator needs the job's secret in TESSERA_HANG_SECRET");
+        return TS_ERR_INVALID_USAGE;
+      }
+      snprintf(j->rv.addr, sizeof j->rv.addr, "%s", f->hang_coordinator);
+      snprintf(j->rv.secret, sizeof j->rv.secret, "%s", secret);
+    } else {
+      char secret[33];
+      ts_hang_coord_opts_t co;
+      ts_hang_coord_opts_default(&co);
+      bool one_host = j->slices <= 1 && j->env.mode != RUN_TCP;
+      co.listen = one_host ? "127.0.0.1:0" : "0.0.0.0:0";
+      co.world = j->env.ndevices;
+      co.secret = secret;
+      co.hang_timeout_s = f->hang_timeout;
+      co.digest_path = f->hang_digest;
+      co.abort_on_hang = f->abort_on_hang;
+      co.quiet = true;
+      ts_diag_t cd = {0};
+      char addr[128];
+      ts_status_t st = ts_hang_secret_generate(secret);
+      if (st == TS_OK) st = ts_hang_coordinator_spawn(&co, NULL, addr, sizeof addr, &j->coordinator, &cd);
+      if (st != TS_OK) {
+        fprintf(stderr, "tessera run: warning: no hang detector: %s\n", cd.text ? cd.text : ts_status_string(st));
+        j->coordinator = 0;
+      } else if (one_host) {
+        snprintf(j->rv.addr, sizeof j->rv.addr, "%s", addr);
+      } else {
+        const char *port = strrchr(addr, ':');
+        snprintf(j->rv.addr, sizeof j->rv.addr, "%s%s", j->env.host, port ? port : ":0");
+      }
+      ts_diag_free(&cd);
+      if (st == TS_OK) snprintf(j->rv.secret, sizeof j->rv.secret, "%s", secret);
+    }
+  }
+  if (j->env.mode != RUN_THREADS) {
+    ts_coll_req_t *req;
+    ts_hang_rendezvous_t got;
+    TS_CHECK(ts_coll_broadcast_post(j->comms[0], &j->rv, &got, sizeof got, TS_U8, 0, &req));
+    TS_CHECK(ts_coll_wait(req, -1));
+    j->rv = got;
+    j->rv.addr[sizeof j->rv.addr - 1] = 0;
+    j->rv.secret[sizeof j->rv.secret - 1] = 0;
+  }
+  /* One launch, one id: the secret's first 16 hex digits. */
+  char id[17] = {0};
+  memcpy(id, j->rv.secret, 16);
+  j->launch_id = strtoull(id, NULL, 16);
+  for (int l = 0; l < j->nlocal; l++) {
+    ts_hang_progress_t *p = &j->progress[l];
+    ts_hang_identity_fill(p, j->m->name ? j->m->name : "", j->fingerprint, j->launch_id, j->first + l,
+                          j->env.ndevices);
+    ts_hang_fault_identity(&j->fault, p);
+  }
+  return TS_OK;
+}
+
 /* Reads the module, picks the partition count, partitions. */
 static ts_status_t prepare(job_t *j, char **text, ts_diag_t *diag) {
   const run_flags_t *f = j->f;
@@ -688,6 +838,7 @@ static ts_status_t partition(job_t *j, ts_diag_t *diag) {
   }
   ts_rt_program_opts_t po = {.replica_count = j->R, .num_partitions = j->P};
   TS_CHECK(ts_rt_program_create(j->pm, &po, &j->prog, diag));
+  TS_CHECK(fingerprint(j->pm, &j->fingerprint));
   j->first_leaf = ts_calloc((size_t)j->np + 1, sizeof *j->first_leaf);
   if (!j->first_leaf) return TS_ERR_NOMEM;
   for (int p = 0; p < j->np; p++) j->first_leaf[p] = -1;
@@ -778,13 +929,7 @@ static ts_status_t run_job(job_t *j, ts_diag_t *diag) {
   if (!j->status || !j->diags || !j->progress ||
       (rank0 && (!j->douts || !j->events || !j->nevents || !j->step_ms || !j->loss)))
     return TS_ERR_NOMEM;
-  for (int l = 0; l < j->nlocal; l++) {
-    ts_hang_progress_t *p = &j->progress[l];
-    snprintf(p->module_name, sizeof p->module_name, "%s", j->m->name ? j->m->name : "");
-    p->rank = (int32_t)(j->first + l);
-    p->size = W;
-    snprintf(p->host, sizeof p->host, "%s", j->env.host);
-  }
+  TS_CHECK(hang_rendezvous(j, diag));
   if (f->steps > 1) {
     bool any_data = false;
     for (int p = 0; p < j->np; p++) any_data |= !j->is_weight[p];
@@ -905,6 +1050,7 @@ static bool parse_task_id(const char *s, int64_t *out) {
 enum {
   OPT_STEPS = 0x200, OPT_LOOP, OPT_CHECK, OPT_TOL, OPT_COMPILE_ONLY, OPT_TRACE, OPT_SLICES, OPT_BACKEND,
   OPT_TIMEOUT, OPT_NO_BIND, OPT_REFERENCE, OPT_TASK, OPT_NODES, OPT_ADDRESS,
+  OPT_HANG_TIMEOUT, OPT_HANG_DIGEST, OPT_ABORT_ON_HANG, OPT_HANG_COORD, OPT_NO_HANG,
 };
 
 /* Parses argv into f; returns -1 to go on, else the exit code. */
@@ -931,12 +1077,17 @@ static int parse_flags(int argc, char **argv, run_flags_t *f) {
       {"task_id", required_argument, NULL, OPT_TASK},
       {"num_nodes", required_argument, NULL, OPT_NODES},
       {"address", required_argument, NULL, OPT_ADDRESS},
+      {"hang-timeout", required_argument, NULL, OPT_HANG_TIMEOUT},
+      {"hang-digest", required_argument, NULL, OPT_HANG_DIGEST},
+      {"abort-on-hang", optional_argument, NULL, OPT_ABORT_ON_HANG},
+      {"hang-coordinator", required_argument, NULL, OPT_HANG_COORD},
+      {"no-hang-detector", no_argument, NULL, OPT_NO_HANG},
       {"help", no_argument, NULL, 'h'},
       TS_PARTITION_FLAG_OPTIONS,
       {NULL, 0, NULL, 0},
   };
   *f = (run_flags_t){.steps = 1, .task_id = -1, .tolerance = 1e-4, .timeout = 300, .bind = true,
-                     .backend = TS_COLL_BACKEND_MPI};
+                     .backend = TS_COLL_BACKEND_MPI, .hang = true, .abort_on_hang = true, .hang_timeout = 60};
   ts_partition_opts_default(&f->popts);
   int c;
   opterr = 0;
@@ -969,6 +1120,18 @@ static int parse_flags(int argc, char **argv, run_flags_t *f) {
     case OPT_TASK: if (!parse_task_id(optarg, &f->task_id)) return 2; break;
     case OPT_NODES: if (!ts_cli_parse_count("run", "--num_nodes", optarg, &f->num_nodes)) return 2; break;
     case OPT_ADDRESS: f->address = optarg; break;
+    case OPT_HANG_TIMEOUT: if (!parse_positive("--hang-timeout", optarg, &f->hang_timeout)) return 2; break;
+    case OPT_HANG_DIGEST: f->hang_digest = optarg; break;
+    case OPT_ABORT_ON_HANG:
+      if (!optarg || strcmp(optarg, "true") == 0) f->abort_on_hang = true;
+      else if (strcmp(optarg, "false") == 0) f->abort_on_hang = false;
+      else {
+        fprintf(stderr, "tessera run: error: --abort-on-hang takes true or false, got '%s'\n", optarg);
+        return 2;
+      }
+      break;
+    case OPT_HANG_COORD: f->hang_coordinator = optarg; break;
+    case OPT_NO_HANG: f->hang = false; break;
     case 'h': usage(stdout); return 0;
     case ':':
       fprintf(stderr, "tessera run: error: option '%s' needs a value\n", argv[optind - 1]);
@@ -1022,6 +1185,7 @@ int ts_cmd_run(int argc, char **argv) {
   char *text = NULL;
   bool mpi = false;
   ts_status_t st;
+  TS_CHECK_GOTO(ts_hang_fault_parse(getenv("TESSERA_FAULT"), &j.fault, &diag), st, done);
   TS_CHECK_GOTO(run_env_detect(f.devices, f.task_id, f.num_nodes, f.address, f.compile_only, &j.env, &diag), st, done);
   TS_CHECK_GOTO(prepare(&j, &text, &diag), st, done);
   bool reference = f.reference || (j.env.mode == RUN_THREADS && j.env.ndevices == 1 && j.R * j.P > 1 && !f.compile_only);
@@ -1049,6 +1213,10 @@ int ts_cmd_run(int argc, char **argv) {
 done:
   report(st, &diag);
   fflush(stdout);
+  /* The coordinator leaves by itself once every rank said goodbye or after
+   * its digest; reap it (and kill it past the deadline: no orphans). */
+  if (j.coordinator > 0)
+    ts_hang_coordinator_wait(j.coordinator, st == TS_OK || atomic_load(&j.hang_aborted) ? 15 : 2, NULL);
   if (mpi && st != TS_OK && st != TS_ERR_CHECK_FAILED) {
     /* A failed world: MPI_Finalize could wait for ranks that are gone.
      * Leave now; mpirun sees the non-zero exit and stops the job. */

@@ -1,4 +1,5 @@
 /* tessera: one binary, subcommands. */
+#include "ts_hang.h"
 #include "ts_launcher.h"
 
 #include <getopt.h>
@@ -61,6 +62,11 @@ int main(int argc, char **argv) {
   }
   int first = optind;
   const char *name = argv[first];
+  /* The hang coordinator's process (started by tessera run); not in --help. */
+  if (strcmp(name, "hang-coordinator") == 0) {
+    optind = 0;
+    return ts_hang_coordinator_main(argc - first, argv + first);
+  }
   for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++) {
     if (strcmp(commands[i].name, name) == 0) {
       optind = 0; /* glibc: a full reset for the subcommand's getopt_long */
