@@ -26,7 +26,7 @@ add_test(NAME sched.check.mlp_sharded COMMAND test_sched_check ${CMAKE_SOURCE_DI
 set_tests_properties(sched.check.mlp_sharded PROPERTIES LABELS unit TIMEOUT 120)
 foreach(sched_case real_hlo/tensorflow__tensorflow__spmd_8_devices.hlo:8
           real_hlo/tensorflow__tensorflow__gpu_hlo_collective_topology.hlo:8
-          xla_spmd/016_conv_with_parallel_dim_and_non_parallel_spatial_dim_partitioned.hlo:4
+          xla_spmd/037_merged_pad_then_slice_shift_right.hlo:4
           xla_spmd/028_concatenate_along_both_dimensions.hlo:4
           xla_spmd/098_einsum_non_contracting_dim_partition_on_two_dims.hlo:8
           xla_spmd/104_dot_2d_partitioned_batch_and_reshard.hlo:4 xla_spmd/139_uneven_pad_all_to_all_reshard.hlo:8
