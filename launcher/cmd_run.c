@@ -11,6 +11,7 @@
 #include "ts_launcher.h"
 #include "ts_partitioner.h"
 #include "ts_runtime.h"
+#include "ts_scheduler.h"
 #include "ts_sharding.h"
 
 #include <errno.h>
@@ -67,6 +68,12 @@ static void usage(FILE *f) {
           "  --compile-only        partition and assign buffers, print per-device memory\n"
           "                        and the collectives, do not run\n"
           "  --trace FILE.json     a Chrome/Perfetto trace, one track per rank, merged on rank 0\n"
+          "  --no-schedule         run the partitioned program in program order with\n"
+          "                        synchronous collectives (by default the latency-hiding\n"
+          "                        scheduler makes collectives asynchronous and overlaps\n"
+          "                        them with compute)\n"
+          "  --cost-model SPEC     the scheduler's cost model (as tessera opt takes it)\n"
+          "  --cost-model-preset P h100, b200 or host (default host)\n"
           "  --slices S            the mesh as S slices (multislice; default: one per\n"
           "                        host); collectives that span slices run hierarchically\n"
           "  --backend B           the collectives' data path under mpirun: mpi (default) or ucx\n"
@@ -101,9 +108,9 @@ static void usage(FILE *f) {
 typedef struct {
   int64_t devices, steps, slices, partitions, replicas, task_id, num_nodes;
   const char *address, *inputs, *outputs, *trace, *path;
-  const char *hang_digest, *hang_coordinator;
+  const char *hang_digest, *hang_coordinator, *cost_model, *cost_preset;
   uint64_t seed;
-  bool seeded, loop, check, compile_only, reference, trap, bind, hang, abort_on_hang;
+  bool seeded, loop, check, compile_only, reference, trap, bind, hang, abort_on_hang, schedule;
   double tolerance, timeout, hang_timeout;
   ts_coll_backend_t backend;
   ts_partition_opts_t popts;
@@ -237,6 +244,7 @@ typedef struct {
 
   ts_rt_program_t *prog;
   uint64_t fingerprint; /* of the per-device program's text */
+  ts_sched_result_t *sched; /* the scheduler's statistics, NULL when not scheduled */
   int *first_leaf;     /* per parameter: its first input leaf */
   run_feeder_t *feeder;
   int nlocal, first;   /* this process's devices: first .. first + nlocal */
@@ -790,6 +798,20 @@ static ts_status_t prepare(job_t *j, char **text, ts_diag_t *diag) {
   return TS_OK;
 }
 
+/* The latency-hiding scheduler on the per-device program: collectives become
+ * start/done pairs placed around independent compute. */
+static ts_status_t schedule(job_t *j, ts_diag_t *diag) {
+  const run_flags_t *f = j->f;
+  ts_costmodel_t *cm = NULL;
+  TS_CHECK(ts_costmodel_parse_spec(f->cost_model, f->cost_preset ? f->cost_preset : "host", &cm, diag));
+  ts_sched_opts_t so;
+  ts_sched_opts_default(&so);
+  so.cost = cm;
+  ts_status_t st = ts_schedule(j->pm, &so, &j->sched, diag);
+  ts_costmodel_destroy(cm);
+  return st;
+}
+
 static ts_status_t partition(job_t *j, ts_diag_t *diag) {
   const run_flags_t *f = j->f;
   ts_hlo_module_t *m = j->m;
@@ -833,6 +855,7 @@ static ts_status_t partition(job_t *j, ts_diag_t *diag) {
       ts_diag_plain(diag, "the sharding of the root does not fit its shape");
       return TS_ERR_INVALID_ARGUMENT;
     }
+    if (f->schedule) TS_CHECK(schedule(j, diag));
   } else {
     j->pm = m;
   }
@@ -870,6 +893,13 @@ static void print_compile_only(job_t *j) {
   ts_cli_coll_stats_t cs;
   ts_cli_count_collectives(j->pm, &cs);
   ts_cli_print_collectives(&cs);
+  if (j->sched) {
+    const ts_sched_result_t *r = j->sched;
+    printf("schedule (%s cost model): predicted step %.3f ms, collectives %.3f ms of which %.3f ms exposed "
+           "(overlap %.1f%%), %d collectives made asynchronous\n",
+           j->f->cost_preset ? j->f->cost_preset : "host", r->step_time_s * 1e3, r->collective_s * 1e3,
+           r->wasted_s * 1e3, 100 * r->overlap, r->converted);
+  }
   fflush(stdout);
 }
 
@@ -998,6 +1028,7 @@ static void job_free(job_t *j) {
     for (int l = 0; l < j->nlocal; l++) ts_coll_comm_destroy(j->comms[l]);
   ts_free(j->comms);
   ts_rt_program_destroy(j->prog);
+  ts_sched_result_destroy(j->sched);
   if (j->init)
     for (int p = 0; p < j->np; p++) ts_value_unref(j->init[p]);
   ts_free(j->init);
@@ -1051,6 +1082,7 @@ enum {
   OPT_STEPS = 0x200, OPT_LOOP, OPT_CHECK, OPT_TOL, OPT_COMPILE_ONLY, OPT_TRACE, OPT_SLICES, OPT_BACKEND,
   OPT_TIMEOUT, OPT_NO_BIND, OPT_REFERENCE, OPT_TASK, OPT_NODES, OPT_ADDRESS,
   OPT_HANG_TIMEOUT, OPT_HANG_DIGEST, OPT_ABORT_ON_HANG, OPT_HANG_COORD, OPT_NO_HANG,
+  OPT_NO_SCHEDULE, OPT_COST_MODEL, OPT_COST_PRESET,
 };
 
 /* Parses argv into f; returns -1 to go on, else the exit code. */
@@ -1082,12 +1114,16 @@ static int parse_flags(int argc, char **argv, run_flags_t *f) {
       {"abort-on-hang", optional_argument, NULL, OPT_ABORT_ON_HANG},
       {"hang-coordinator", required_argument, NULL, OPT_HANG_COORD},
       {"no-hang-detector", no_argument, NULL, OPT_NO_HANG},
+      {"no-schedule", no_argument, NULL, OPT_NO_SCHEDULE},
+      {"cost-model", required_argument, NULL, OPT_COST_MODEL},
+      {"cost-model-preset", required_argument, NULL, OPT_COST_PRESET},
       {"help", no_argument, NULL, 'h'},
       TS_PARTITION_FLAG_OPTIONS,
       {NULL, 0, NULL, 0},
   };
   *f = (run_flags_t){.steps = 1, .task_id = -1, .tolerance = 1e-4, .timeout = 300, .bind = true,
-                     .backend = TS_COLL_BACKEND_MPI, .hang = true, .abort_on_hang = true, .hang_timeout = 60};
+                     .backend = TS_COLL_BACKEND_MPI, .hang = true, .abort_on_hang = true, .hang_timeout = 60,
+                     .schedule = true};
   ts_partition_opts_default(&f->popts);
   int c;
   opterr = 0;
@@ -1132,6 +1168,9 @@ static int parse_flags(int argc, char **argv, run_flags_t *f) {
       break;
     case OPT_HANG_COORD: f->hang_coordinator = optarg; break;
     case OPT_NO_HANG: f->hang = false; break;
+    case OPT_NO_SCHEDULE: f->schedule = false; break;
+    case OPT_COST_MODEL: f->cost_model = optarg; break;
+    case OPT_COST_PRESET: f->cost_preset = optarg; break;
     case 'h': usage(stdout); return 0;
     case ':':
       fprintf(stderr, "tessera run: error: option '%s' needs a value\n", argv[optind - 1]);
