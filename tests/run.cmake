@@ -50,3 +50,8 @@ if(EXISTS ${real_hlo} AND MPI_C_FOUND)
               "rc=2:custom-call target \"ascend.matmul\" has no meaning" 8 --check
               ${real_hlo}/unidentified__unidentified__jit__fun_sdy_shard_map.hlo)
 endif()
+
+# XLA's multi-host runner flags: two processes, a TCP rendezvous on loopback.
+add_test(NAME run.tcp.mlp2 COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/run/check_tcp.sh $<TARGET_FILE:tessera>
+                                   ${CMAKE_SOURCE_DIR}/examples/mlp_train_2.hlo --steps 3 --loop)
+set_tests_properties(run.tcp.mlp2 PROPERTIES LABELS unit TIMEOUT 300)
