@@ -5,37 +5,128 @@
 #include <math.h>
 #include <string.h>
 
-/* dot: batch and free dims of each operand carry the result's tiles (the
- * other operand's free dims replicated), contracting dims gathered. */
-static ts_sharding_value_t *dot_operand_sharding(part_t *p, const ts_hlo_instr_t *i, int side,
-                                                 const ts_sharding_value_t *s) {
+/* ---- the dot's iteration space ----------------------------------------- */
+
+/* A dot as a loop nest over batch dims, lhs free dims, rhs free dims (the
+ * result's dims, in its order) and contracting dims. A sharding of this
+ * space says which part of the loop nest each device runs; the operands'
+ * and the result's shardings follow from it, and tiled contracting dims
+ * leave partial sums (GSPMD section 4.4). */
+typedef struct {
+  int nb, nlf, nrf, nc, nout, rank, lr, rr;
+  int64_t lmap[TS_PART_MAX_RANK], rmap[TS_PART_MAX_RANK], omap[TS_PART_MAX_RANK]; /* operand dim -> space dim */
+  int64_t size[2 * TS_PART_MAX_RANK];
+} space_t;
+
+static int attr_len(const ts_hlo_attr_t *a) { return a && a->kind == TS_ATTR_INT_LIST ? a->v.list.n : 0; }
+
+static bool dot_space(const ts_hlo_instr_t *i, space_t *sp) {
   const ts_hlo_attr_t *lb = ts_hlo_instr_attr(i, "lhs_batch_dims"), *rb = ts_hlo_instr_attr(i, "rhs_batch_dims");
   const ts_hlo_attr_t *lc = ts_hlo_instr_attr(i, "lhs_contracting_dims"),
                       *rc = ts_hlo_instr_attr(i, "rhs_contracting_dims");
-  const ts_hlo_attr_t *b = side ? rb : lb, *c = side ? rc : lc;
-  const ts_shape_t *os = i->ops[side]->shape;
-  int nb = lb ? lb->v.list.n : 0;
-  /* Result dims: batch, then lhs free dims, then rhs free dims. */
-  int next_out = nb;
-  if (side == 1) {
-    const ts_shape_t *ls = i->ops[0]->shape;
-    next_out = ls->rank - (lc ? lc->v.list.n : 0);
-  }
-  int64_t outdim[TS_PART_MAX_RANK], opdim[TS_PART_MAX_RANK];
-  bool used[TS_PART_MAX_RANK] = {false};
-  int n = 0;
-  for (int k = 0; k < nb; k++) {
-    outdim[n] = k;
-    opdim[n++] = b->v.list.v[k];
-    used[b->v.list.v[k]] = true;
-  }
-  for (int k = 0; c && k < c->v.list.n; k++) used[c->v.list.v[k]] = true;
-  for (int d = 0; d < os->rank; d++)
-    if (!used[d]) {
-      outdim[n] = next_out++;
-      opdim[n++] = d;
+  const ts_shape_t *ls = i->ops[0]->shape, *rs = i->ops[1]->shape;
+  memset(sp, 0, sizeof *sp);
+  sp->nb = attr_len(lb);
+  sp->nc = attr_len(lc);
+  sp->lr = ls->rank;
+  sp->rr = rs->rank;
+  sp->nlf = ls->rank - sp->nb - sp->nc;
+  sp->nrf = rs->rank - sp->nb - sp->nc;
+  sp->nout = sp->nb + sp->nlf + sp->nrf;
+  sp->rank = sp->nout + sp->nc;
+  if (attr_len(rb) != sp->nb || attr_len(rc) != sp->nc || sp->nlf < 0 || sp->nrf < 0 ||
+      sp->nout != i->shape->rank || sp->rank > TS_PART_MAX_RANK)
+    return false;
+  for (int side = 0; side < 2; side++) {
+    const ts_hlo_attr_t *b = side ? rb : lb, *c = side ? rc : lc;
+    const ts_shape_t *os = side ? rs : ls;
+    int64_t *map = side ? sp->rmap : sp->lmap;
+    for (int d = 0; d < os->rank; d++) map[d] = -1;
+    for (int k = 0; k < sp->nb; k++) map[b->v.list.v[k]] = k;
+    for (int k = 0; k < sp->nc; k++) map[c->v.list.v[k]] = sp->nout + k;
+    int next = side ? sp->nb + sp->nlf : sp->nb;
+    for (int d = 0; d < os->rank; d++) {
+      if (map[d] < 0) map[d] = next++;
+      sp->size[map[d]] = os->dims[d];
     }
-  return ts_part_operand_sharding(p, s, i->shape->rank, n, outdim, opdim, os->rank);
+  }
+  for (int d = 0; d < sp->nout; d++) sp->omap[d] = d;
+  return true;
+}
+
+/* Where a space sharding comes from: the tiling of `v` (an operand's or
+ * the result's) on the data dims whose space dim (map) is in `take`. */
+typedef struct {
+  const ts_sharding_value_t *v;
+  const int64_t *map;
+  bool take[2 * TS_PART_MAX_RANK];
+} source_t;
+
+static source_t source(const ts_sharding_value_t *v, const int64_t *map, const space_t *sp, int from, int to) {
+  source_t s = {.v = v, .map = map};
+  for (int d = from; d < to; d++) s.take[d] = true;
+  return s;
+}
+
+/* The space sharding whose tiles on each space dim are those of the one
+ * source that takes it; NULL when the sources do not fit together (two
+ * tile the same dim, or devices do not fall into equal groups per tile:
+ * what is left over becomes a replicated subgroup). */
+static ts_sharding_value_t *combine(part_t *p, const space_t *sp, int nsrc, const source_t *src) {
+  int64_t n = p->n, cdims[2 * TS_PART_MAX_RANK + 1], idx[TS_PART_MAX_RANK + 8];
+  for (int d = 0; d < sp->rank; d++) cdims[d] = 1;
+  for (int k = 0; k < nsrc; k++) {
+    const ts_sharding_value_t *v = src[k].v;
+    if (!v || v->kind != TS_SHARD_TILED) continue;
+    for (int e = 0; e < v->data_rank; e++) {
+      int64_t t = src[k].map[e];
+      if (t < 0 || !src[k].take[t] || v->dims[e] == 1) continue;
+      if (cdims[t] != 1) return NULL;
+      cdims[t] = v->dims[e];
+    }
+  }
+  int64_t tiles = 1;
+  for (int d = 0; d < sp->rank; d++) tiles *= cdims[d];
+  if (n % tiles != 0) return NULL;
+  int64_t rep = n / tiles;
+  int64_t *tile_of = ts_arena_alloc(p->a, sizeof *tile_of * (size_t)n * 3);
+  if (!tile_of) {
+    p->st = TS_ERR_NOMEM;
+    return NULL;
+  }
+  int64_t *count = tile_of + n, *devs = tile_of + 2 * n;
+  for (int64_t t = 0; t < tiles; t++) count[t] = 0;
+  for (int64_t dev = 0; dev < n; dev++) {
+    int64_t cidx[2 * TS_PART_MAX_RANK] = {0};
+    for (int k = 0; k < nsrc; k++) {
+      const ts_sharding_value_t *v = src[k].v;
+      if (!v || v->kind != TS_SHARD_TILED) continue;
+      if (ts_sharding_tile_index(v, dev, idx) != TS_OK) return NULL;
+      for (int e = 0; e < v->data_rank; e++) {
+        int64_t t = src[k].map[e];
+        if (t >= 0 && src[k].take[t] && v->dims[e] > 1) cidx[t] = idx[e];
+      }
+    }
+    int64_t l = 0;
+    for (int d = 0; d < sp->rank; d++) l = l * cdims[d] + cidx[d];
+    if (count[l] == rep) return NULL;
+    devs[l * rep + count[l]++] = dev;
+  }
+  cdims[sp->rank] = rep;
+  ts_subgroup_t sub = TS_SUBGROUP_REPLICATED;
+  ts_sharding_value_t *out = NULL;
+  if (ts_sharding_tiled(p->a, sp->rank + 1, cdims, devs, 1, &sub, &out) != TS_OK) return NULL;
+  return out;
+}
+
+/* The sharding, under space sharding I, of an array whose dim k is space
+ * dim map[k] (an operand, or the result with its partial sums). */
+static ts_sharding_value_t *project(part_t *p, const space_t *sp, const ts_sharding_value_t *I, int rank,
+                                    const int64_t *map) {
+  bool keep[2 * TS_PART_MAX_RANK] = {false};
+  for (int k = 0; k < rank; k++) keep[map[k]] = true;
+  ts_sharding_value_t *r = ts_part_replicate_dims(p, I, sp->rank, keep);
+  return ts_part_select_dims(p, r, rank, map);
 }
 
 static int64_t bytes_of(const ts_shape_t *s) {
@@ -44,48 +135,144 @@ static int64_t bytes_of(const ts_shape_t *s) {
   return n;
 }
 
-/* The contracting dims are tiled where the lhs already is: each device
- * multiplies its slices of the contracting dims and an all-reduce sums
- * the partial results (GSPMD's "contracting dims partitioned" case). Taken
- * when the result is smaller than the operands a gather would move. */
-static bool dot_contracting(part_t *p, const ts_hlo_instr_t *i, const ts_sharding_value_t *s) {
-  const ts_hlo_attr_t *lc = ts_hlo_instr_attr(i, "lhs_contracting_dims"),
-                      *rc = ts_hlo_instr_attr(i, "rhs_contracting_dims");
-  const ts_hlo_instr_t *lhs = i->ops[0], *rhs = i->ops[1];
-  const ts_sharding_value_t *L = p->sh[lhs->id];
-  if (!lc || !rc || !L || L->kind != TS_SHARD_TILED || i->shape->elem == TS_PRED)
-    return false;
-  bool keep[TS_PART_MAX_RANK] = {false}, any = false;
-  for (int k = 0; k < lc->v.list.n; k++) {
-    int64_t d = lc->v.list.v[k];
-    if (L->dims[d] > 1) {
-      if (lhs->shape->dims[d] % L->dims[d] != 0) return false; /* padding would join the sums */
-      keep[d] = any = true;
+/* One way to run the dot: the space sharding and what follows from it. */
+typedef struct {
+  ts_sharding_value_t *I, *ls, *rs, *ps; /* space, lhs, rhs, (partial) result */
+  bool partial;                          /* contracting dims tiled: sums needed */
+  int64_t cost;                          /* bytes per device of every collective */
+} plan_t;
+
+static bool make_plan(part_t *p, const ts_hlo_instr_t *i, const space_t *sp, ts_sharding_value_t *I,
+                      const ts_sharding_value_t *S, plan_t *pl) {
+  if (!I || p->st != TS_OK) return false;
+  memset(pl, 0, sizeof *pl);
+  pl->I = I;
+  for (int c = sp->nout; I->kind == TS_SHARD_TILED && c < sp->rank; c++)
+    if (I->dims[c] > 1) {
+      if (sp->size[c] % I->dims[c] != 0) return false; /* padding would join the sums */
+      pl->partial = true;
     }
+  if (pl->partial && i->shape->elem == TS_PRED) return false;
+  pl->ls = project(p, sp, I, sp->lr, sp->lmap);
+  pl->rs = project(p, sp, I, sp->rr, sp->rmap);
+  pl->ps = project(p, sp, I, sp->nout, sp->omap);
+  if (!pl->ls || !pl->rs || !pl->ps) return false;
+  const ts_hlo_instr_t *l = i->ops[0], *r = i->ops[1];
+  pl->cost = ts_part_reshard_bytes(p, l->shape, p->sh[l->id], pl->ls) +
+             ts_part_reshard_bytes(p, r->shape, p->sh[r->id], pl->rs) +
+             ts_part_reshard_bytes(p, i->shape, pl->ps, S);
+  if (pl->partial) {
+    const ts_shape_t *local = ts_part_local_shape(p, i->shape, pl->ps);
+    if (!local) return false;
+    pl->cost += bytes_of(local);
   }
-  if (!any || bytes_of(i->shape) >= bytes_of(lhs->shape) + bytes_of(rhs->shape)) return false;
-  ts_sharding_value_t *lp = ts_part_replicate_dims(p, L, lhs->shape->rank, keep);
-  ts_sharding_value_t *sc = ts_part_select_dims(p, lp, lc->v.list.n, lc->v.list.v);
-  ts_sharding_value_t *rp = ts_part_embed(p, sc, rc->v.list.n, rhs->shape->rank, rc->v.list.v);
-  if (!lp || !rp) return false;
-  ts_hlo_instr_t *ops[2] = {ts_part_operand(p, i, 0, lp), ts_part_operand(p, i, 1, rp)};
-  ts_hlo_instr_t *partial = ts_part_emit_like(p, i, ops, ts_part_full_shape(p, i->shape));
-  int64_t ng, gs, *groups;
-  ts_part_groups_over_dims(p, lp, keep, &ng, &gs, &groups);
-  if (!groups || !partial) return p->st != TS_OK;
-  ts_part_set(p, i, ts_part_sum_partials(p, partial, i->shape, ng, gs, groups, ts_part_sum_comp(p, i->shape->elem), s), s);
   return true;
 }
 
+/* The candidate space shardings, from the operands' and the result's own
+ * tilings and their combinations, in order of preference at equal cost:
+ * the result's (operands follow it, no sums), then those that keep an
+ * operand in place. */
+static int candidates(part_t *p, const ts_hlo_instr_t *i, const space_t *sp, const ts_sharding_value_t *S,
+                      ts_sharding_value_t **out) {
+  const ts_sharding_value_t *L = p->sh[i->ops[0]->id], *R = p->sh[i->ops[1]->id];
+  int b = sp->nb, lf = b + sp->nlf, rf = lf + sp->nrf, all = sp->rank;
+  source_t s_all = source(S, sp->omap, sp, 0, sp->nout), l_all = source(L, sp->lmap, sp, 0, all),
+           r_all = source(R, sp->rmap, sp, 0, all);
+  source_t s_rf = source(S, sp->omap, sp, lf, rf), s_lf = source(S, sp->omap, sp, b, lf);
+  source_t s_blf = source(S, sp->omap, sp, 0, lf), s_brf = s_rf;
+  for (int d = 0; d < b; d++) s_brf.take[d] = true;
+  source_t l_c = source(L, sp->lmap, sp, sp->nout, all), r_c = source(R, sp->rmap, sp, sp->nout, all);
+  source_t l_lf = source(L, sp->lmap, sp, b, lf), r_rf = source(R, sp->rmap, sp, lf, rf);
+  source_t sets[][3] = {
+      {s_all}, {l_all, s_rf}, {r_all, s_lf}, {s_all, l_c}, {s_all, r_c}, {s_blf, r_all}, {s_brf, l_all},
+      {l_all}, {r_all}, {l_all, r_rf}, {r_all, l_lf}, {l_c}, {r_c},
+  };
+  int len[] = {1, 2, 2, 2, 2, 2, 2, 1, 1, 2, 2, 1, 1};
+  int n = 0;
+  for (size_t k = 0; k < sizeof len / sizeof *len; k++) {
+    ts_sharding_value_t *I = combine(p, sp, len[k], sets[k]);
+    bool seen = !I;
+    for (int j = 0; j < n && !seen; j++) seen = ts_sharding_equal(out[j], I);
+    if (!seen) out[n++] = I;
+  }
+  return n;
+}
+
+/* The fallback of old: operands follow the result, contracting dims
+ * gathered. Maximal results and shapes the space cannot hold. */
+static void dot_aligned(part_t *p, const ts_hlo_instr_t *i, const ts_sharding_value_t *s) {
+  const ts_hlo_attr_t *lb = ts_hlo_instr_attr(i, "lhs_batch_dims");
+  const ts_hlo_attr_t *lc = ts_hlo_instr_attr(i, "lhs_contracting_dims"),
+                      *rc = ts_hlo_instr_attr(i, "rhs_contracting_dims");
+  int nb = attr_len(lb);
+  ts_hlo_instr_t *ops[2];
+  for (int side = 0; side < 2; side++) {
+    const ts_hlo_attr_t *b = ts_hlo_instr_attr(i, side ? "rhs_batch_dims" : "lhs_batch_dims"), *c = side ? rc : lc;
+    const ts_shape_t *os = i->ops[side]->shape;
+    int next_out = side ? i->ops[0]->shape->rank - attr_len(lc) : nb;
+    int64_t outdim[TS_PART_MAX_RANK], opdim[TS_PART_MAX_RANK];
+    bool used[TS_PART_MAX_RANK] = {false};
+    int n = 0;
+    for (int k = 0; k < nb; k++) {
+      outdim[n] = k;
+      opdim[n++] = b->v.list.v[k];
+      used[b->v.list.v[k]] = true;
+    }
+    for (int k = 0; k < attr_len(c); k++) used[c->v.list.v[k]] = true;
+    for (int d = 0; d < os->rank; d++)
+      if (!used[d]) {
+        outdim[n] = next_out++;
+        opdim[n++] = d;
+      }
+    ops[side] = ts_part_operand(p, i, side,
+                                ts_part_operand_sharding(p, s, i->shape->rank, n, outdim, opdim, os->rank));
+  }
+  ts_part_set(p, i, ts_part_emit_like(p, i, ops, ts_part_local_shape(p, i->shape, s)), s);
+}
+
+/* dot: among the candidate space shardings, the one whose collectives move
+ * the fewest bytes per device (resharding the operands, summing partial
+ * results, resharding the result). */
 void ts_part_dot(part_t *p, const ts_hlo_instr_t *i, const ts_sharding_value_t *s) {
-  if (i->nops != 2) {
-    ts_part_fallback(p, i, s);
+  space_t sp;
+  if (i->nops != 2 || s->kind == TS_SHARD_MAXIMAL || s->kind == TS_SHARD_TUPLE || !dot_space(i, &sp)) {
+    if (i->nops == 2 && s->kind != TS_SHARD_TUPLE) dot_aligned(p, i, s);
+    else ts_part_fallback(p, i, s);
     return;
   }
-  if (dot_contracting(p, i, s)) return;
-  ts_hlo_instr_t *ops[2];
-  for (int side = 0; side < 2; side++) ops[side] = ts_part_operand(p, i, side, dot_operand_sharding(p, i, side, s));
-  ts_part_set(p, i, ts_part_emit_like(p, i, ops, ts_part_local_shape(p, i->shape, s)), s);
+  /* Most dots in a model already have operands that follow the result:
+   * nothing to move, nothing to weigh. */
+  plan_t best = {0}, pl;
+  source_t own = source(s, sp.omap, &sp, 0, sp.nout);
+  bool have = make_plan(p, i, &sp, combine(p, &sp, 1, &own), s, &best);
+  if (!have || best.cost > 0) {
+    ts_sharding_value_t *cand[16];
+    int nc = candidates(p, i, &sp, s, cand);
+    for (int k = 0; k < nc; k++)
+      if (make_plan(p, i, &sp, cand[k], s, &pl) && (!have || pl.cost < best.cost)) {
+        best = pl;
+        have = true;
+      }
+  }
+  if (p->st != TS_OK) return;
+  if (!have) {
+    dot_aligned(p, i, s);
+    return;
+  }
+  ts_hlo_instr_t *ops[2] = {ts_part_operand(p, i, 0, best.ls), ts_part_operand(p, i, 1, best.rs)};
+  ts_hlo_instr_t *v = ts_part_emit_like(p, i, ops, ts_part_local_shape(p, i->shape, best.ps));
+  if (best.partial) {
+    bool mask[2 * TS_PART_MAX_RANK] = {false};
+    for (int c = sp.nout; c < sp.rank; c++) mask[c] = true;
+    int64_t ng, gs, *groups;
+    ts_part_groups_over_dims(p, best.I, mask, &ng, &gs, &groups);
+    if (!groups) return;
+    v = ts_part_sum_partials(p, v, i->shape, best.ps, ng, gs, groups, ts_part_sum_comp(p, i->shape->elem), s);
+  } else {
+    v = ts_part_reshard(p, v, i->shape, best.ps, s);
+  }
+  ts_part_set(p, i, v, s);
 }
 
 /* convolution sharded on its batch and output-feature dims (data and

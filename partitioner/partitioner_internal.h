@@ -86,6 +86,11 @@ ts_sharding_value_t *ts_part_embed(part_t *p, const ts_sharding_value_t *s, int 
  * row-major tile order over those dims; arrays in p->a. */
 void ts_part_groups_over_dims(part_t *p, const ts_sharding_value_t *s, const bool *mask, int64_t *ngroups,
                               int64_t *group_size, int64_t **groups);
+/* Bytes per device the collectives of ts_part_reshard(from -> to) would
+ * move (each collective counted at its larger buffer, as `tessera check`
+ * counts); a large value for what it cannot do. Emits nothing. */
+int64_t ts_part_reshard_bytes(part_t *p, const ts_shape_t *shape, const ts_sharding_value_t *from,
+                              const ts_sharding_value_t *to);
 /* x (sharded `from`, of logical `shape`) as sharded `to`. */
 ts_hlo_instr_t *ts_part_reshard(part_t *p, ts_hlo_instr_t *x, const ts_shape_t *shape,
                                 const ts_sharding_value_t *from, const ts_sharding_value_t *to);
@@ -112,11 +117,12 @@ void ts_part_set(part_t *p, const ts_hlo_instr_t *i, ts_hlo_instr_t *v, const ts
 const ts_shape_t *ts_part_full_shape(part_t *p, const ts_shape_t *s);
 /* Any op on full values: operands gathered, the result sliced to `s`. */
 void ts_part_fallback(part_t *p, const ts_hlo_instr_t *i, const ts_sharding_value_t *s);
-/* Sums one partial value per device over `groups`, leaving it sharded `s`
- * (reduce-scatter when it fits, else all-reduce and a slice). */
-ts_hlo_instr_t *ts_part_sum_partials(part_t *p, ts_hlo_instr_t *partial, const ts_shape_t *shape, int64_t ng,
-                                     int64_t gs, int64_t *groups, ts_hlo_comp_t *to_apply,
-                                     const ts_sharding_value_t *s);
+/* Sums one partial value per device (its local shape under `ps`) over
+ * `groups`, leaving it sharded `s` (reduce-scatter when s refines ps on one
+ * dim by the group size, else all-reduce and a reshard). */
+ts_hlo_instr_t *ts_part_sum_partials(part_t *p, ts_hlo_instr_t *partial, const ts_shape_t *shape,
+                                     const ts_sharding_value_t *ps, int64_t ng, int64_t gs, int64_t *groups,
+                                     ts_hlo_comp_t *to_apply, const ts_sharding_value_t *s);
 bool ts_part_reducer_is_add(const ts_hlo_comp_t *c);
 
 /* Handlers: void ones always partition i; bool ones return false (having

@@ -36,71 +36,98 @@ static bool identity_init(const ts_hlo_instr_t *init, const ts_hlo_comp_t *comp)
   }
 }
 
-/* Sums `partial` (full shape, one partial value per device) over `groups`
- * and leaves the result sharded `s`: a reduce-scatter when s tiles one
- * dimension evenly into as many parts as a group has members (each group
- * then holds every tile once: its members are put in tile order), else an
- * all-reduce and a local slice. */
-ts_hlo_instr_t *ts_part_sum_partials(part_t *p, ts_hlo_instr_t *partial, const ts_shape_t *shape, int64_t ng,
-                                    int64_t gs, int64_t *groups, ts_hlo_comp_t *to_apply,
-                                    const ts_sharding_value_t *s) {
-  int d = -1;
-  bool ok = s->kind == TS_SHARD_TILED;
-  for (int k = 0; ok && k < s->data_rank; k++)
-    if (s->dims[k] > 1) {
-      if (d >= 0) ok = false;
-      d = k;
-    }
-  ok = ok && d >= 0 && s->dims[d] == gs && shape->dims[d] % gs == 0;
-  int64_t idx[TS_PART_MAX_RANK + 8];
+/* Sums `partial` (one partial value per device, its local shape under
+ * `ps`) over `groups` and leaves the result sharded `s`: a reduce-scatter
+ * when s refines ps on one dimension into as many parts as a group has
+ * members, each member taking the part s gives it (members are put in that
+ * order), else an all-reduce (leaving ps) and a reshard to s. */
+ts_hlo_instr_t *ts_part_sum_partials(part_t *p, ts_hlo_instr_t *partial, const ts_shape_t *shape,
+                                     const ts_sharding_value_t *ps, int64_t ng, int64_t gs, int64_t *groups,
+                                     ts_hlo_comp_t *to_apply, const ts_sharding_value_t *s) {
+  if (!partial || p->st != TS_OK) return NULL;
+  int d = -1, r = shape->rank;
+  bool ok = s->kind == TS_SHARD_TILED && (ps->kind == TS_SHARD_TILED || ps->kind == TS_SHARD_REPLICATED);
+  for (int k = 0; ok && k < r; k++) {
+    int64_t pt = ps->kind == TS_SHARD_TILED ? ps->dims[k] : 1;
+    if (s->dims[k] == pt) continue;
+    if (d >= 0 || s->dims[k] != pt * gs) ok = false;
+    d = k;
+  }
+  ok = ok && d >= 0 && shape->dims[d] % s->dims[d] == 0;
+  int64_t si[TS_PART_MAX_RANK + 8], pi[TS_PART_MAX_RANK + 8] = {0};
   int64_t *ordered = ok ? ts_arena_alloc(p->a, sizeof *ordered * (size_t)(ng * gs)) : NULL;
   for (int64_t g = 0; ok && ordered && g < ng; g++) {
     for (int64_t k = 0; k < gs; k++) ordered[g * gs + k] = -1;
     for (int64_t k = 0; ok && k < gs; k++) {
       int64_t dev = groups[g * gs + k];
-      if (ts_sharding_tile_index(s, dev, idx) != TS_OK || ordered[g * gs + idx[d]] != -1) ok = false;
-      else ordered[g * gs + idx[d]] = dev;
+      if (ts_sharding_tile_index(s, dev, si) != TS_OK ||
+          (ps->kind == TS_SHARD_TILED && ts_sharding_tile_index(ps, dev, pi) != TS_OK)) {
+        ok = false;
+        break;
+      }
+      for (int e = 0; e < r; e++)
+        if (e != d && si[e] != pi[e]) ok = false;
+      if (!ok || si[d] / gs != pi[d] || ordered[g * gs + si[d] % gs] != -1) ok = false;
+      else ordered[g * gs + si[d] % gs] = dev;
     }
   }
   if (!ok || !ordered) {
     ts_hlo_instr_t *sum = ts_part_collective(p, TS_OP_ALL_REDUCE, partial->shape, partial, ng, gs, groups);
     ts_part_attr_comp(p, sum, "to_apply", to_apply);
-    return ts_part_reshard(p, sum, shape, ts_part_replicated(p), s);
+    return ts_part_reshard(p, sum, shape, ps, s);
   }
-  int64_t dims[TS_PART_MAX_RANK];
-  for (int k = 0; k < shape->rank; k++) dims[k] = shape->dims[k];
-  dims[d] /= gs;
-  ts_hlo_instr_t *rs = ts_part_collective(p, TS_OP_REDUCE_SCATTER, ts_part_shape(p, shape->elem, shape->rank, dims),
-                                          partial, ng, gs, ordered);
+  ts_hlo_instr_t *rs = ts_part_collective(p, TS_OP_REDUCE_SCATTER, ts_part_local_shape(p, shape, s), partial, ng, gs,
+                                          ordered);
   ts_part_attr_ints(p, rs, "dimensions", 1, (int64_t[]){d});
   ts_part_attr_comp(p, rs, "to_apply", to_apply);
   return rs;
 }
 
 /* The reduced dims are tiled where the operand already is: each device
- * reduces its slice and an all-reduce combines them. */
+ * reduces its slice and an all-reduce (or reduce-scatter) combines them.
+ * The kept dims either keep their tiles (the partial results are then
+ * sharded like them) or are gathered first, whichever moves fewer bytes. */
 static bool reduce_partial(part_t *p, const ts_hlo_instr_t *i, const ts_sharding_value_t *s) {
   if (i->nops != 2 || i->ncalled != 1) return false;
   const ts_hlo_instr_t *in = i->ops[0];
   const ts_sharding_value_t *O = p->sh[in->id];
   const ts_hlo_attr_t *a = ts_hlo_instr_attr(i, "dimensions");
   if (!O || O->kind != TS_SHARD_TILED || !a || !identity_init(i->ops[1], i->called[0])) return false;
-  bool keep[TS_PART_MAX_RANK] = {false}, any = false;
+  int r = in->shape->rank;
+  bool keep[TS_PART_MAX_RANK] = {false}, kept_dims[TS_PART_MAX_RANK] = {false}, any = false;
+  for (int d = 0; d < r; d++) kept_dims[d] = true;
   for (int k = 0; k < a->v.list.n; k++) {
     int64_t d = a->v.list.v[k];
+    kept_dims[d] = false;
     if (O->dims[d] > 1) {
       if (in->shape->dims[d] % O->dims[d] != 0) return false; /* padding would join the reduction */
       keep[d] = any = true;
     }
   }
   if (!any) return false;
-  ts_sharding_value_t *op = ts_part_replicate_dims(p, O, in->shape->rank, keep);
-  ts_hlo_instr_t *ops[2] = {ts_part_operand(p, i, 0, op), ts_part_operand(p, i, 1, ts_part_replicated(p))};
-  ts_hlo_instr_t *partial = ts_part_emit_like(p, i, ops, ts_part_full_shape(p, i->shape));
+  int64_t kept[TS_PART_MAX_RANK];
+  int m = 0;
+  for (int d = 0; d < r; d++)
+    if (kept_dims[d]) kept[m++] = d;
+  /* w = 0: the operand as it is; w = 1: its kept dims gathered. */
+  ts_sharding_value_t *os[2] = {(ts_sharding_value_t *)O, ts_part_replicate_dims(p, O, r, keep)}, *ps[2];
+  int64_t cost[2];
+  for (int w = 0; w < 2; w++) {
+    ps[w] = ts_part_select_dims(p, ts_part_replicate_dims(p, os[w], r, kept_dims), m, kept);
+    const ts_shape_t *local = ps[w] ? ts_part_local_shape(p, i->shape, ps[w]) : NULL;
+    if (!local) return p->st != TS_OK;
+    cost[w] = ts_part_reshard_bytes(p, in->shape, O, os[w]) + ts_part_reshard_bytes(p, i->shape, ps[w], s) +
+              (int64_t)ts_elem_storage_bytes(local->elem) * ts_shape_elements(local);
+  }
+  int w = cost[0] <= cost[1] ? 0 : 1;
+  ts_hlo_instr_t *ops[2] = {ts_part_operand(p, i, 0, os[w]), ts_part_operand(p, i, 1, ts_part_replicated(p))};
+  ts_hlo_instr_t *partial = ts_part_emit_like(p, i, ops, ts_part_local_shape(p, i->shape, ps[w]));
   int64_t ng, gs, *groups;
-  ts_part_groups_over_dims(p, op, keep, &ng, &gs, &groups);
+  ts_part_groups_over_dims(p, os[w], keep, &ng, &gs, &groups);
   if (!groups || !partial) return p->st != TS_OK;
-  ts_part_set(p, i, ts_part_sum_partials(p, partial, i->shape, ng, gs, groups, ts_part_clone_comp(p, i->called[0]), s), s);
+  ts_part_set(p, i,
+              ts_part_sum_partials(p, partial, i->shape, ps[w], ng, gs, groups, ts_part_clone_comp(p, i->called[0]), s),
+              s);
   return true;
 }
 

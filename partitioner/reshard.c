@@ -307,6 +307,64 @@ static ts_hlo_instr_t *from_full(part_t *p, ts_hlo_instr_t *x, const ts_shape_t 
   return ds;
 }
 
+static int64_t dims_bytes(ts_elem_t e, int rank, const int64_t *dims) {
+  int64_t b = ts_elem_storage_bytes(e);
+  for (int d = 0; d < rank; d++) b *= dims[d];
+  return b;
+}
+
+/* Mirrors the choices ts_part_reshard makes below, without emitting: the
+ * one-collective cases cost their local result, the general path an
+ * all-gather per tiled dimension (each the size of what it has gathered so
+ * far) and nothing for the final dynamic-slice. */
+int64_t ts_part_reshard_bytes(part_t *p, const ts_shape_t *shape, const ts_sharding_value_t *from,
+                              const ts_sharding_value_t *to) {
+  if (p->st != TS_OK || !from || !to) return INT64_MAX / 4;
+  if (ts_sharding_equal(from, to) || !ts_shape_is_array(shape) || to->kind == TS_SHARD_UNKNOWN) return 0;
+  if (to->kind == TS_SHARD_MANUAL || from->kind == TS_SHARD_MANUAL || from->kind == TS_SHARD_TUPLE ||
+      to->kind == TS_SHARD_TUPLE)
+    return INT64_MAX / 4;
+  int64_t dims[TS_PART_MAX_RANK];
+  bool even = tiled(from) || tiled(to);
+  for (int d = 0; d < shape->rank && even; d++) {
+    if (tiled(from) && shape->dims[d] % from->dims[d] != 0) even = false;
+    if (tiled(to) && shape->dims[d] % to->dims[d] != 0) even = false;
+  }
+  if (even && tiled(to) && (tiled(from) || from->kind == TS_SHARD_REPLICATED) && from->ntiles == to->ntiles) {
+    ts_reshard_t r;
+    if (ts_sharding_reshard(p->a, from, to, shape, &r) == TS_OK) {
+      if (ts_sharding_shard_dims(to, shape, dims) != TS_OK) return INT64_MAX / 4;
+      switch (r.kind) {
+      case TS_RESHARD_NONE: return 0;
+      case TS_RESHARD_DYNAMIC_SLICE: if (tiled(from)) return 0; break;
+      case TS_RESHARD_ALL_GATHER:
+      case TS_RESHARD_COLLECTIVE_PERMUTE: return dims_bytes(shape->elem, shape->rank, dims);
+      case TS_RESHARD_ALL_TO_ALL:
+        if (tiled(from) && r.dim != r.split_dim &&
+            shape->dims[r.split_dim] / from->dims[r.split_dim] % r.group_size == 0)
+          return dims_bytes(shape->elem, shape->rank, dims);
+        break;
+      default: break;
+      }
+    }
+  }
+  switch (from->kind) {
+  case TS_SHARD_REPLICATED: return 0;
+  case TS_SHARD_MAXIMAL: return dims_bytes(shape->elem, shape->rank, shape->dims);
+  case TS_SHARD_TILED: {
+    if (ts_sharding_shard_dims(from, shape, dims) != TS_OK) return INT64_MAX / 4;
+    int64_t b = 0;
+    for (int d = 0; d < from->data_rank; d++)
+      if (from->dims[d] > 1) {
+        dims[d] *= from->dims[d];
+        b += dims_bytes(shape->elem, shape->rank, dims);
+      }
+    return b;
+  }
+  default: return INT64_MAX / 4;
+  }
+}
+
 ts_hlo_instr_t *ts_part_reshard(part_t *p, ts_hlo_instr_t *x, const ts_shape_t *shape,
                                 const ts_sharding_value_t *from, const ts_sharding_value_t *to) {
   if (!x || p->st != TS_OK) return NULL;

@@ -172,16 +172,25 @@ set_tests_properties(interp.shard PROPERTIES LABELS unit TIMEOUT 60)
 
 # The partitioner's own strategies: each module must match the reference
 # AND use the collectives its handler is meant to emit (a line of
-# `tessera check`'s collective table, e.g. "all-reduce 1"; "none": no
-# collective at all), so a silent fall-back to gathering is caught.
+# `tessera check`'s collective table, e.g. "all-reduce 1", or with the bytes
+# per device, "all-reduce 1 96"; "": no collective at all), so a silent
+# fall-back to gathering is caught.
+# ts_collectives_test(NAME FILE WANT [CHECK FLAGS...])
+function(ts_collectives_test name file want_collectives)
+  string(REPLACE ";" " " flags "${ARGN}")
+  add_test(NAME ${name}
+           COMMAND sh -c "out=$($<TARGET_FILE:tessera> check ${flags} ${file}) || exit 1; \
+                          rows=$(printf '%s\\n' \"$out\" | awk '/^  (all|collective|reduce)/'); \
+                          got=$(printf '%s\\n' \"$rows\" | awk 'NF {print $1, $2}' | paste -sd, -); \
+                          bytes=$(printf '%s\\n' \"$rows\" | awk 'NF {print $1, $2, $3}' | paste -sd, -); \
+                          [ \"$got\" = \"$1\" ] || [ \"$bytes\" = \"$1\" ] || \
+                          { echo \"collectives: '$bytes', want '$1'\"; exit 1; }" _ "${want_collectives}")
+  set_tests_properties(${name} PROPERTIES LABELS unit TIMEOUT 60)
+endfunction()
 function(ts_partition_strategy name want_collectives)
   set(file ${ts_partition_dir}/${name}.hlo)
   ts_check_test(partition.${name} ${file} ok unit ${ARGN})
-  add_test(NAME partition.${name}.collectives
-           COMMAND sh -c "out=$($<TARGET_FILE:tessera> check ${ARGN} ${file}) || exit 1; \
-                          got=$(printf '%s\\n' \"$out\" | awk '/^  (all|collective|reduce)/ {print $1, $2}' | paste -sd, -); \
-                          [ \"$got\" = \"$1\" ] || { echo \"collectives: '$got', want '$1'\"; exit 1; }" _ "${want_collectives}")
-  set_tests_properties(partition.${name}.collectives PROPERTIES LABELS unit TIMEOUT 60)
+  ts_collectives_test(partition.${name}.collectives ${file} "${want_collectives}" ${ARGN})
 endfunction()
 ts_partition_strategy(dus_dynamic "")
 ts_partition_strategy(slice_halo "collective-permute 2")
@@ -198,3 +207,22 @@ ts_partition_strategy(conv_halo_stride "collective-permute 2")
 ts_cli_test(check_sharding_device_count 2
             "${CMAKE_SOURCE_DIR}/examples/mlp_sharded.hlo:10:3: error: parameter %Arg_0.1: its sharding spans 4 devices, but the program is partitioned for 8"
             check --num-partitions 8 ${CMAKE_SOURCE_DIR}/examples/mlp_sharded.hlo)
+# Dot strategies that keep operands in place (partial sums) where that moves
+# fewer bytes than gathering them, and reductions that keep their kept dims'
+# tiles. Bytes by hand in each module's header comment.
+ts_partition_strategy(dot_row_parallel "all-reduce 1 96")
+ts_partition_strategy(dot_weight_grad "all-reduce 1 192")
+ts_partition_strategy(dot_weight_grad_scatter "reduce-scatter 1 192")
+ts_partition_strategy(reduce_keep_tiles "all-reduce 1 32")
+# The MLP training step (examples/, data 2 x model 2; 8 devices: 2 x 4).
+# By hand, 4 devices: all-reduces of the row-parallel output f32[32,16]
+# (2048 B), the loss f32[] (4), dW2 f32[256,16] (16384), db2 f32[16] (64),
+# db1 f32[256] (1024); the dW1 dot gathers x and its hidden-layer gradient
+# on the batch, f32[64,256] each (131072 B), instead of all-reducing
+# f32[256,256] (262144 B). tests/examples.cmake checks the numbers.
+ts_collectives_test(partition.mlp_train.collectives ${CMAKE_SOURCE_DIR}/examples/mlp_train.hlo
+                    "all-reduce 5 19524,all-gather 2 131072" --num-partitions 4)
+# 8 devices: f32[32,16] 2048, f32[] 4, f32[128,16] 8192, f32[16] 64,
+# f32[128] 512; gathers f32[64,256] 65536 and f32[64,128] 32768.
+ts_collectives_test(partition.mlp_train_8.collectives ${CMAKE_SOURCE_DIR}/examples/mlp_train_8.hlo
+                    "all-reduce 5 10820,all-gather 2 98304")
