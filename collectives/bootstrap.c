@@ -223,7 +223,7 @@ ts_status_t coll_world_setup_node(coll_world_t *w, coll_boot_t *b, int wrank) {
     goto out;
   }
   for (int i = 0; i < n; i++) w->node->pids[i] = all[i].pid;
-  coll_note_ranks_here(n);
+  coll_note_ranks_here(w, n);
   if (wrank == 0) shm_unlink(name); /* everyone has it mapped: nothing left behind on a crash */
 out:
   ts_free(all);

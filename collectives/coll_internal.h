@@ -119,6 +119,7 @@ struct coll_world {
   _Atomic int refs;
   _Atomic int aborted; /* 0, or the ts_status_t the world was aborted with */
   bool same_space;     /* threads: every rank's buffers are directly addressable */
+  bool oversub;        /* more of its ranks on this host than this process has cores */
   coll_node_t *node;   /* process worlds on one host with CMA, else NULL */
   uint32_t *next_ctx;  /* per world rank (threads) or [0] (processes) */
   uint32_t *slots_used; /* bitmask of direct slots in use, same indexing */
@@ -126,6 +127,13 @@ struct coll_world {
   void *priv;          /* backend state */
   void *dreg;          /* threads: shared direct-slot arrays (direct.c) */
 };
+
+/* Thresholds an algorithm runs with, from its row of the table (table.c).
+ * Only the direct paths have any. Per-rank choices: members may differ. */
+typedef struct {
+  uint64_t nt_from;    /* S from which outputs are written with streaming stores */
+  uint64_t stage_upto; /* input bytes up to which an eager rank stages its input */
+} coll_tune_t;
 
 /* The operation the algorithms run. Counts as in ts_coll.h; after the
  * up-cast of narrow types, `type` is the type reduced in. */
@@ -142,6 +150,7 @@ struct coll_op {
   int64_t (*pairs)[2];
   double deadline;
   uint64_t seq;
+  coll_tune_t tune; /* the chosen row's (execute sets it) */
   /* up-cast: the caller's buffers and type when type != user_type */
   ts_elem_t user_type;
   const void *user_send;
@@ -192,6 +201,11 @@ struct ts_coll_comm {
   /* direct (same-host) path: NULL when not available */
   direct_t *direct;
   int dslot; /* slot index in the node segment (process worlds), -1 if none */
+  /* slice layout (ts_coll_comm_set_slices): 0 or 1 none; else the number of
+   * slices and the sub-communicators the hierarchical algorithms run on */
+  int slices;
+  ts_coll_comm_t *intra; /* the members of this rank's slice */
+  ts_coll_comm_t *inter; /* the members at this rank's position in every slice */
   void *bpriv; /* backend per-communicator state (NCCL) */
 };
 
@@ -219,8 +233,8 @@ ts_status_t coll_sendrecv(ts_coll_comm_t *c, coll_op_t *op, int to, const void *
                           void *rbuf, size_t rn, uint32_t step);
 /* Spin-then-yield backoff used by every polling loop. */
 void coll_backoff(unsigned spins);
-/* Tells the backoff how many ranks of a world run on this host. */
-void coll_note_ranks_here(int nranks);
+/* Tells the backoff (and w->oversub) how many ranks of world w run on this host. */
+void coll_note_ranks_here(coll_world_t *w, int nranks);
 /* Checks abort and deadline; returns TS_OK or the error (and aborts the world on deadline). */
 ts_status_t coll_check(ts_coll_comm_t *c, const coll_op_t *op);
 /* Only the abort flags in memory (no transport poll, no clock): for the
@@ -264,6 +278,7 @@ typedef ts_status_t (*coll_algo_fn)(ts_coll_comm_t *c, coll_op_t *op);
 typedef struct {
   const char *name;
   coll_algo_fn fn;
+  coll_tune_t tune;
 } coll_algo_t;
 /* The algorithm for op on c. */
 coll_algo_t coll_choose(ts_coll_comm_t *c, const coll_op_t *op);
@@ -279,12 +294,21 @@ ts_status_t coll_ring_reduce_scatter(ts_coll_comm_t *c, coll_op_t *op);
 ts_status_t coll_rd_allreduce(ts_coll_comm_t *c, coll_op_t *op);
 ts_status_t coll_rd_allgather(ts_coll_comm_t *c, coll_op_t *op);
 ts_status_t coll_pairwise_alltoall(ts_coll_comm_t *c, coll_op_t *op);
+ts_status_t coll_bruck_alltoall(ts_coll_comm_t *c, coll_op_t *op);
 ts_status_t coll_p2p_permute(ts_coll_comm_t *c, coll_op_t *op);
 ts_status_t coll_binomial_broadcast(ts_coll_comm_t *c, coll_op_t *op);
 ts_status_t coll_p2p_send(ts_coll_comm_t *c, coll_op_t *op);
 ts_status_t coll_p2p_recv(ts_coll_comm_t *c, coll_op_t *op);
 ts_status_t coll_dissemination_barrier(ts_coll_comm_t *c, coll_op_t *op);
 ts_status_t coll_direct_run(ts_coll_comm_t *c, coll_op_t *op);
+ts_status_t coll_direct_eager(ts_coll_comm_t *c, coll_op_t *op);
+ts_status_t coll_direct_barrier(ts_coll_comm_t *c, coll_op_t *op);
+
+/* ---- hier.c: two-level algorithms over the slice layout ---- */
+
+ts_status_t coll_hier_allreduce(ts_coll_comm_t *c, coll_op_t *op);
+ts_status_t coll_hier_allgather(ts_coll_comm_t *c, coll_op_t *op);
+ts_status_t coll_hier_reduce_scatter(ts_coll_comm_t *c, coll_op_t *op);
 
 /* ---- direct.c: same-host single-copy paths ---- */
 

@@ -136,9 +136,10 @@ static ts_status_t world_status(coll_world_t *w) {
  * we wait for needs ours). */
 static _Atomic unsigned pause_spins = 64;
 
-void coll_note_ranks_here(int nranks) {
+void coll_note_ranks_here(coll_world_t *w, int nranks) {
   cpu_set_t set;
   int ncpu = sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : 1;
+  w->oversub = nranks > ncpu;
   if (nranks <= ncpu) {
     unsigned want = 4096, cur = 64;
     /* only raise from the default: one oversubscribed world keeps it short */
@@ -395,6 +396,8 @@ void ts_coll_comm_destroy(ts_coll_comm_t *c) {
   pthread_cond_broadcast(&c->qcond);
   pthread_mutex_unlock(&c->qlock);
   if (c->progress_started) pthread_join(c->progress, NULL);
+  ts_coll_comm_destroy(c->intra);
+  ts_coll_comm_destroy(c->inter);
   if (c->be->comm_fini) c->be->comm_fini(c);
   coll_direct_fini(c);
   if (c->dslot >= 0) {
@@ -427,6 +430,53 @@ ts_status_t ts_coll_comm_force_algorithm(ts_coll_comm_t *c, const char *name) {
   c->forced = name;
   return TS_OK;
 }
+
+ts_status_t ts_coll_comm_set_slices(ts_coll_comm_t *c, int slices) {
+  if (!c || slices < 1 || slices > c->size || c->size % slices != 0) return TS_ERR_INVALID_ARGUMENT;
+  if (slices == c->slices || (slices == 1 && c->slices <= 1)) return TS_OK;
+  ts_coll_comm_destroy(c->intra);
+  ts_coll_comm_destroy(c->inter);
+  c->intra = c->inter = NULL;
+  c->slices = 0;
+  if (slices == 1) return TS_OK;
+  /* Slice q holds ranks [q*k, (q+1)*k); the position-i group holds i, k+i, ... */
+  int n = c->size, k = n / slices;
+  int64_t *ids = ts_malloc((size_t)n * 2 * sizeof *ids);
+  ts_i64_list_t *l = ts_malloc((size_t)(slices + k) * sizeof *l);
+  if (!ids || !l) {
+    ts_free(ids);
+    ts_free(l);
+    return TS_ERR_NOMEM;
+  }
+  for (int q = 0; q < slices; q++) {
+    l[q].v = ids + (size_t)q * (size_t)k;
+    l[q].n = k;
+    for (int i = 0; i < k; i++) l[q].v[i] = q * k + i;
+  }
+  for (int i = 0; i < k; i++) {
+    l[slices + i].v = ids + (size_t)n + (size_t)i * (size_t)slices;
+    l[slices + i].n = slices;
+    for (int q = 0; q < slices; q++) l[slices + i].v[q] = q * k + i;
+  }
+  ts_replica_groups_t intra = {.ngroups = slices, .groups = l}, inter = {.ngroups = k, .groups = l + slices};
+  ts_status_t st = ts_coll_comm_split(c, &intra, TS_COLL_FLATTENED_ID, 1, n, &c->intra);
+  ts_status_t st2 = ts_coll_comm_split(c, &inter, TS_COLL_FLATTENED_ID, 1, n, &c->inter);
+  ts_free(ids);
+  ts_free(l);
+  if (st == TS_OK) st = st2;
+  if (st) {
+    ts_coll_comm_destroy(c->intra);
+    ts_coll_comm_destroy(c->inter);
+    c->intra = c->inter = NULL;
+    return st;
+  }
+  /* the sub-communicators serve the hierarchical algorithms: the table picks theirs */
+  c->intra->forced = c->inter->forced = NULL;
+  c->slices = slices;
+  return TS_OK;
+}
+
+int ts_coll_comm_slices(const ts_coll_comm_t *c) { return c->slices > 1 ? c->slices : 1; }
 
 void ts_coll_comm_abort(ts_coll_comm_t *c, ts_status_t why) { coll_world_abort(c->world, why, true); }
 ts_status_t ts_coll_comm_status(const ts_coll_comm_t *c) {
@@ -610,12 +660,13 @@ uint64_t coll_op_bytes(const ts_coll_comm_t *c, const coll_op_t *op) {
 static ts_status_t execute(ts_coll_comm_t *c, ts_coll_req_t *req) {
   coll_op_t *op = &req->op;
   ts_status_t st = world_status(c->world);
-  coll_algo_t algo = {"", NULL};
+  coll_algo_t algo = {"", NULL, {0, 0}};
   if (st == TS_OK) {
     algo = coll_choose(c, op);
     c->cur_rec = rec_slot(c, op->seq);
     c->last_waiting = -1;
     rec_update(c, op->seq, TS_COLL_STARTED, TS_OK, algo.name);
+    op->tune = algo.tune;
     if (op->type != op->user_type) {
       /* Narrow types reduce in a wider one and round once at the end. */
       size_t nin = op->count * (op->kind == TS_COLL_REDUCE_SCATTER ? (size_t)c->size : 1);

@@ -12,6 +12,8 @@
  *   mapped (processes, buffers from ts_coll_alloc): peers' regions are mapped
  *     here, plain loads and stores;
  *   CMA (processes, other buffers): process_vm_readv/writev, one kernel copy.
+ * Which of these runs, and the sizes they switch at (streaming stores,
+ * staging), come from the table (table.c, op->tune).
  * All-reduce: rank r reduces slice r of every input (chunks that stay in
  * cache) and pushes the result into every rank's output: each byte is read
  * once and written once per rank, the memory-traffic floor of
@@ -152,18 +154,6 @@ static size_t out_bytes(const ts_coll_comm_t *c, const coll_op_t *op) {
 
 bool coll_direct_eager_fits(const ts_coll_comm_t *c, const coll_op_t *op) {
   return in_bytes(c, op) <= COLL_EAGER_BYTES;
-}
-
-/* Outputs from this many bytes of S on are written with streaming stores
- * (they would only evict the inputs from the caches). */
-static uint64_t nt_bytes(void) {
-  static _Atomic int64_t v = -1;
-  int64_t x = atomic_load_explicit(&v, memory_order_relaxed);
-  if (x < 0) {
-    x = coll_env_int("TESSERA_COLL_NT_KIB", 8 * 1024) * (int64_t)1024;
-    atomic_store_explicit(&v, x, memory_order_relaxed);
-  }
-  return (uint64_t)x;
 }
 
 /* Flag barrier: publish phase+1, wait until every member reached it. */
@@ -350,22 +340,7 @@ static ts_status_t direct_reduce_scatter(ts_coll_comm_t *c, coll_op_t *op, bool 
 
 /* ---- eager-sized operations of process worlds ---- */
 
-/* Ranks whose buffers are in regions skip staging above this many input
- * bytes (TESSERA_COLL_STAGE_BYTES): peers then read them in place, with no
- * copy and no cache lines that bounce between the writer and the readers on
- * every call. Measured at np=2 (2-core EPYC VM): from 1 KiB on that beats
- * the one barrier staging saves (4 KiB all-reduce 0.55 us against 1.4 us);
- * below, the barrier costs more. */
-static size_t stage_always_bytes(void) {
-  static _Atomic int64_t v = -1;
-  int64_t x = atomic_load_explicit(&v, memory_order_relaxed);
-  if (x < 0) {
-    x = coll_env_int("TESSERA_COLL_STAGE_BYTES", 512);
-    atomic_store_explicit(&v, x, memory_order_relaxed);
-  }
-  return (size_t)x;
-}
-#define STAGE_ALWAYS_BYTES stage_always_bytes()
+/* How an eager rank left its input (dslot_t.how). */
 #define HOW_REG 1
 #define HOW_STAGED 2
 
@@ -412,7 +387,7 @@ static ts_status_t eager_run(ts_coll_comm_t *c, coll_op_t *op, const uint8_t *ho
   case TS_COLL_ALL_GATHER:
     for (int p = 0; p < n; p++) {
       TS_CHECK(eager_src(c, p, how, half, ib, tmp, &a));
-      memcpy(out + (size_t)p * bytes, a, bytes);
+      if (out + (size_t)p * bytes != a) memcpy(out + (size_t)p * bytes, a, bytes); /* send may be our block */
     }
     return TS_OK;
   case TS_COLL_ALL_TO_ALL:
@@ -451,54 +426,13 @@ static bool eager_reads_buffers(const ts_coll_comm_t *c, const coll_op_t *op, co
   return false;
 }
 
-ts_status_t coll_direct_run(ts_coll_comm_t *c, coll_op_t *op) {
-  direct_t *d = c->direct;
+/* The single-copy algorithms proper, once every member has published its
+ * buffers and passed the barrier. */
+static ts_status_t direct_body(ts_coll_comm_t *c, coll_op_t *op) {
   int n = c->size, r = c->rank;
-  size_t es = op->esize, bytes = op->count * es;
-  if (op->kind == TS_COLL_BARRIER) return dsync(c, op);
-  bool eager = !d->same_space && coll_direct_eager_fits(c, op);
-  publish(c, op, !eager || in_bytes(c, op) > STAGE_ALWAYS_BYTES);
-  if (eager) {
-    /* Stage unless our buffers are in regions; the barrier tells everyone
-     * how everyone did it (by phase parity: a rank may be one barrier ahead). */
-    dslot_t *me = d->slot[r];
-    size_t half = (size_t)(d->eager_ops++ & 1) * COLL_EAGER_BYTES, ib = in_bytes(c, op);
-    bool mine_reg = ib > STAGE_ALWAYS_BYTES && op->send != op->recv && (!op->send || me->sreg) &&
-                    (!op->recv || me->rreg);
-    bool stage = !mine_reg;
-    if (op->kind == TS_COLL_BROADCAST) stage = stage && r == op->root;
-    if (op->kind == TS_COLL_COLLECTIVE_PERMUTE) stage = stage && permute_is_source(op, r);
-    if (stage && ib) memcpy(d->eager[r] + half, op->send, ib);
-    int par = (int)((d->phase + 1) & 1);
-    atomic_store_explicit(&me->how[par], (uint8_t)((mine_reg ? HOW_REG : 0) | (stage ? HOW_STAGED : 0)),
-                          memory_order_relaxed);
-    TS_CHECK(dsync(c, op));
-    uint8_t how[64], *hp = n <= 64 ? how : ts_malloc((size_t)n);
-    if (!hp) return TS_ERR_NOMEM;
-    bool all_reg = true, all_staged = true;
-    for (int p = 0; p < n; p++) {
-      hp[p] = atomic_load_explicit(&d->slot[p]->how[par], memory_order_relaxed);
-      all_reg &= (hp[p] & HOW_REG) != 0;
-      all_staged &= (hp[p] & HOW_STAGED) != 0;
-    }
-    if (!all_reg) {
-      if (!all_staged) resolve(c, op);
-      ts_status_t st = eager_run(c, op, hp, half);
-      bool second = eager_reads_buffers(c, op, hp);
-      if (hp != how) ts_free(hp);
-      if (st) {
-        coll_world_abort(c->world, st, true);
-        return st;
-      }
-      return second ? dsync(c, op) : TS_OK;
-    }
-    if (hp != how) ts_free(hp);
-    /* every rank's buffers are mapped: the direct algorithms below */
-  } else {
-    TS_CHECK(dsync(c, op));
-  }
+  size_t bytes = op->count * op->esize;
   resolve(c, op);
-  bool nt = coll_op_bytes(c, op) >= nt_bytes();
+  bool nt = coll_op_bytes(c, op) >= op->tune.nt_from;
   char *out = op->recv;
   ts_status_t st = TS_OK;
   switch (op->kind) {
@@ -531,4 +465,57 @@ ts_status_t coll_direct_run(ts_coll_comm_t *c, coll_op_t *op) {
   }
   if (nt) coll_store_fence(); /* streamed stores reach memory before peers hear we are done */
   return dsync(c, op);
+}
+
+ts_status_t coll_direct_barrier(ts_coll_comm_t *c, coll_op_t *op) { return dsync(c, op); }
+
+/* Single copy between the members' own buffers (mapped, same space or CMA). */
+ts_status_t coll_direct_run(ts_coll_comm_t *c, coll_op_t *op) {
+  publish(c, op, true);
+  TS_CHECK(dsync(c, op));
+  return direct_body(c, op);
+}
+
+/* Inputs that fit the eager areas (process worlds; the table checks). */
+ts_status_t coll_direct_eager(ts_coll_comm_t *c, coll_op_t *op) {
+  direct_t *d = c->direct;
+  int n = c->size, r = c->rank;
+  size_t ib = in_bytes(c, op);
+  bool may_read_in_place = ib > op->tune.stage_upto;
+  publish(c, op, may_read_in_place);
+  /* Stage unless our buffers are in regions; the barrier tells everyone
+   * how everyone did it (by phase parity: a rank may be one barrier ahead). */
+  dslot_t *me = d->slot[r];
+  size_t half = (size_t)(d->eager_ops++ & 1) * COLL_EAGER_BYTES;
+  bool mine_reg = may_read_in_place && op->send != op->recv && (!op->send || me->sreg) && (!op->recv || me->rreg);
+  bool stage = !mine_reg;
+  if (op->kind == TS_COLL_BROADCAST) stage = stage && r == op->root;
+  if (op->kind == TS_COLL_COLLECTIVE_PERMUTE) stage = stage && permute_is_source(op, r);
+  if (stage && ib) memcpy(d->eager[r] + half, op->send, ib);
+  int par = (int)((d->phase + 1) & 1);
+  atomic_store_explicit(&me->how[par], (uint8_t)((mine_reg ? HOW_REG : 0) | (stage ? HOW_STAGED : 0)),
+                        memory_order_relaxed);
+  TS_CHECK(dsync(c, op));
+  uint8_t how[64], *hp = n <= 64 ? how : ts_malloc((size_t)n);
+  if (!hp) return TS_ERR_NOMEM;
+  bool all_reg = true, all_staged = true;
+  for (int p = 0; p < n; p++) {
+    hp[p] = atomic_load_explicit(&d->slot[p]->how[par], memory_order_relaxed);
+    all_reg &= (hp[p] & HOW_REG) != 0;
+    all_staged &= (hp[p] & HOW_STAGED) != 0;
+  }
+  if (all_reg) {
+    /* every rank's buffers are mapped: the single-copy algorithms */
+    if (hp != how) ts_free(hp);
+    return direct_body(c, op);
+  }
+  if (!all_staged) resolve(c, op);
+  ts_status_t st = eager_run(c, op, hp, half);
+  bool second = eager_reads_buffers(c, op, hp);
+  if (hp != how) ts_free(hp);
+  if (st) {
+    coll_world_abort(c->world, st, true);
+    return st;
+  }
+  return second ? dsync(c, op) : TS_OK;
 }

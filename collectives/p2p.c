@@ -1,4 +1,4 @@
-/* Point-to-point algorithms: pairwise all-to-all, collective-permute,
+/* Point-to-point algorithms: pairwise and Bruck all-to-all, collective-permute,
  * binomial-tree broadcast, send/recv and the dissemination barrier. */
 #include "coll_internal.h"
 
@@ -17,6 +17,39 @@ ts_status_t coll_pairwise_alltoall(ts_coll_comm_t *c, coll_op_t *op) {
     TS_CHECK(coll_sendrecv(c, op, to, s + (size_t)to * bytes, bytes, from, d + (size_t)from * bytes, bytes,
                            (uint32_t)k));
   }
+  return TS_OK;
+}
+
+/* Bruck's all-to-all (Bruck et al. 1997): ceil(log2 n) rounds instead of
+ * n-1, each moving about n/2 blocks, for blocks small enough that rounds
+ * cost more than bytes. work[i] starts as the block for rank r+i; round k
+ * sends every block whose index has bit k set to rank r+k (which keeps it at
+ * the same index). Afterwards work[i] came from rank r-i. */
+ts_status_t coll_bruck_alltoall(ts_coll_comm_t *c, coll_op_t *op) {
+  size_t bytes = op->count * op->esize;
+  int n = c->size, r = c->rank;
+  const char *s = op->send;
+  char *d = op->recv;
+  if (n == 1 || bytes == 0) {
+    if (bytes) memcpy(d, s, bytes);
+    return TS_OK;
+  }
+  size_t most = (size_t)(n + 1) / 2; /* blocks with a given bit set, at most */
+  char *work = coll_scratch(c, 0, (size_t)n * bytes), *out = coll_scratch(c, 1, most * bytes),
+       *in = coll_scratch(c, 2, most * bytes);
+  if (!work || !out || !in) return TS_ERR_NOMEM;
+  for (int i = 0; i < n; i++) memcpy(work + (size_t)i * bytes, s + (size_t)((r + i) % n) * bytes, bytes);
+  uint32_t step = 0;
+  for (int k = 1; k < n; k <<= 1, step++) {
+    size_t nb = 0;
+    for (int i = k; i < n; i++)
+      if (i & k) memcpy(out + nb++ * bytes, work + (size_t)i * bytes, bytes);
+    TS_CHECK(coll_sendrecv(c, op, (r + k) % n, out, nb * bytes, (r - k + n) % n, in, nb * bytes, step));
+    nb = 0;
+    for (int i = k; i < n; i++)
+      if (i & k) memcpy(work + (size_t)i * bytes, in + nb++ * bytes, bytes);
+  }
+  for (int i = 0; i < n; i++) memcpy(d + (size_t)((r - i + n) % n) * bytes, work + (size_t)i * bytes, bytes);
   return TS_OK;
 }
 

@@ -198,7 +198,7 @@ ts_status_t ts_coll_comm_create_threads(int n, ts_coll_comm_t **comms) {
   }
   for (int i = 0; i < n; i++) pthread_mutex_init(&tw->box[i].lock, NULL);
   w->priv = tw;
-  coll_note_ranks_here(n);
+  coll_note_ranks_here(w, n);
   ts_status_t st = TS_OK;
   int made = 0;
   for (; made < n && st == TS_OK; made++) st = coll_comm_new_world(w, made, &comms[made]);

@@ -1,7 +1,8 @@
 /* Tessera collectives: one communicator interface over several backends
  * (in-process threads, MPI, UCX, NCCL) and the collective algorithms that run
- * on them (ring, recursive doubling/halving, pairwise all-to-all, direct
- * single-copy paths over shared memory or CMA), chosen from one table.
+ * on them (ring, recursive doubling, pairwise and Bruck all-to-all, direct
+ * single-copy paths over shared memory or CMA, two-level versions for
+ * multislice meshes), chosen from one table (table.c).
  *
  * Model. A communicator is one rank's handle on a group of ranks. Every
  * operation is posted (non-blocking), then tested or waited on with a
@@ -140,9 +141,30 @@ void ts_coll_comm_set_timeout(ts_coll_comm_t *c, double seconds);
 void ts_coll_comm_set_direct(ts_coll_comm_t *c, bool on);
 
 /* Forces one algorithm by name for every kind it implements ("ring",
- * "recursive-doubling", "pairwise", "direct", ...; NULL: the table decides).
+ * "recursive-doubling", "pairwise", "bruck", "direct", "direct-eager",
+ * "hierarchical", ...; NULL: the table decides). An algorithm the
+ * communicator cannot run there (recursive-doubling all-gather on a group
+ * that is no power of two, hierarchical without slices) leaves the choice
+ * to the table.
  * For tests and benchmarks. TS_ERR_INVALID_ARGUMENT for an unknown name. */
 ts_status_t ts_coll_comm_force_algorithm(ts_coll_comm_t *c, const char *name);
+
+/* Slice layout for multislice meshes: the communicator's n ranks form
+ * `slices` equal slices, rank r in slice r / (n / slices), and the links
+ * between slices are the slow ones. Then all-reduce, all-gather and
+ * reduce-scatter run two-level ("hierarchical": inside the slice, across
+ * slices among the ranks at the same position, inside again), which moves
+ * 1/(n/slices) of the data across slices. Results equal the flat
+ * algorithms' up to the order of the reduction (exact inputs: the same
+ * bits). Collective, like ts_coll_comm_split: every member calls it with
+ * the same value at the same point of its sequence of collectives (it
+ * creates the slice and cross-slice sub-communicators through this one).
+ * slices 1 removes the layout. TS_ERR_INVALID_ARGUMENT unless slices
+ * divides the size. Forcing another algorithm (ts_coll_comm_force_algorithm)
+ * runs it flat. */
+ts_status_t ts_coll_comm_set_slices(ts_coll_comm_t *c, int slices);
+/* The number of slices (1: no layout). */
+int ts_coll_comm_slices(const ts_coll_comm_t *c);
 
 /* Aborts the world this communicator belongs to: every waiter on every rank
  * returns an error (`why` here, TS_ERR_REMOTE on the other ranks). */

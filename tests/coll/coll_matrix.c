@@ -269,25 +269,40 @@ static int64_t run_case(ts_coll_comm_t *c, const case_t *k, int alloc, const cha
   return wrong;
 }
 
+#define NALGOS 4
 typedef struct {
   ts_coll_kind_t kind;
-  const char *algos[3];
+  const char *algos[NALGOS];
 } kind_algos_t;
 
+/* NULL: the table's choice; the others forced by name. "hierarchical" runs
+ * only with a slice layout (o->slices), on the whole world. */
 static const kind_algos_t kinds[] = {
-    {TS_COLL_ALL_REDUCE, {NULL, "ring", "recursive-doubling"}},
-    {TS_COLL_ALL_GATHER, {NULL, "ring", "recursive-doubling"}},
-    {TS_COLL_REDUCE_SCATTER, {NULL, "ring", NULL}},
-    {TS_COLL_ALL_TO_ALL, {NULL, "pairwise", NULL}},
-    {TS_COLL_COLLECTIVE_PERMUTE, {NULL, "p2p", NULL}},
-    {TS_COLL_BROADCAST, {NULL, "binomial", NULL}},
-    {TS_COLL_SEND, {NULL, NULL, NULL}},
-    {TS_COLL_BARRIER, {NULL, "dissemination", NULL}},
+    {TS_COLL_ALL_REDUCE, {NULL, "ring", "recursive-doubling", "hierarchical"}},
+    {TS_COLL_ALL_GATHER, {NULL, "ring", "recursive-doubling", "hierarchical"}},
+    {TS_COLL_REDUCE_SCATTER, {NULL, "ring", "hierarchical", NULL}},
+    {TS_COLL_ALL_TO_ALL, {NULL, "pairwise", "bruck", NULL}},
+    {TS_COLL_COLLECTIVE_PERMUTE, {NULL, "p2p", NULL, NULL}},
+    {TS_COLL_BROADCAST, {NULL, "binomial", NULL, NULL}},
+    {TS_COLL_SEND, {NULL, NULL, NULL, NULL}},
+    {TS_COLL_BARRIER, {NULL, "dissemination", NULL, NULL}},
 };
+
+static bool has_hier(ts_coll_kind_t k) {
+  return k == TS_COLL_ALL_REDUCE || k == TS_COLL_ALL_GATHER || k == TS_COLL_REDUCE_SCATTER;
+}
 
 int coll_matrix_run(ts_coll_comm_t *world, const coll_matrix_opts_t *o) {
   int n = ts_coll_comm_size(world), me = ts_coll_comm_rank(world);
   int failed = 0, cases = 0;
+  bool sliced = o->slices > 1;
+  if (sliced) {
+    ts_status_t st = ts_coll_comm_set_slices(world, o->slices);
+    if (st || ts_coll_comm_slices(world) != o->slices) {
+      fprintf(stderr, "set_slices(%d): %s\n", o->slices, ts_status_string(st));
+      return 1;
+    }
+  }
   /* group shapes */
   ts_coll_comm_t *groups[3] = {world, NULL, NULL};
   const char *gname[3] = {"all", "pairs", "strided"};
@@ -340,8 +355,12 @@ int coll_matrix_run(ts_coll_comm_t *world, const coll_matrix_opts_t *o) {
     ts_coll_comm_t *c = groups[g];
     for (size_t ki = 0; ki < sizeof kinds / sizeof kinds[0]; ki++) {
       const kind_algos_t *ka = &kinds[ki];
-      for (int ai = 0; ai < 3; ai++) {
+      for (int ai = 0; ai < NALGOS; ai++) {
         if (ai > 0 && !ka->algos[ai]) continue;
+        bool hier = ka->algos[ai] && strcmp(ka->algos[ai], "hierarchical") == 0;
+        if (hier && (!sliced || g != 0)) continue;
+        /* on the sliced world the table's choice is hierarchical too */
+        bool want_hier = sliced && g == 0 && has_hier(ka->kind) && (hier || !ka->algos[ai]);
         for (size_t ti = 0; ti < ntypes; ti++) {
           ts_elem_t t = types[ti];
           bool reduces = ka->kind == TS_COLL_ALL_REDUCE || ka->kind == TS_COLL_REDUCE_SCATTER;
@@ -357,6 +376,10 @@ int coll_matrix_run(ts_coll_comm_t *world, const coll_matrix_opts_t *o) {
                 case_t k = {ka->kind, op, t, counts[ci], ka->algos[ai], ip == 1, gname[g]};
                 const char *used = "?";
                 int64_t wrong = run_case(c, &k, o->alloc, &used);
+                if (want_hier && strcmp(used, "hierarchical") != 0) {
+                  fprintf(stderr, "rank %d: %s ran %s, not hierarchical\n", me, ts_coll_kind_name(k.kind), used);
+                  wrong++;
+                }
                 int64_t total = o->sum(wrong, o->sum_ctx);
                 cases++;
                 if (total) failed++;
@@ -376,6 +399,7 @@ int coll_matrix_run(ts_coll_comm_t *world, const coll_matrix_opts_t *o) {
     }
   }
   for (int g = 1; g < ngroups; g++) ts_coll_comm_destroy(groups[g]);
+  if (sliced && ts_coll_comm_set_slices(world, 1) != TS_OK) failed++;
   if (me == 0) fprintf(o->report ? o->report : stderr, "# %d cases, %d failed\n", cases, failed);
   return failed;
 }

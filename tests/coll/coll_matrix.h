@@ -22,6 +22,10 @@ typedef struct {
   /* buffers: 0 malloc; 1 ts_coll_alloc on every rank; 2 ts_coll_alloc on odd
    * world ranks only (mixed). 1 and 2 add a count above the eager size. */
   int alloc;
+  /* > 1: the world gets this slice layout (ts_coll_comm_set_slices) and the
+   * all-reduce, all-gather and reduce-scatter cases on it run hierarchical,
+   * forced and by the table, besides the flat algorithms */
+  int slices;
 } coll_matrix_opts_t;
 
 /* Runs the matrix on `world` (every rank calls it). Returns the number of

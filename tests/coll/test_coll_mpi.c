@@ -4,7 +4,8 @@
  * within the deadline and that every process still exits cleanly.
  * --alloc=1 takes the buffers from ts_coll_alloc (the mapped direct paths),
  * --alloc=2 on odd ranks only (mixed).
- *   mpirun -np N test_coll_mpi [--backend=mpi|ucx] [--deadline] [--quick] [--alloc=1|2] */
+ * --slices=S gives the world S slices (the hierarchical algorithms too).
+ *   mpirun -np N test_coll_mpi [--backend=mpi|ucx] [--deadline] [--quick] [--alloc=1|2] [--slices=S] */
 #include <mpi.h>
 #include <stdlib.h>
 #include <string.h>
@@ -65,17 +66,21 @@ static int deadline_test(ts_coll_comm_t *c, int alloc) {
 int main(int argc, char **argv) {
   ts_coll_backend_t backend = TS_COLL_BACKEND_MPI;
   bool deadline = false, quick = false;
-  int alloc = 0;
+  int alloc = 0, slices = 0;
   for (int i = 1; i < argc; i++) {
     if (strncmp(argv[i], "--backend=", 10) == 0 && ts_coll_backend_from_name(argv[i] + 10, &backend)) continue;
     if (strcmp(argv[i], "--alloc=1") == 0 || strcmp(argv[i], "--alloc=2") == 0) {
       alloc = argv[i][8] - '0';
       continue;
     }
+    if (strncmp(argv[i], "--slices=", 9) == 0) {
+      slices = atoi(argv[i] + 9);
+      continue;
+    }
     if (strcmp(argv[i], "--deadline") == 0) deadline = true;
     else if (strcmp(argv[i], "--quick") == 0) quick = true;
     else {
-      fprintf(stderr, "usage: test_coll_mpi [--backend=mpi|ucx] [--deadline] [--quick] [--alloc=1|2]\n");
+      fprintf(stderr, "usage: test_coll_mpi [--backend=mpi|ucx] [--deadline] [--quick] [--alloc=1|2] [--slices=S]\n");
       return 2;
     }
   }
@@ -95,10 +100,11 @@ int main(int argc, char **argv) {
   if (deadline) {
     bad = deadline_test(c, alloc);
   } else {
-    coll_matrix_opts_t o = {.sum = mpi_sum, .report = wr == 0 ? stdout : NULL, .quick = quick, .alloc = alloc};
+    coll_matrix_opts_t o = {.sum = mpi_sum, .report = wr == 0 ? stdout : NULL, .quick = quick, .alloc = alloc,
+                            .slices = slices};
     if (wr == 0)
-      printf("# backend %s, %d ranks, direct path %s, buffers %s\n", ts_coll_backend_name(backend),
-             ts_coll_comm_size(c),
+      printf("# backend %s, %d ranks, %d slices, direct path %s, buffers %s\n", ts_coll_backend_name(backend),
+             ts_coll_comm_size(c), slices > 1 ? slices : 1,
              getenv("TESSERA_COLL_DIRECT") && atoi(getenv("TESSERA_COLL_DIRECT")) == 0 ? "off" : "on",
              alloc == 1 ? "ts_coll_alloc" : alloc == 2 ? "ts_coll_alloc on odd ranks" : "malloc");
     bad = coll_matrix_run(c, &o) != 0;

@@ -1,5 +1,6 @@
 /* Collectives on the in-process threads backend: iota groups, XLA's group
- * modes, the whole correctness matrix at 1, 2, 3, 4 and 8 ranks, async
+ * modes, the whole correctness matrix at 1, 2, 3, 4 and 8 ranks (and with
+ * two slices at 4 and 8: the hierarchical algorithms), async
  * post/test/wait, records, bad arguments, ts_coll_alloc, and a deadline: one rank never
  * joins and the others get an error within the deadline. */
 #include <pthread.h>
@@ -212,6 +213,29 @@ static void body_matrix_p2p(world_t *w, int rank) {
   body_matrix(w, rank);
 }
 
+/* Two slices: hierarchical all-reduce, all-gather and reduce-scatter on the
+ * world against the same closed-form results as the flat algorithms. */
+static void body_matrix_slices(world_t *w, int rank) {
+  ts_coll_comm_t *c = w->comms[rank];
+  TEXPECT(w, ts_coll_comm_slices(c) == 1);
+  TEXPECT(w, ts_coll_comm_set_slices(c, 3) == TS_ERR_INVALID_ARGUMENT);
+  TEXPECT(w, ts_coll_comm_set_slices(c, 0) == TS_ERR_INVALID_ARGUMENT);
+  TEXPECT(w, ts_coll_comm_slices(c) == 1);
+  coll_matrix_opts_t o = {.sum = tsum, .sum_ctx = &w->sum, .report = NULL, .quick = quick, .slices = 2};
+  if (getenv("TS_COLL_VERBOSE")) o.report = stdout;
+  int failed = coll_matrix_run(c, &o);
+  if (rank == 0 && failed) {
+    fprintf(stderr, "matrix n=%d slices=2: %d cases failed\n", w->n, failed);
+    atomic_fetch_add(&w->failures, failed);
+  }
+  TEXPECT(w, ts_coll_comm_slices(c) == 1);
+}
+
+static void body_matrix_slices_p2p(world_t *w, int rank) {
+  ts_coll_comm_set_direct(w->comms[rank], false);
+  body_matrix_slices(w, rank);
+}
+
 /* ---- async, records, bad arguments ---- */
 
 static void body_async(world_t *w, int rank) {
@@ -322,6 +346,9 @@ int main(void) {
     run_world(sizes[i], body_matrix, NULL);
     run_world(sizes[i], body_matrix_p2p, NULL);
   }
+  run_world(4, body_matrix_slices, NULL);
+  run_world(8, body_matrix_slices, NULL);
+  run_world(4, body_matrix_slices_p2p, NULL);
   run_world(4, body_async, NULL);
   run_world(3, body_alloc, NULL);
   run_world(4, body_deadline, (void *)"direct");
