@@ -7,6 +7,18 @@
 #include <stdlib.h>
 #include <string.h>
 
+bool ts_cli_parse_seed(const char *cmd, const char *s, uint64_t *out) {
+  char *end;
+  errno = 0;
+  unsigned long long v = strtoull(s, &end, 10);
+  if (errno || end == s || *end || s[0] == '-') {
+    fprintf(stderr, "tessera %s: error: --random-inputs wants a non-negative integer seed, got '%s'\n", cmd, s);
+    return false;
+  }
+  *out = v;
+  return true;
+}
+
 bool ts_cli_parse_count(const char *cmd, const char *flag, const char *s, int64_t *out) {
   char *end;
   errno = 0;

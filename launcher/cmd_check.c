@@ -61,18 +61,6 @@ static void usage(FILE *f) {
           ts_partition_flags_help);
 }
 
-static bool parse_seed(const char *s, uint64_t *out) {
-  char *end;
-  errno = 0;
-  unsigned long long v = strtoull(s, &end, 10);
-  if (errno || end == s || *end || s[0] == '-') {
-    fprintf(stderr, "tessera check: error: --random-inputs wants a non-negative integer seed, got '%s'\n", s);
-    return false;
-  }
-  *out = v;
-  return true;
-}
-
 /* BYTES with an optional K/M/G/T suffix (powers of 1024). */
 static bool parse_bytes(const char *s, uint64_t *out) {
   char *end;
@@ -304,7 +292,7 @@ int ts_cmd_check(int argc, char **argv) {
   while ((c = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
     switch (c) {
     case 'p': if (!ts_cli_parse_count("check", "--num-partitions", optarg, &a.partitions)) return 2; break;
-    case 'r': if (!parse_seed(optarg, &a.seed)) return 2; break;
+    case 'r': if (!ts_cli_parse_seed("check", optarg, &a.seed)) return 2; break;
     case 'm': if (!parse_bytes(optarg, &a.max_memory)) return 2; break;
     case 'h': usage(stdout); return 0;
     case ':':

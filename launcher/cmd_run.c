@@ -1042,18 +1042,6 @@ static void job_free(job_t *j) {
 
 /* ---- flags -------------------------------------------------------------------- */
 
-static bool parse_seed(const char *s, uint64_t *out) {
-  char *end;
-  errno = 0;
-  unsigned long long v = strtoull(s, &end, 10);
-  if (errno || end == s || *end || s[0] == '-') {
-    fprintf(stderr, "tessera run: error: --random-inputs wants a non-negative integer seed, got '%s'\n", s);
-    return false;
-  }
-  *out = v;
-  return true;
-}
-
 static bool parse_positive(const char *flag, const char *s, double *out) {
   char *end;
   errno = 0;
@@ -1131,7 +1119,7 @@ static int parse_flags(int argc, char **argv, run_flags_t *f) {
     switch (c) {
     case 'd': if (!ts_cli_parse_count("run", "--devices", optarg, &f->devices)) return 2; break;
     case 'i': f->inputs = optarg; break;
-    case 'r': if (!parse_seed(optarg, &f->seed)) return 2; f->seeded = true; break;
+    case 'r': if (!ts_cli_parse_seed("run", optarg, &f->seed)) return 2; f->seeded = true; break;
     case 'o': f->outputs = optarg; break;
     case 'p': if (!ts_cli_parse_count("run", "--num-partitions", optarg, &f->partitions)) return 2; break;
     case 'R': if (!ts_cli_parse_count("run", "--replica-count", optarg, &f->replicas)) return 2; break;

@@ -18,6 +18,10 @@ int ts_cmd_check(int argc, char **argv);
 int ts_cmd_perf_table(int argc, char **argv); /* cmd_perftable.c */
 int ts_cmd_diagnose(int argc, char **argv);   /* cmd_diagnose.c */
 
+/* Parses --random-inputs' seed (a non-negative integer); prints a usage
+ * error naming `cmd` and returns false when `s` is not one. */
+bool ts_cli_parse_seed(const char *cmd, const char *s, uint64_t *out);
+
 /* Parses a positive integer flag value; prints a usage error and returns
  * false when `s` is not one. */
 bool ts_cli_parse_count(const char *cmd, const char *flag, const char *s, int64_t *out);
