@@ -347,3 +347,46 @@ ts_status_t ts_hlo_comp_index_params(ts_hlo_comp_t *c) {
     if (!c->params[k]) return TS_ERR_INVALID_ARGUMENT;
   return TS_OK;
 }
+
+ts_status_t ts_hlo_comp_post_order(const ts_hlo_comp_t *c, const ts_hlo_instr_t **order) {
+  int n = c->ninstrs, done = 0;
+  uint8_t *state = ts_calloc((size_t)c->module->next_id + 1, 1); /* 0 new, 1 on the stack, 2 placed */
+  const ts_hlo_instr_t **stack = ts_calloc((size_t)n + 1, sizeof *stack);
+  int *next = ts_calloc((size_t)n + 1, sizeof *next); /* the next dependency to visit */
+  ts_status_t st = TS_OK;
+  if (!state || !stack || !next) {
+    st = TS_ERR_NOMEM;
+    goto out;
+  }
+  for (int k = 0; k < n; k++) {
+    const ts_hlo_instr_t *s = c->instrs[k];
+    if (state[s->id]) continue;
+    int sp = 0;
+    stack[sp] = s;
+    next[sp++] = 0;
+    state[s->id] = 1;
+    while (sp > 0) {
+      const ts_hlo_instr_t *top = stack[sp - 1];
+      int e = next[sp - 1]++;
+      const ts_hlo_instr_t *dep = NULL;
+      if (e < top->nops) dep = top->ops[e];
+      else if (e < top->nops + top->nctrl_preds) dep = top->ctrl_preds[e - top->nops];
+      else {
+        state[top->id] = 2;
+        order[done++] = top;
+        sp--;
+        continue;
+      }
+      if (state[dep->id] == 0) {
+        state[dep->id] = 1;
+        stack[sp] = dep;
+        next[sp++] = 0;
+      }
+    }
+  }
+out:
+  ts_free(state);
+  ts_free(stack);
+  ts_free(next);
+  return st;
+}

@@ -334,6 +334,12 @@ void ts_hlo_module_destroy(ts_hlo_module_t *m);          /* NULL is a no-op */
 ts_status_t ts_hlo_comp_add(ts_hlo_module_t *m, const char *name, ts_hlo_comp_t **out);
 ts_hlo_comp_t *ts_hlo_module_find_comp(const ts_hlo_module_t *m, const char *name);
 
+/* The instructions of `c` in a post-order over operands and control
+ * predecessors (every instruction after what it depends on), visiting roots
+ * in text order; iterative, since chains in real modules are deep.
+ * order[0..c->ninstrs) is filled (order has room for c->ninstrs). */
+ts_status_t ts_hlo_comp_post_order(const ts_hlo_comp_t *c, const ts_hlo_instr_t **order);
+
 /* Appends an instruction with the given operands (users are updated). The
  * name is made unique in the module (`name`, else `name.N`); NULL names it
  * after the opcode. The shape is not copied: allocate it in the module arena

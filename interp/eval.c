@@ -96,47 +96,15 @@ static bool instr_device_dependent(const ts_hlo_instr_t *i) {
          is_custom_call(i, "xla.sdy.GlobalToLocalShape") || is_custom_call(i, "xla.sdy.LocalToGlobalShape");
 }
 
-/* Post-order over operands and control predecessors, iteratively (chains in
- * real modules are deep). */
+/* The plan: post-order, local slots and use counts. */
 static ts_status_t build_plan(ts_interp_t *it, const ts_hlo_comp_t *c, plan_t *p) {
   int n = c->ninstrs;
   p->order = ts_calloc((size_t)n + 1, sizeof *p->order);
   p->nuses = ts_calloc((size_t)n + 1, sizeof *p->nuses);
-  uint8_t *state = ts_calloc((size_t)it->m->next_id + 1, 1);
-  const ts_hlo_instr_t **stack = ts_calloc((size_t)n + 1, sizeof *stack);
-  int *next = ts_calloc((size_t)n + 1, sizeof *next);
-  ts_status_t st = TS_OK;
-  if (!p->order || !p->nuses || !state || !stack || !next) {
-    st = TS_ERR_NOMEM;
-    goto done;
-  }
-  for (int k = 0; k < n; k++) {
-    const ts_hlo_instr_t *s = c->instrs[k];
-    if (state[s->id]) continue;
-    int sp = 0;
-    stack[sp] = s;
-    next[sp++] = 0;
-    state[s->id] = 1;
-    while (sp > 0) {
-      const ts_hlo_instr_t *top = stack[sp - 1];
-      int e = next[sp - 1]++;
-      const ts_hlo_instr_t *dep = NULL;
-      if (e < top->nops) dep = top->ops[e];
-      else if (e < top->nops + top->nctrl_preds) dep = top->ctrl_preds[e - top->nops];
-      else {
-        state[top->id] = 2;
-        it->local[top->id] = p->n;
-        p->order[p->n++] = top;
-        sp--;
-        continue;
-      }
-      if (state[dep->id] == 0) {
-        state[dep->id] = 1;
-        stack[sp] = dep;
-        next[sp++] = 0;
-      }
-    }
-  }
+  if (!p->order || !p->nuses) return TS_ERR_NOMEM;
+  TS_CHECK(ts_hlo_comp_post_order(c, p->order));
+  p->n = n;
+  for (int k = 0; k < n; k++) it->local[p->order[k]->id] = k;
   for (int k = 0; k < p->n; k++) {
     const ts_hlo_instr_t *i = p->order[k];
     for (int o = 0; o < i->nops; o++) p->nuses[it->local[i->ops[o]->id]]++;
@@ -144,11 +112,7 @@ static ts_status_t build_plan(ts_interp_t *it, const ts_hlo_comp_t *c, plan_t *p
   }
   p->root = it->local[c->root->id];
   p->nuses[p->root]++;
-done:
-  ts_free(state);
-  ts_free(stack);
-  ts_free(next);
-  return st;
+  return TS_OK;
 }
 
 /* A computation is device-dependent when it or anything it calls is.

@@ -96,47 +96,10 @@ static ts_status_t build_order(ts_rt_program_t *p, const ts_hlo_comp_t *c, bool 
       return TS_OK;
     }
   }
-  uint8_t *state = ts_calloc((size_t)p->m->next_id + 1, 1);
-  const ts_hlo_instr_t **stack = ts_calloc((size_t)n + 1, sizeof *stack);
-  int *next = ts_calloc((size_t)n + 1, sizeof *next);
-  ts_status_t st = TS_OK;
-  if (!state || !stack || !next) {
-    st = TS_ERR_NOMEM;
-    goto done;
-  }
-  rc->n = 0;
-  for (int k = 0; k < n; k++) {
-    const ts_hlo_instr_t *s = c->instrs[k];
-    if (state[s->id]) continue;
-    int sp = 0;
-    stack[sp] = s;
-    next[sp++] = 0;
-    state[s->id] = 1;
-    while (sp > 0) {
-      const ts_hlo_instr_t *top = stack[sp - 1];
-      int e = next[sp - 1]++;
-      const ts_hlo_instr_t *dep = NULL;
-      if (e < top->nops) dep = top->ops[e];
-      else if (e < top->nops + top->nctrl_preds) dep = top->ctrl_preds[e - top->nops];
-      else {
-        state[top->id] = 2;
-        p->pos[top->id] = rc->n;
-        rc->order[rc->n++] = top;
-        sp--;
-        continue;
-      }
-      if (state[dep->id] == 0) {
-        state[dep->id] = 1;
-        stack[sp] = dep;
-        next[sp++] = 0;
-      }
-    }
-  }
-done:
-  ts_free(state);
-  ts_free(stack);
-  ts_free(next);
-  return st;
+  TS_CHECK(ts_hlo_comp_post_order(c, rc->order));
+  rc->n = n;
+  for (int k = 0; k < n; k++) p->pos[rc->order[k]->id] = k;
+  return TS_OK;
 }
 
 /* ---- buffers ------------------------------------------------------------------- */
