@@ -41,10 +41,11 @@ typedef enum {
 const char *ts_transfer_scheme_name(ts_transfer_scheme_t s);
 bool ts_transfer_scheme_from_name(const char *s, ts_transfer_scheme_t *out);
 
-/* Interpolation between table points. WEIGHTED is the inverse-distance weighted
- * average XLA's documentation describes (the default); NEAREST is the
- * per-dimension snap to a stored point that XLA's code does
- * (EuclideanComplementInterpolator, reference §2.1-2.2). */
+/* Interpolation between table points. WEIGHTED (the default) is an
+ * inverse-distance weighted average: for GEMMs of FLOP/s, as XLA's
+ * documentation describes; for collectives of time, see the collective
+ * interpolator below. NEAREST is the per-dimension snap to a stored point
+ * that XLA's code does (EuclideanComplementInterpolator, reference §2.1-2.2). */
 typedef enum { TS_INTERP_WEIGHTED, TS_INTERP_NEAREST } ts_interp_mode_t;
 const char *ts_interp_mode_name(ts_interp_mode_t m); /* "weighted", "nearest" */
 
@@ -142,10 +143,23 @@ typedef struct {
 /* ---- collective interpolator (coll_interp.c) ---------------------------- */
 
 /* Keyed by (collective, transfer scheme); each key holds throughput over the
- * plane (tensor bytes, devices per group). Beyond the largest size of a key the
- * throughput is taken as saturated (time grows linearly); below the smallest,
- * the weighted mode keeps the smallest size's time (a latency floor) while the
- * nearest mode keeps its throughput, as XLA does. */
+ * plane (tensor bytes, devices per group), as XLA's tables do (reference §2.2).
+ *
+ * The weighted mode predicts TIME, not throughput (unlike XLA's documented
+ * throughput average): among the sizes measured at the queried device count,
+ * the inverse-distance weighted average of the bracketing sizes' times with
+ * distance in bytes, i.e. time linear in size, exact for any latency +
+ * bytes / bandwidth collective (averaging throughput is not: where latency
+ * dominates, throughput doubles with each size step). Below the smallest
+ * measured size the smallest size's time holds (a latency floor); beyond the
+ * largest its throughput holds (saturation: time grows linearly, as in XLA).
+ * A device count with no measurement (or, in leave-one-out, whose only point
+ * is the one left out) takes the per-count times of the nearest measured
+ * counts below and above, inverse-distance weighted in log2(devices); beyond
+ * the measured counts, the nearest count's time.
+ *
+ * The nearest mode is XLA's code: snap to a stored point (size first, then
+ * devices) and price any size with that point's throughput. */
 typedef struct ts_coll_interp ts_coll_interp_t;
 
 ts_status_t ts_coll_interp_create(const ts_perf_table_t *t, const char *device_key,

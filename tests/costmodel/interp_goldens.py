@@ -1,12 +1,19 @@
 #!/usr/bin/env python3
 """Goldens for test_costmodel_interp.c, computed from the documented rules
-(costmodel/ts_costmodel.h, reference/cost_models.md §2) without the C code:
-inverse-distance weights 1/d^2 in log2 coordinates over the cell around the
-query, and XLA's per-dimension nearest snap. Prints the values the test embeds."""
+(costmodel/ts_costmodel.h, reference/cost_models.md §2) without the C code.
+GEMMs: inverse-distance weights 1/d^2 in log2 coordinates over the cell around
+the query. Collectives, weighted: time linear in size between the measured
+sizes of the queried device count (the latency floor below, saturated
+throughput beyond), then linear in log2(devices) between the nearest measured
+counts. Both: XLA's per-dimension nearest snap. Prints the values the test
+embeds."""
 import itertools, math
 
-# collective table: all-reduce, contiguous groups; (bytes, devices) -> bytes/s
+# collective tables: all-reduce, contiguous groups; (bytes, devices) -> bytes/s
 COLL = {(1024, 2): 1e9, (4096, 2): 4e9, (1024, 4): 0.5e9, (4096, 4): 2e9}
+# times 2, 4, 8 us at 2 devices; 4.096 us at 4 (its only point); 4, 16 us at 8
+COLL2 = {(1024, 2): 512e6, (4096, 2): 1024e6, (16384, 2): 2048e6, (4096, 4): 1e9,
+         (1024, 8): 256e6, (16384, 8): 1024e6}
 # GEMM table: bf16xbf16->bf16, (b, m, k, n) -> FLOP/s
 GEMM = {(1, m, 256, n): f for (m, n), f in
         {(256, 256): 1e12, (256, 512): 2e12, (512, 256): 3e12, (512, 512): 6e12}.items()}
@@ -53,24 +60,58 @@ def snap(points, x, skip=None):
         else: s.append(min(nxt))
     return points[tuple(s)]
 
-def coll_time(x, mode, skip=None):
+def count_time(table, g, b, skip=None):
+    """Time of b bytes from the sizes measured at g devices, None if none."""
+    s = sorted((p[0], p[0] / v) for p, v in table.items() if p[1] == g and p != skip)
+    if not s: return None
+    if b <= s[0][0]: return s[0][1]                 # latency floor
+    if b >= s[-1][0]: return b * s[-1][1] / s[-1][0]  # saturated throughput
+    for (b0, t0), (b1, t1) in zip(s, s[1:]):
+        if b0 <= b <= b1: return t0 + (t1 - t0) * (b - b0) / (b1 - b0)
+
+def coll_time(x, mode, skip=None, table=COLL):
     b, g = x
     if mode == "nearest":
-        return b / snap(COLL, x, skip)
-    b = max(b, min(p[0] for p in COLL))
-    return b / cell(COLL, (b, g), skip)
+        return b / snap(table, x, skip)
+    t = count_time(table, g, b, skip)
+    if t is not None: return t
+    counts = sorted({p[1] for p in table if p != skip})
+    lo = [c for c in counts if c < g]
+    hi = [c for c in counts if c > g]
+    if not hi: return count_time(table, lo[-1], b, skip)
+    if not lo: return count_time(table, hi[0], b, skip)
+    f = (math.log2(g) - math.log2(lo[-1])) / (math.log2(hi[0]) - math.log2(lo[-1]))
+    return (1 - f) * count_time(table, lo[-1], b, skip) + f * count_time(table, hi[0], b, skip)
+
+def loo(table, mode):
+    apes = []
+    for p, v in table.items():
+        meas = p[0] / v
+        pred = coll_time(p, mode, skip=p, table=table)
+        apes.append(100 * abs(pred - meas) / meas)
+    return sum(apes) / len(apes), max(apes), apes
 
 for q in [(2048, 2), (1500, 2), (1024, 3), (32768, 2), (256, 2), (1024, 8), (1500, 3)]:
     print("coll weighted", q, repr(coll_time(q, "weighted")))
 for q in [(2048, 2), (3072, 2), (2560, 2), (256, 2), (1024, 3), (32768, 4)]:
     print("coll nearest", q, repr(coll_time(q, "nearest")))
 for mode in ("weighted", "nearest"):
-    apes = []
-    for p, v in COLL.items():
-        meas = p[0] / v
-        pred = coll_time(p, mode, skip=p)
-        apes.append(100 * abs(pred - meas) / meas)
-    print("coll loo", mode, repr(sum(apes) / len(apes)), repr(max(apes)))
+    m, mx, _ = loo(COLL, mode)
+    print("coll loo", mode, repr(m), repr(mx))
+for q in [(2048, 2), (8192, 2), (2048, 3), (2048, 6), (65536, 2), (512, 8), (16384, 16), (3000, 4)]:
+    print("coll2 weighted", q, repr(coll_time(q, "weighted", table=COLL2)))
+m, mx, apes = loo(COLL2, "weighted")
+print("coll2 loo weighted", repr(m), repr(mx), [round(a, 6) for a in apes])
+
+# noise-free alpha-beta table: 20 us * log2(D) + S / 3 GB/s, S = 1K..64M
+# doubling, D = 2, 4, 8, throughputs rounded to whole bytes/s as stored
+AB = {(b, d): round(b / (20e-6 * math.log2(d) + b / 3e9))
+      for d in (2, 4, 8) for b in (1024 << i for i in range(17))}
+m, mx, _ = loo(AB, "weighted")
+print("alpha-beta loo weighted", repr(m), repr(mx))
+# the former rule, throughput averaged over the cell (1/d^2 in log2 units)
+apes = [100 * abs(p[0] / cell(AB, p, skip=p) - p[0] / v) / (p[0] / v) for p, v in AB.items()]
+print("alpha-beta loo, throughput averaged", repr(sum(apes) / len(apes)))
 
 def gemm_time(b, m, n, k, mode="weighted"):
     x = (b, m, k, n)
