@@ -20,6 +20,7 @@ static void usage(FILE *f) {
           "                                 [-c CHECK] [-d TYPE] [-o OP] [--collectives=LIST]\n"
           "                                 [--backend=threads|mpi|ucx|nccl] [--devices N]\n"
           "                                 [--peer=mpi] [--memcpy] [--algorithm=NAME] [--malloc]\n"
+          "                                 [--slices=S]\n"
           "\n"
           "Times each collective over a range of sizes and prints one nccl-tests style\n"
           "table per collective: size (bytes, nccl-tests' S), count, type, redop,\n"
@@ -45,7 +46,10 @@ static void usage(FILE *f) {
           "                          same buffers: columns peer_busbw and ratio (ours / peer)\n"
           "  --memcpy                column memcpy: GB/s of one rank's memcpy of S bytes while\n"
           "                          every rank copies at once\n"
-          "  --algorithm=NAME        force one algorithm (ring, recursive-doubling, direct, ...)\n"
+          "  --algorithm=NAME        force one algorithm (ring, recursive-doubling, direct,\n"
+          "                          direct-eager, pairwise, bruck, hierarchical, binomial, p2p)\n"
+          "  --slices=S              the ranks form S equal slices (multislice): all-reduce,\n"
+          "                          all-gather and reduce-scatter run two-level\n"
           "  --malloc                buffers from malloc, not ts_coll_alloc (which places them\n"
           "                          where the ranks of one host load and store each other's)\n"
           "  -h, --help              this help\n");
@@ -61,6 +65,7 @@ typedef struct {
   int devices;
   bool peer, memcpy_col, use_malloc;
   const char *algorithm;
+  int slices;
 } opts_t;
 
 static const ts_coll_kind_t bench_kinds[] = {TS_COLL_ALL_REDUCE, TS_COLL_ALL_GATHER,       TS_COLL_REDUCE_SCATTER,
@@ -297,6 +302,10 @@ static int bench_rank(rank_ctx_t *x) {
   size_t es = (size_t)ts_elem_storage_bytes(o->type);
   bool out = r == 0;
   if (o->algorithm) ts_coll_comm_force_algorithm(c, o->algorithm);
+  if (o->slices > 1 && ts_coll_comm_set_slices(c, o->slices) != TS_OK) {
+    if (out) fprintf(stderr, "tessera bench: error: --slices=%d does not divide the %d ranks\n", o->slices, n);
+    return 2;
+  }
   size_t maxb = (size_t)o->maxb + 64;
   char *sbuf = NULL, *dbuf = NULL;
   if (o->use_malloc) {
@@ -323,10 +332,10 @@ static int bench_rank(rank_ctx_t *x) {
   }
   if (out) {
     printf("# tessera bench collectives: backend %s, %d ranks, type %s, redop %s, iters %d, warmup %d, check %d, "
-           "buffers %s%s%s\n",
+           "buffers %s%s%s, slices %d\n",
            ts_coll_backend_name(ts_coll_comm_backend(c)), n, ts_elem_name(o->type), ts_coll_redop_name(o->op),
            o->iters, o->warmup, o->check, o->use_malloc ? "malloc" : "ts_coll_alloc", o->algorithm ? ", algorithm " : "",
-           o->algorithm ? o->algorithm : "");
+           o->algorithm ? o->algorithm : "", o->slices > 1 ? o->slices : 1);
     printf("# GB/s = 1e9 bytes/s; busbw = algbw x factor (all-reduce 2(n-1)/n; all-gather, reduce-scatter,\n"
            "# all-to-all (n-1)/n; others 1); time = mean over ranks of the mean of %d iterations\n", o->iters);
   }
@@ -448,7 +457,7 @@ int ts_cmd_bench(int argc, char **argv) {
       {"collectives", required_argument, NULL, 'C'}, {"backend", required_argument, NULL, 'B'},
       {"devices", required_argument, NULL, 'D'},   {"peer", required_argument, NULL, 'P'},
       {"memcpy", no_argument, NULL, 'M'},          {"algorithm", required_argument, NULL, 'A'},
-      {"malloc", no_argument, NULL, 'm'},
+      {"malloc", no_argument, NULL, 'm'},          {"slices", required_argument, NULL, 'S'},
       {"help", no_argument, NULL, 'h'},            {NULL, 0, NULL, 0},
   };
   opts_t o = {.minb = 4096, .maxb = 32 << 20, .factor = 2, .iters = 20, .warmup = 5, .check = 1,
@@ -526,11 +535,19 @@ int ts_cmd_bench(int argc, char **argv) {
       break;
     case 'M': o.memcpy_col = true; break;
     case 'm': o.use_malloc = true; break;
-    case 'A':
-      if (strcmp(optarg, "ring") && strcmp(optarg, "recursive-doubling") && strcmp(optarg, "direct") &&
-          strcmp(optarg, "pairwise") && strcmp(optarg, "binomial") && strcmp(optarg, "p2p"))
-        return bad("unknown algorithm '%s' (ring, recursive-doubling, direct, pairwise, binomial, p2p)", optarg);
+    case 'A': {
+      static const char *const algos[] = {"ring",     "recursive-doubling", "direct",       "direct-eager",
+                                          "pairwise", "bruck",              "hierarchical", "binomial", "p2p"};
+      bool known = false;
+      for (size_t i = 0; i < sizeof algos / sizeof algos[0]; i++) known |= strcmp(optarg, algos[i]) == 0;
+      if (!known)
+        return bad("unknown algorithm '%s' (ring, recursive-doubling, direct, direct-eager, pairwise, bruck, "
+                   "hierarchical, binomial, p2p)", optarg);
       o.algorithm = optarg;
+      break;
+    }
+    case 'S':
+      if (!parse_int(optarg, 1, &o.slices)) return bad("--slices wants a positive integer, got '%s'", optarg);
       break;
     case 'h': usage(stdout); return 0;
     case ':': return bad("option '%s' needs a value", sub_argv[optind - 1]);

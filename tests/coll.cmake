@@ -69,6 +69,11 @@ add_test(NAME bench-smoke.collectives.threads
          COMMAND tessera bench collectives --devices 3 -b 1K -e 64K -f 8 -n 3 -w 1)
 set_tests_properties(bench-smoke.collectives.threads PROPERTIES LABELS bench-smoke TIMEOUT 60
                      PASS_REGULAR_EXPRESSION "# Out of bounds values : 0 OK")
+add_test(NAME bench-smoke.collectives.slices
+         COMMAND tessera bench collectives --devices 4 --slices=2 --collectives=all-reduce,all-gather,reduce-scatter
+                 -b 1K -e 64K -f 8 -n 3 -w 1)
+set_tests_properties(bench-smoke.collectives.slices PROPERTIES LABELS bench-smoke TIMEOUT 60
+                     PASS_REGULAR_EXPRESSION "# Out of bounds values : 0 OK")
 if(MPI_C_FOUND)
   add_test(NAME bench-smoke.collectives.mpi
            COMMAND ${coll_mpirun} 2 $<TARGET_FILE:tessera> bench collectives --backend=mpi --peer=mpi --memcpy
@@ -86,6 +91,8 @@ ts_cli_test(bench_bad_collective 2 "tessera bench: error: unknown collective 'al
 ts_cli_test(bench_bad_devices 2 "tessera bench: error: --devices wants an integer from 1 to 1024, got '0'" bench collectives --devices 0)
 ts_cli_test(bench_bad_type 2 "tessera bench: error: unknown or unsupported type 'f33' (f32, f64, bf16, f16, f8e4m3fn, s8..s64, u8..u64)" bench collectives -d f33)
 ts_cli_test(bench_peer_threads 2 "tessera bench: error: --peer=mpi needs the mpirun world (--backend=mpi or ucx), not in-process ranks" bench collectives --devices 2 --peer=mpi)
+ts_cli_test(bench_bad_slices 2 "tessera bench: error: --slices=3 does not divide the 4 ranks" bench collectives --devices 4 --slices=3)
+ts_cli_test(bench_bad_algorithm 2 "tessera bench: error: unknown algorithm 'tree' (ring, recursive-doubling, direct, direct-eager, pairwise, bruck, hierarchical, binomial, p2p)" bench collectives --algorithm=tree)
 ts_cli_test(bench_missing_value 2 "tessera bench: error: option '-n' needs a value" bench collectives -n)
 ts_cli_test(bench_unknown_option 2 "tessera bench: error: unknown option '--frob'" bench collectives --frob)
 
