@@ -4,9 +4,14 @@
  * or scattered along any dimension (packed through scratch when the
  * dimension is not the outermost), and hierarchical all-reduce across slices
  * (reduce-scatter inside the slice, all-reduce across slices, all-gather
- * inside the slice). All-gather and reduce-scatter stay flat across slices. */
+ * inside the slice). All-gather and reduce-scatter stay flat across slices.
+ * TESSERA_CROSS_SLICE_DELAY_US emulates a slow link between slices (DCN):
+ * a collective that crosses slices completes no earlier than its post time
+ * plus the link's latency and transfer time (ts_runtime.h). */
 #include "rt_internal.h"
 
+#include <errno.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -296,6 +301,12 @@ typedef struct {
   ts_coll_comm_t *intra, *cross;
 } dev_groupset_t;
 
+/* The emulated link between slices, as TESSERA_CROSS_SLICE_DELAY_US sets it. */
+typedef struct {
+  uint64_t latency_ns;
+  double gbps;                 /* GB/s (1e9 bytes/s); 0: no transfer-time term */
+} xs_link_t;
+
 struct rt_device_colls {
   const ts_rt_program_t *p;
   int64_t dev;
@@ -306,6 +317,11 @@ struct rt_device_colls {
   size_t *scratch_off;         /* per collective */
   size_t scratch_bytes;
   void *scratch;
+  /* The emulated cross-slice link: NULL xs_bytes when off. */
+  xs_link_t xs;
+  int64_t *xs_bytes;           /* per collective: bytes this device sends across slices, -1: within a slice */
+  uint64_t *xs_due;            /* per collective in flight: completes no earlier than this (ns) */
+  uint64_t xs_free_ns;         /* the link sends this device's earlier bytes until then */
 };
 
 static ts_status_t push_comm(rt_device_colls_t *dc, ts_coll_comm_t *c) {
@@ -392,6 +408,120 @@ static size_t hier_scratch(const ts_rt_program_t *p, const rt_coll_t *c) {
   return s;
 }
 
+/* ---- the emulated cross-slice link (TESSERA_CROSS_SLICE_DELAY_US) ------------- */
+
+#define XS_MAX_LATENCY_US 60e6 /* a minute: longer would read as a hang */
+
+/* "L[,BW_GBPS]": latency in microseconds (>= 0), bandwidth in GB/s (> 0). */
+static ts_status_t xs_parse(const char *text, xs_link_t *out, ts_diag_t *diag) {
+  char *end;
+  errno = 0;
+  double us = strtod(text, &end), gbps = 0;
+  bool ok = end != text && errno == 0 && us >= 0 && us <= XS_MAX_LATENCY_US;
+  if (ok && *end == ',') {
+    const char *b = end + 1;
+    gbps = strtod(b, &end);
+    ok = end != b && errno == 0 && gbps > 0 && isfinite(gbps);
+  }
+  if (!ok || *end) {
+    ts_diag_plain(diag,
+                  "TESSERA_CROSS_SLICE_DELAY_US='%s': expected L[,BW_GBPS], a latency in microseconds (0 to %.0f) "
+                  "and optionally a bandwidth in GB/s (> 0)",
+                  text, XS_MAX_LATENCY_US);
+    return TS_ERR_INVALID_ARGUMENT;
+  }
+  out->latency_ns = (uint64_t)llround(us * 1e3);
+  out->gbps = gbps;
+  return TS_OK;
+}
+
+/* Whether device `dev`'s part of collective `c` talks to another slice of
+ * `per_slice` devices: a member of its group is elsewhere, or (permute) one
+ * of the pairs it sends or receives in has its other end elsewhere. */
+static bool xs_crosses(const ts_rt_program_t *p, const rt_coll_t *c, int64_t dev, int64_t per_slice) {
+  const rt_groupset_t *g = &p->groupsets[c->groupset];
+  int64_t mine = dev / per_slice, P = p->partitions;
+  if (c->kind == TS_OP_COLLECTIVE_PERMUTE) {
+    for (int k = 0; k < c->npairs; k++) {
+      int64_t ends[2];
+      for (int e = 0; e < 2; e++) {
+        int64_t id = c->pairs[k][e];
+        ends[e] = g->mode == TS_COLL_CROSS_PARTITION ? dev / P * P + id
+                  : g->mode == TS_COLL_FLATTENED_ID  ? id
+                                                     : id * P + dev % P;
+      }
+      if ((ends[0] == dev || ends[1] == dev) && ends[0] / per_slice != ends[1] / per_slice) return true;
+    }
+    return false;
+  }
+  int gi = g->group_of[dev];
+  for (int k = 0; k < g->group_size[gi]; k++)
+    if (g->members[gi][k] / per_slice != mine) return true;
+  return false;
+}
+
+/* The bytes a crossing collective puts on the link from this device: its
+ * operands, or for a hierarchical all-reduce the slice's share that phase 2
+ * reduces across slices. */
+static int64_t xs_payload(const rt_coll_t *c, const dev_groupset_t *dg) {
+  int64_t b = 0;
+  int k = c->kind == TS_OP_ALL_REDUCE && dg->hier ? ts_coll_comm_size(dg->intra) : 1;
+  for (int o = 0; o < c->instr->nops; o++) {
+    const ts_shape_t *s = c->instr->ops[o]->shape;
+    bool share = k > 1 && ts_shape_elements(s) % k == 0;
+    b += (int64_t)shape_bytes(s) / (share ? k : 1);
+  }
+  return b;
+}
+
+static ts_status_t xs_setup(rt_device_colls_t *dc, const char *env, int slices, ts_diag_t *diag) {
+  const ts_rt_program_t *p = dc->p;
+  TS_CHECK(xs_parse(env, &dc->xs, diag));
+  if (slices <= 1) return TS_OK; /* one slice: nothing crosses */
+  int64_t per_slice = p->replicas * p->partitions / slices;
+  dc->xs_bytes = ts_calloc((size_t)p->ncolls + 1, sizeof *dc->xs_bytes);
+  dc->xs_due = ts_calloc((size_t)p->ncolls + 1, sizeof *dc->xs_due);
+  if (!dc->xs_bytes || !dc->xs_due) return TS_ERR_NOMEM;
+  for (int c = 0; c < p->ncolls; c++) {
+    const rt_coll_t *cc = &p->colls[c];
+    const dev_groupset_t *dg = &dc->gs[cc->groupset];
+    bool local = !dg->flat || ts_coll_comm_size(dg->flat) == 1;
+    dc->xs_bytes[c] = !local && xs_crosses(p, cc, dc->dev, per_slice) ? xs_payload(cc, dg) : -1;
+  }
+  return TS_OK;
+}
+
+/* At post: when the collective's bytes arrive. The link sends this device's
+ * crossing collectives one after another at the bandwidth; the latency of
+ * one overlaps the next's (a pipelined network). */
+static void xs_post(rt_device_colls_t *dc, int coll, uint64_t t_post) {
+  if (!dc->xs_bytes || dc->xs_bytes[coll] < 0) return;
+  uint64_t begin = t_post, send = 0;
+  if (dc->xs.gbps > 0) {
+    send = (uint64_t)llround((double)dc->xs_bytes[coll] / dc->xs.gbps); /* bytes / (GB/s) = ns */
+    if (dc->xs_free_ns > begin) begin = dc->xs_free_ns;
+    dc->xs_free_ns = begin + send;
+  }
+  dc->xs_due[coll] = begin + send + dc->xs.latency_ns;
+}
+
+/* Before the collective counts as complete: sleeps until its bytes have
+ * arrived (not at post: the compute thread runs on meanwhile, as it would
+ * beside a slow link). Wakes every 10 ms to notice an aborted world. */
+static ts_status_t xs_wait(rt_device_colls_t *dc, int coll) {
+  if (!dc->xs_bytes || dc->xs_bytes[coll] < 0) return TS_OK;
+  for (;;) {
+    uint64_t now = rt_now_ns(), due = dc->xs_due[coll];
+    if (now >= due) return TS_OK;
+    if (dc->world && ts_coll_comm_status(dc->world) != TS_OK) return TS_ERR_REMOTE;
+    uint64_t nap = due - now < 10000000u ? due - now : 10000000u;
+    struct timespec ts = {(time_t)(nap / 1000000000u), (long)(nap % 1000000000u)};
+    nanosleep(&ts, NULL);
+  }
+}
+
+/* ---- device create ------------------------------------------------------------- */
+
 ts_status_t rt_coll_device_create(const ts_rt_program_t *p, const ts_rt_device_opts_t *opts,
                                   rt_device_colls_t **out, ts_diag_t *diag) {
   *out = NULL;
@@ -453,6 +583,8 @@ ts_status_t rt_coll_device_create(const ts_rt_program_t *p, const ts_rt_device_o
     for (int c = 0; c < p->ncolls; c++) any_ar |= p->colls[c].groupset == k && p->colls[c].kind == TS_OP_ALL_REDUCE;
     if (slices > 1 && any_ar) TS_CHECK_GOTO(setup_hier(dc, g, slices, &dc->gs[k]), st, fail);
   }
+  const char *xs_env = getenv("TESSERA_CROSS_SLICE_DELAY_US");
+  if (xs_env && *xs_env) TS_CHECK_GOTO(xs_setup(dc, xs_env, slices, diag), st, fail);
   size_t at = 0;
   for (int c = 0; c < p->ncolls; c++) {
     const rt_coll_t *cc = &p->colls[c];
@@ -485,6 +617,8 @@ void rt_coll_device_destroy(rt_device_colls_t *dc) {
   ts_free(dc->comms);
   ts_free(dc->gs);
   ts_free(dc->scratch_off);
+  ts_free(dc->xs_bytes);
+  ts_free(dc->xs_due);
   ts_free(dc);
 }
 
@@ -557,6 +691,7 @@ ts_status_t rt_coll_post(rt_device_colls_t *dc, const ts_rt_program_t *p, int co
     run_local(p, c, dc->dev, f);
     return TS_OK;
   }
+  xs_post(dc, coll, f->t_post);
   int g = ts_coll_comm_size(comm);
   char *scr = scratch_of(dc, coll);
   ts_status_t st = TS_OK;
@@ -650,6 +785,7 @@ ts_status_t rt_coll_finish(rt_device_colls_t *dc, const ts_rt_program_t *p, rt_i
   ts_status_t st = wait_all(f);
   if (st != TS_OK) return st;
   if (!dg->flat || ts_coll_comm_size(dg->flat) == 1) return TS_OK;
+  if (!(c->kind == TS_OP_ALL_REDUCE && dg->hier)) TS_CHECK(xs_wait(dc, f->coll)); /* phased: at phase 2 */
   int g = ts_coll_comm_size(dg->flat);
   char *scr = scratch_of(dc, f->coll);
   uint64_t t = rt_now_ns();
@@ -671,6 +807,7 @@ ts_status_t rt_coll_finish(rt_device_colls_t *dc, const ts_rt_program_t *p, rt_i
     }
     ts_status_t w = wait_all(f);
     if (st == TS_OK) st = w;
+    if (st == TS_OK) st = xs_wait(dc, f->coll);
     if (st != TS_OK) return st;
     uint64_t t2 = rt_now_ns();
     if (on_phase) on_phase(arg, 2, t, t2);

@@ -90,7 +90,23 @@ typedef struct {
   ts_coll_comm_t *world;       /* rank device_id of replica_count * num_partitions; NULL for one device */
   /* Slices (multislice): device d is in slice d / (world size / slices).
    * > 1: a collective whose group spans slices runs hierarchically
-   * (intra-slice, cross-slice, intra-slice). 0 or 1: flat. */
+   * (intra-slice, cross-slice, intra-slice). 0 or 1: flat.
+   *
+   * An emulated slow link between slices (DCN), for benchmarks and tests:
+   * TESSERA_CROSS_SLICE_DELAY_US=L[,BW_GBPS], read at device create (a
+   * malformed value fails it). With slices > 1, every collective in which
+   * this device talks to another slice (its group spans slices; for a
+   * collective-permute, a pair it is in does) completes no earlier than
+   *   begin + bytes / BW + L,  begin = max(post time, when the link finished
+   *                                        this device's previous crossing bytes)
+   * with L in microseconds (0 to 60e6), BW in GB/s (1e9 bytes/s; omitted: no
+   * transfer term, every collective completes at post + L) and bytes the
+   * operands' size, or for a hierarchical all-reduce the slice's share its
+   * cross-slice phase 2 sends. The post never waits: the delay is paid where
+   * the collective is waited for (the -done of an async pair, at once for a
+   * synchronous one; a hierarchical all-reduce at its phase 2), so a
+   * collective started early hides it behind compute and program order pays
+   * it in full. Keep L well under the hang detector's timeout. */
   int slices;
   ts_hang_progress_t *progress; /* NULL: no reports. The runtime fills instr_names/comms. */
   bool trace;                  /* record ts_rt_event_t's */

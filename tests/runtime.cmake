@@ -38,6 +38,42 @@ ts_runtime_test(multislice_loop unit 60 --slices 2 --steps 2 --expect-hier ${rt_
 ts_runtime_test(peer_failure unit 60 --fail-hook 2:pairs ${rt_dir}/coll_all_reduce.hlo)
 ts_runtime_test(peer_failure_async unit 60 --fail-hook 1:e ${rt_dir}/coll_async.hlo)
 
+# --- unit: the emulated cross-slice link (TESSERA_CROSS_SLICE_DELAY_US) ---
+# 4 threads as 2 slices, a 200 ms delay; a hook sleeps before `c` to stand in
+# for compute. Bounds are the knob's guarantees (completion >= post + delay)
+# or wide margins (100 ms) where scheduling noise enters.
+add_executable(test_xs_delay runtime/test_xs_delay.c)
+target_link_libraries(test_xs_delay PRIVATE ts_runtime ts_coll ts_hlo ts_common Threads::Threads)
+function(ts_xs_test name)
+  add_test(NAME runtime.xs_delay.${name} COMMAND test_xs_delay ${ARGN})
+  set_tests_properties(runtime.xs_delay.${name} PROPERTIES LABELS unit TIMEOUT 60)
+endfunction()
+# program order pays the delay in full
+ts_xs_test(sync --delay 200000 --min-wait 190 --min-complete 200 --expect-out 3 ${rt_dir}/xs_sync.hlo)
+# started before 300 ms of compute: completes >= 200 ms after its post, but
+# the done hardly waits and the post did not block
+ts_xs_test(async_hidden --delay 200000 --sleep-before c:300 --min-complete 200 --max-wait 100 --max-post 100
+           --expect-out 3 ${rt_dir}/xs_async.hlo)
+# the same module with no delay: the wait is not the runtime's own
+ts_xs_test(none --max-wait 100 --expect-out 3 ${rt_dir}/xs_sync.hlo)
+# inside a slice, or with one slice, nothing is delayed
+ts_xs_test(intra_slice --delay 200000 --max-wait 100 --expect-out 1 ${rt_dir}/xs_intra.hlo)
+ts_xs_test(one_slice --slices 1 --delay 200000 --max-wait 100 --expect-out 3 ${rt_dir}/xs_sync.hlo)
+# a flat collective across slices is delayed as a whole
+ts_xs_test(gather --delay 200000 --min-wait 190 --min-complete 200 --expect-out 2 ${rt_dir}/xs_gather.hlo)
+# a permute delays the devices whose pairs cross: 1 -> 2
+ts_xs_test(permute --delay 200000 --delayed 1,2 --min-wait 190 --min-complete 200 --max-wait 100
+           --expect-out 1,1,2,1 ${rt_dir}/xs_permute.hlo)
+# two in flight: latencies overlap (both done in well under 2 x 200 ms) ...
+ts_xs_test(two_latency --delay 200000 --min-complete 200 --max-wait 300 --expect-out 7 ${rt_dir}/xs_two.hlo)
+# ... while bytes share the link: 2 x 2048 B (each slice's half of f32[1024])
+# at 1e4 B/s = 2 x 204.8 ms one after the other
+ts_xs_test(two_bandwidth --delay 0,0.00001 --min-complete 409.6 --expect-out 7 ${rt_dir}/xs_two.hlo)
+ts_xs_test(bad_value --delay abc --expect-error "TESSERA_CROSS_SLICE_DELAY_US='abc': expected L[,BW_GBPS]"
+           ${rt_dir}/xs_sync.hlo)
+ts_xs_test(bad_bandwidth --delay 5,0 --expect-error "TESSERA_CROSS_SLICE_DELAY_US='5,0'" ${rt_dir}/xs_sync.hlo)
+ts_xs_test(negative --delay -1 --expect-error "TESSERA_CROSS_SLICE_DELAY_US='-1'" ${rt_dir}/xs_sync.hlo)
+
 # --- corpus: xla_spmd modules partitioned here, then run on the runtime ---
 # One test per case (num_partitions and options from expectations.jsonl).
 # Cases tessera check cannot pass (tests/partition/spmd_expected_failures.txt)
