@@ -9,14 +9,17 @@ the textbook formulas, written independently of the generator's op sequence:
 einsums over [batch, seq, heads, head_dim] tensors for attention and its
 backward, the classic layernorm backward
 dx = rstd / N * (N dxhat - sum(dxhat) - xhat sum(dxhat xhat)), the softmax
-cross-entropy gradient (p - t) / B, and gelu's derivative by the chain rule.
+cross-entropy gradient (p - t) / (B S) over every token, and gelu's
+derivative by the chain rule. Before writing anything, that backward is
+checked against central finite differences of the loss (float64).
 
     python3 tests/examples/make_transformer_golden.py   (numpy needed; rerun
         after changing the generator, then commit transformer_step/)
     python3 tests/examples/make_transformer_golden.py --simulate [--steps 30]
         [--lr LR] [--seeds 3]   (no files: trains at the example's default
         sizes from the launcher's init on fresh random batches, printing the
-        loss, to choose the learning rate)
+        loss, to choose the learning rate; the generator's default 0.25
+        takes the loss from about 2.2 to about 0.5 in 30 steps, 1.0 diverges)
 """
 import argparse
 import os
