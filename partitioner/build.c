@@ -458,3 +458,17 @@ ts_hlo_instr_t *ts_part_collective(part_t *p, ts_opcode_t op, const ts_shape_t *
   if (op != TS_OP_ALL_TO_ALL && op != TS_OP_COLLECTIVE_PERMUTE) ts_part_attr_bool(p, c, "use_global_device_ids", true);
   return c;
 }
+
+ts_hlo_instr_t *ts_part_permute(part_t *p, ts_hlo_instr_t *x, int64_t npairs, const int64_t *pairs) {
+  ts_hlo_instr_t *cp = x ? ts_part_add(p, TS_OP_COLLECTIVE_PERMUTE, x->shape, &x, 1, "collective-permute") : NULL;
+  ts_part_attr_int(p, cp, "channel_id", p->next_channel++);
+  ts_hlo_attr_t a = {.name = "source_target_pairs", .kind = TS_ATTR_INT_LISTS};
+  a.v.lists.n = (int)npairs;
+  a.v.lists.lists = alloc(p, sizeof *a.v.lists.lists * (size_t)(npairs + 1));
+  for (int64_t k = 0; a.v.lists.lists && k < npairs; k++) {
+    a.v.lists.lists[k].n = 2;
+    a.v.lists.lists[k].v = dup_ints(p, 2, pairs + 2 * k);
+  }
+  if (a.v.lists.lists) add_attr(p, cp, &a);
+  return cp;
+}

@@ -1,5 +1,7 @@
-/* Partitioning dot and convolution: operands aligned with the result, or
- * local products of sharded contracting dims summed across devices. */
+/* Partitioning dot and convolution. A dot runs the cheapest of a few
+ * shardings of its loop nest (operands following the result, or kept in
+ * place with partial products summed across devices), costed in bytes
+ * per device; windowed.c may turn the chosen one into a loop. */
 #include "partitioner_internal.h"
 
 #include <math.h>
@@ -7,20 +9,9 @@
 
 /* ---- the dot's iteration space ----------------------------------------- */
 
-/* A dot as a loop nest over batch dims, lhs free dims, rhs free dims (the
- * result's dims, in its order) and contracting dims. A sharding of this
- * space says which part of the loop nest each device runs; the operands'
- * and the result's shardings follow from it, and tiled contracting dims
- * leave partial sums (GSPMD section 4.4). */
-typedef struct {
-  int nb, nlf, nrf, nc, nout, rank, lr, rr;
-  int64_t lmap[TS_PART_MAX_RANK], rmap[TS_PART_MAX_RANK], omap[TS_PART_MAX_RANK]; /* operand dim -> space dim */
-  int64_t size[2 * TS_PART_MAX_RANK];
-} space_t;
-
 static int attr_len(const ts_hlo_attr_t *a) { return a && a->kind == TS_ATTR_INT_LIST ? a->v.list.n : 0; }
 
-static bool dot_space(const ts_hlo_instr_t *i, space_t *sp) {
+static bool dot_space(const ts_hlo_instr_t *i, dot_space_t *sp) {
   const ts_hlo_attr_t *lb = ts_hlo_instr_attr(i, "lhs_batch_dims"), *rb = ts_hlo_instr_attr(i, "rhs_batch_dims");
   const ts_hlo_attr_t *lc = ts_hlo_instr_attr(i, "lhs_contracting_dims"),
                       *rc = ts_hlo_instr_attr(i, "rhs_contracting_dims");
@@ -62,7 +53,7 @@ typedef struct {
   bool take[2 * TS_PART_MAX_RANK];
 } source_t;
 
-static source_t source(const ts_sharding_value_t *v, const int64_t *map, const space_t *sp, int from, int to) {
+static source_t source(const ts_sharding_value_t *v, const int64_t *map, const dot_space_t *sp, int from, int to) {
   source_t s = {.v = v, .map = map};
   for (int d = from; d < to; d++) s.take[d] = true;
   return s;
@@ -72,7 +63,7 @@ static source_t source(const ts_sharding_value_t *v, const int64_t *map, const s
  * source that takes it; NULL when the sources do not fit together (two
  * tile the same dim, or devices do not fall into equal groups per tile:
  * what is left over becomes a replicated subgroup). */
-static ts_sharding_value_t *combine(part_t *p, const space_t *sp, int nsrc, const source_t *src) {
+static ts_sharding_value_t *combine(part_t *p, const dot_space_t *sp, int nsrc, const source_t *src) {
   int64_t n = p->n, cdims[2 * TS_PART_MAX_RANK + 1], idx[TS_PART_MAX_RANK + 8];
   for (int d = 0; d < sp->rank; d++) cdims[d] = 1;
   for (int k = 0; k < nsrc; k++) {
@@ -121,7 +112,7 @@ static ts_sharding_value_t *combine(part_t *p, const space_t *sp, int nsrc, cons
 
 /* The sharding, under space sharding I, of an array whose dim k is space
  * dim map[k] (an operand, or the result with its partial sums). */
-static ts_sharding_value_t *project(part_t *p, const space_t *sp, const ts_sharding_value_t *I, int rank,
+static ts_sharding_value_t *project(part_t *p, const dot_space_t *sp, const ts_sharding_value_t *I, int rank,
                                     const int64_t *map) {
   bool keep[2 * TS_PART_MAX_RANK] = {false};
   for (int k = 0; k < rank; k++) keep[map[k]] = true;
@@ -135,15 +126,8 @@ static int64_t bytes_of(const ts_shape_t *s) {
   return n;
 }
 
-/* One way to run the dot: the space sharding and what follows from it. */
-typedef struct {
-  ts_sharding_value_t *I, *ls, *rs, *ps; /* space, lhs, rhs, (partial) result */
-  bool partial;                          /* contracting dims tiled: sums needed */
-  int64_t cost;                          /* bytes per device of every collective */
-} plan_t;
-
-static bool make_plan(part_t *p, const ts_hlo_instr_t *i, const space_t *sp, ts_sharding_value_t *I,
-                      const ts_sharding_value_t *S, plan_t *pl) {
+static bool make_plan(part_t *p, const ts_hlo_instr_t *i, const dot_space_t *sp, ts_sharding_value_t *I,
+                      const ts_sharding_value_t *S, dot_plan_t *pl) {
   if (!I || p->st != TS_OK) return false;
   memset(pl, 0, sizeof *pl);
   pl->I = I;
@@ -173,7 +157,7 @@ static bool make_plan(part_t *p, const ts_hlo_instr_t *i, const space_t *sp, ts_
  * tilings and their combinations, in order of preference at equal cost:
  * the result's (operands follow it, no sums), then those that keep an
  * operand in place. */
-static int candidates(part_t *p, const ts_hlo_instr_t *i, const space_t *sp, const ts_sharding_value_t *S,
+static int candidates(part_t *p, const ts_hlo_instr_t *i, const dot_space_t *sp, const ts_sharding_value_t *S,
                       ts_sharding_value_t **out) {
   const ts_sharding_value_t *L = p->sh[i->ops[0]->id], *R = p->sh[i->ops[1]->id];
   int b = sp->nb, lf = b + sp->nlf, rf = lf + sp->nrf, all = sp->rank;
@@ -235,7 +219,7 @@ static void dot_aligned(part_t *p, const ts_hlo_instr_t *i, const ts_sharding_va
  * the fewest bytes per device (resharding the operands, summing partial
  * results, resharding the result). */
 void ts_part_dot(part_t *p, const ts_hlo_instr_t *i, const ts_sharding_value_t *s) {
-  space_t sp;
+  dot_space_t sp;
   if (i->nops != 2 || s->kind == TS_SHARD_MAXIMAL || s->kind == TS_SHARD_TUPLE || !dot_space(i, &sp)) {
     if (i->nops == 2 && s->kind != TS_SHARD_TUPLE) dot_aligned(p, i, s);
     else ts_part_fallback(p, i, s);
@@ -243,7 +227,7 @@ void ts_part_dot(part_t *p, const ts_hlo_instr_t *i, const ts_sharding_value_t *
   }
   /* Most dots in a model already have operands that follow the result:
    * nothing to move, nothing to weigh. */
-  plan_t best = {0}, pl;
+  dot_plan_t best = {0}, pl;
   source_t own = source(s, sp.omap, &sp, 0, sp.nout);
   bool have = make_plan(p, i, &sp, combine(p, &sp, 1, &own), s, &best);
   if (!have || best.cost > 0) {
@@ -260,6 +244,7 @@ void ts_part_dot(part_t *p, const ts_hlo_instr_t *i, const ts_sharding_value_t *
     dot_aligned(p, i, s);
     return;
   }
+  if (ts_part_windowed_dot(p, i, &sp, &best, s)) return;
   ts_hlo_instr_t *ops[2] = {ts_part_operand(p, i, 0, best.ls), ts_part_operand(p, i, 1, best.rs)};
   ts_hlo_instr_t *v = ts_part_emit_like(p, i, ops, ts_part_local_shape(p, i->shape, best.ps));
   if (best.partial) {

@@ -67,6 +67,9 @@ ts_hlo_comp_t *ts_part_sum_comp(part_t *p, ts_elem_t e);
 ts_hlo_instr_t *ts_part_collective(part_t *p, ts_opcode_t op, const ts_shape_t *shape, ts_hlo_instr_t *x,
                                    int64_t ngroups, int64_t group_size, const int64_t *groups);
 
+/* A collective-permute of x along pairs[2k] -> pairs[2k+1], k < npairs. */
+ts_hlo_instr_t *ts_part_permute(part_t *p, ts_hlo_instr_t *x, int64_t npairs, const int64_t *pairs);
+
 /* ---- shardings and resharding (reshard.c) ------------------------------- */
 
 /* The per-device shape of `shape` under sharding `s` (tuples recursively;
@@ -117,6 +120,14 @@ void ts_part_set(part_t *p, const ts_hlo_instr_t *i, ts_hlo_instr_t *v, const ts
 const ts_shape_t *ts_part_full_shape(part_t *p, const ts_shape_t *s);
 /* Any op on full values: operands gathered, the result sliced to `s`. */
 void ts_part_fallback(part_t *p, const ts_hlo_instr_t *i, const ts_sharding_value_t *s);
+/* Whether s refines ps on exactly one dim (*dim) by the group size gs, so
+ * that each group's summed partial splits into its members' tiles of s;
+ * *ordered (arena) then lists each group's members in the order of their
+ * part. The split must be even unless `uneven` (then ps must leave *dim
+ * whole: the last parts are short). */
+bool ts_part_scatter_order(part_t *p, const ts_shape_t *shape, const ts_sharding_value_t *ps, int64_t ng, int64_t gs,
+                           const int64_t *groups, const ts_sharding_value_t *s, bool uneven, int *dim,
+                           int64_t **ordered);
 /* Sums one partial value per device (its local shape under `ps`) over
  * `groups`, leaving it sharded `s` (reduce-scatter when s refines ps on one
  * dim by the group size, else all-reduce and a reshard). */
@@ -124,6 +135,33 @@ ts_hlo_instr_t *ts_part_sum_partials(part_t *p, ts_hlo_instr_t *partial, const t
                                      const ts_sharding_value_t *ps, int64_t ng, int64_t gs, int64_t *groups,
                                      ts_hlo_comp_t *to_apply, const ts_sharding_value_t *s);
 bool ts_part_reducer_is_add(const ts_hlo_comp_t *c);
+
+/* ---- dots (dot.c, windowed.c) ------------------------------------------ */
+
+/* A dot as a loop nest over batch dims, lhs free dims, rhs free dims (the
+ * result's dims, in its order) and contracting dims. A sharding of this
+ * space says which part of the loop nest each device runs; the operands'
+ * and the result's shardings follow from it, and tiled contracting dims
+ * leave partial sums (GSPMD section 4.4). */
+typedef struct {
+  int nb, nlf, nrf, nc, nout, rank, lr, rr;
+  int64_t lmap[TS_PART_MAX_RANK], rmap[TS_PART_MAX_RANK], omap[TS_PART_MAX_RANK]; /* operand dim -> space dim */
+  int64_t size[2 * TS_PART_MAX_RANK];
+} dot_space_t;
+
+/* One way to run the dot: the space sharding and what follows from it. */
+typedef struct {
+  ts_sharding_value_t *I, *ls, *rs, *ps; /* space, lhs, rhs, (partial) result */
+  bool partial;                          /* contracting dims tiled: sums needed */
+  int64_t cost;                          /* bytes per device of every collective */
+} dot_plan_t;
+
+/* Runs dot i as plan `pl` would, but as a loop of partial dots whose
+ * operand blocks (or partial results) travel by collective-permute (XLA's
+ * windowed einsum), when the options and sizes call for it; false (having
+ * emitted nothing) otherwise. */
+bool ts_part_windowed_dot(part_t *p, const ts_hlo_instr_t *i, const dot_space_t *sp, const dot_plan_t *pl,
+                          const ts_sharding_value_t *s);
 
 /* Handlers: void ones always partition i; bool ones return false (having
  * emitted nothing) when their strategy does not apply. */

@@ -36,15 +36,9 @@ static bool identity_init(const ts_hlo_instr_t *init, const ts_hlo_comp_t *comp)
   }
 }
 
-/* Sums `partial` (one partial value per device, its local shape under
- * `ps`) over `groups` and leaves the result sharded `s`: a reduce-scatter
- * when s refines ps on one dimension into as many parts as a group has
- * members, each member taking the part s gives it (members are put in that
- * order), else an all-reduce (leaving ps) and a reshard to s. */
-ts_hlo_instr_t *ts_part_sum_partials(part_t *p, ts_hlo_instr_t *partial, const ts_shape_t *shape,
-                                     const ts_sharding_value_t *ps, int64_t ng, int64_t gs, int64_t *groups,
-                                     ts_hlo_comp_t *to_apply, const ts_sharding_value_t *s) {
-  if (!partial || p->st != TS_OK) return NULL;
+bool ts_part_scatter_order(part_t *p, const ts_shape_t *shape, const ts_sharding_value_t *ps, int64_t ng, int64_t gs,
+                           const int64_t *groups, const ts_sharding_value_t *s, bool uneven, int *dim,
+                           int64_t **ordered) {
   int d = -1, r = shape->rank;
   bool ok = s->kind == TS_SHARD_TILED && (ps->kind == TS_SHARD_TILED || ps->kind == TS_SHARD_REPLICATED);
   for (int k = 0; ok && k < r; k++) {
@@ -53,11 +47,13 @@ ts_hlo_instr_t *ts_part_sum_partials(part_t *p, ts_hlo_instr_t *partial, const t
     if (d >= 0 || s->dims[k] != pt * gs) ok = false;
     d = k;
   }
-  ok = ok && d >= 0 && shape->dims[d] % s->dims[d] == 0;
+  ok = ok && d >= 0;
+  if (ok && shape->dims[d] % s->dims[d] != 0)
+    ok = uneven && (ps->kind != TS_SHARD_TILED || ps->dims[d] == 1);
   int64_t si[TS_PART_MAX_RANK + 8], pi[TS_PART_MAX_RANK + 8] = {0};
-  int64_t *ordered = ok ? ts_arena_alloc(p->a, sizeof *ordered * (size_t)(ng * gs)) : NULL;
-  for (int64_t g = 0; ok && ordered && g < ng; g++) {
-    for (int64_t k = 0; k < gs; k++) ordered[g * gs + k] = -1;
+  int64_t *o = ok ? ts_arena_alloc(p->a, sizeof *o * (size_t)(ng * gs)) : NULL;
+  for (int64_t g = 0; ok && o && g < ng; g++) {
+    for (int64_t k = 0; k < gs; k++) o[g * gs + k] = -1;
     for (int64_t k = 0; ok && k < gs; k++) {
       int64_t dev = groups[g * gs + k];
       if (ts_sharding_tile_index(s, dev, si) != TS_OK ||
@@ -67,11 +63,28 @@ ts_hlo_instr_t *ts_part_sum_partials(part_t *p, ts_hlo_instr_t *partial, const t
       }
       for (int e = 0; e < r; e++)
         if (e != d && si[e] != pi[e]) ok = false;
-      if (!ok || si[d] / gs != pi[d] || ordered[g * gs + si[d] % gs] != -1) ok = false;
-      else ordered[g * gs + si[d] % gs] = dev;
+      if (!ok || si[d] / gs != pi[d] || o[g * gs + si[d] % gs] != -1) ok = false;
+      else o[g * gs + si[d] % gs] = dev;
     }
   }
-  if (!ok || !ordered) {
+  if (!ok || !o) return false;
+  *dim = d;
+  *ordered = o;
+  return true;
+}
+
+/* Sums `partial` (one partial value per device, its local shape under
+ * `ps`) over `groups` and leaves the result sharded `s`: a reduce-scatter
+ * when s refines ps on one dimension into as many parts as a group has
+ * members, each member taking the part s gives it (members are put in that
+ * order), else an all-reduce (leaving ps) and a reshard to s. */
+ts_hlo_instr_t *ts_part_sum_partials(part_t *p, ts_hlo_instr_t *partial, const ts_shape_t *shape,
+                                     const ts_sharding_value_t *ps, int64_t ng, int64_t gs, int64_t *groups,
+                                     ts_hlo_comp_t *to_apply, const ts_sharding_value_t *s) {
+  if (!partial || p->st != TS_OK) return NULL;
+  int d;
+  int64_t *ordered;
+  if (!ts_part_scatter_order(p, shape, ps, ng, gs, groups, s, false, &d, &ordered)) {
     ts_hlo_instr_t *sum = ts_part_collective(p, TS_OP_ALL_REDUCE, partial->shape, partial, ng, gs, groups);
     ts_part_attr_comp(p, sum, "to_apply", to_apply);
     return ts_part_reshard(p, sum, shape, ps, s);

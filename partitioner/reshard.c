@@ -468,22 +468,7 @@ ts_hlo_instr_t *ts_part_reshard(part_t *p, ts_hlo_instr_t *x, const ts_shape_t *
         return ts_part_reshape(p, t, rk, ls->dims);
       }
       case TS_RESHARD_COLLECTIVE_PERMUTE: {
-        ts_hlo_instr_t *cp = ts_part_add(p, TS_OP_COLLECTIVE_PERMUTE, ls, &x, 1, "collective-permute");
-        ts_part_attr_int(p, cp, "channel_id", p->next_channel++);
-        ts_hlo_attr_t a = {.name = "source_target_pairs", .kind = TS_ATTR_INT_LISTS};
-        a.v.lists.n = (int)r.npairs;
-        a.v.lists.lists = ts_arena_alloc(p->dst->arena, sizeof *a.v.lists.lists * (size_t)(r.npairs + 1));
-        if (!a.v.lists.lists) return NULL;
-        for (int64_t k = 0; k < r.npairs; k++) {
-          int64_t *pr = ts_arena_alloc(p->dst->arena, 2 * sizeof *pr);
-          if (!pr) return NULL;
-          pr[0] = r.pairs[2 * k];
-          pr[1] = r.pairs[2 * k + 1];
-          a.v.lists.lists[k].n = 2;
-          a.v.lists.lists[k].v = pr;
-        }
-        if (cp && ts_hlo_instr_add_attr(cp, &a) != TS_OK) p->st = TS_ERR_NOMEM;
-        return cp;
+        return ts_part_permute(p, x, r.npairs, r.pairs);
       }
       default: break;
       }

@@ -107,23 +107,6 @@ bool ts_part_passthrough(part_t *p, const ts_hlo_instr_t *i, const ts_sharding_v
 
 static int64_t floor_div(int64_t a, int64_t b) { return a >= 0 ? a / b : -((-a + b - 1) / b); }
 
-static ts_hlo_instr_t *permute(part_t *p, ts_hlo_instr_t *x, int64_t np, const int64_t *pairs) {
-  ts_hlo_instr_t *cp = x ? ts_part_add(p, TS_OP_COLLECTIVE_PERMUTE, x->shape, &x, 1, "collective-permute") : NULL;
-  ts_part_attr_int(p, cp, "channel_id", p->next_channel++);
-  ts_hlo_attr_t pa = {.name = "source_target_pairs", .kind = TS_ATTR_INT_LISTS};
-  pa.v.lists.n = (int)np;
-  pa.v.lists.lists = ts_arena_alloc(p->dst->arena, sizeof *pa.v.lists.lists * (size_t)(np + 1));
-  for (int64_t k = 0; pa.v.lists.lists && k < np; k++) {
-    pa.v.lists.lists[k].n = 2;
-    pa.v.lists.lists[k].v = ts_arena_alloc(p->dst->arena, 2 * sizeof(int64_t));
-    if (!pa.v.lists.lists[k].v) return NULL;
-    pa.v.lists.lists[k].v[0] = pairs[2 * k];
-    pa.v.lists.lists[k].v[1] = pairs[2 * k + 1];
-  }
-  if (cp && pa.v.lists.lists && ts_hlo_instr_add_attr(cp, &pa) != TS_OK) p->st = TS_ERR_NOMEM;
-  return cp;
-}
-
 /* The shifts [*smin, *smax] of source tile positions relative to q that the
  * windows [A*q + B, A*q + B + L) (q < nq) read over t tiles of ci; false
  * when they span more than four shards (the halo is then not worth it). */
@@ -193,7 +176,7 @@ static void halo_window(part_t *p, ts_hlo_instr_t *x, const ts_sharding_value_t 
         pairs[2 * np + 1] = dev;
         np++;
       }
-      part = permute(p, part, np, pairs);
+      part = ts_part_permute(p, part, np, pairs);
     }
     pieces[sh - smin] = part;
   }

@@ -226,3 +226,54 @@ ts_collectives_test(partition.mlp_train.collectives ${CMAKE_SOURCE_DIR}/examples
 # f32[128] 512; gathers f32[64,256] 65536 and f32[64,128] 32768.
 ts_collectives_test(partition.mlp_train_8.collectives ${CMAKE_SOURCE_DIR}/examples/mlp_train_8.hlo
                     "all-reduce 5 10820,all-gather 2 98304")
+# Windowed einsum (tests/partition/windowed_*.hlo, bytes by hand in each
+# header): at XLA's default threshold (256 MiB) these small dots gather or
+# reduce-scatter; at 0 MiB they loop (one collective-permute per step, the
+# table counting a loop body once), unrolled, or bidirectional. Each test
+# also requires `tessera check` to match.
+# ts_windowed_test(CASE DEFAULT PLAIN UNROLLED BIDIRECTIONAL)
+function(ts_windowed_test case want_default want_plain want_unroll want_bidir)
+  set(file ${ts_partition_dir}/windowed_${case}.hlo)
+  set(w0 --threshold-for-windowed-einsum-mib=0)
+  ts_collectives_test(partition.windowed.${case}.default ${file} "${want_default}")
+  ts_collectives_test(partition.windowed.${case}.plain ${file} "${want_plain}" ${w0})
+  ts_collectives_test(partition.windowed.${case}.unrolled ${file} "${want_unroll}" ${w0} --unroll-windowed-einsum)
+  ts_collectives_test(partition.windowed.${case}.bidirectional ${file} "${want_bidir}" ${w0}
+                      --bidirectional-windowed-einsum --random-inputs 3)
+endfunction()
+ts_windowed_test(gather_contracting "all-gather 1 128" "collective-permute 1 32" "collective-permute 2 64"
+                 "collective-permute 3 96")
+ts_windowed_test(gather_free "all-gather 1 512" "collective-permute 1 128" "collective-permute 2 256"
+                 "collective-permute 3 384")
+ts_windowed_test(gather_batch "all-gather 1 192" "collective-permute 1 48" "collective-permute 2 96"
+                 "collective-permute 3 144")
+ts_windowed_test(gather_groups "all-gather 1 128" "collective-permute 1 64" "collective-permute 2 128"
+                 "collective-permute 3 192")
+ts_windowed_test(scatter "reduce-scatter 1 384" "collective-permute 1 96" "collective-permute 3 288"
+                 "collective-permute 3 288")
+ts_windowed_test(scatter_uneven "all-reduce 1 480" "collective-permute 1 144" "collective-permute 3 432"
+                 "collective-permute 3 432")
+ts_windowed_test(scatter_groups "reduce-scatter 1 96" "collective-permute 1 48" "collective-permute 3 144"
+                 "collective-permute 3 144")
+ts_windowed_test(scatter_permuted "all-reduce 1 384" "collective-permute 1 96" "collective-permute 3 288"
+                 "collective-permute 3 288")
+ts_windowed_test(ring_odd "all-gather 1 72" "collective-permute 1 24" "collective-permute 1 24"
+                 "collective-permute 1 24")
+# The corpus cases XLA runs as windowed einsum, against its expectations
+# (expectations.jsonl): 070 an all-to-all then a loop whose result is the
+# root, f32[4096,1088]; 082 (unrolled) and 083 (bidirectional) a root add
+# of f32[320,7,39296] with three collective-permutes (two in the loop body,
+# one at the root).
+function(ts_windowed_corpus_test name file root count)
+  add_test(NAME partition.windowed.corpus.${name}
+           COMMAND sh ${ts_partition_dir}/windowed_structure.sh $<TARGET_FILE:tessera> ${spmd_dir}/${file} "${root}"
+                   ${count} ${ARGN})
+  set_tests_properties(partition.windowed.corpus.${name} PROPERTIES LABELS corpus TIMEOUT 60 SKIP_RETURN_CODE 77)
+endfunction()
+ts_windowed_corpus_test(070 070_windowed_einsum_two_contracting_dims_rhs_reshard.hlo
+                        "^= f32\\[4096,1088\\] get-tuple-element\\(" 1 --num-partitions 2
+                        --threshold-for-windowed-einsum-mib=0)
+ts_windowed_corpus_test(082 082_unrolled_einsum_rhs_windowed_in_contracting_out_non_contracting_partitioned.hlo
+                        "^= f32\\[320,7,39296\\] add\\(" 3 --num-partitions 4 --unroll-windowed-einsum)
+ts_windowed_corpus_test(083 083_bidirectional_einsum_rhs_windowed_in_contracting_out_non_contracting_partitioned.hlo
+                        "^= f32\\[320,7,39296\\] add\\(" 3 --num-partitions 4 --bidirectional-windowed-einsum)
