@@ -39,9 +39,10 @@ ts_runtime_test(peer_failure unit 60 --fail-hook 2:pairs ${rt_dir}/coll_all_redu
 ts_runtime_test(peer_failure_async unit 60 --fail-hook 1:e ${rt_dir}/coll_async.hlo)
 
 # --- unit: the emulated cross-slice link (TESSERA_CROSS_SLICE_DELAY_US) ---
-# 4 threads as 2 slices, a 200 ms delay; a hook sleeps before `c` to stand in
-# for compute. Bounds are the knob's guarantees (completion >= post + delay)
-# or wide margins (100 ms) where scheduling noise enters.
+# 4 threads as 2 slices, a 200 ms delay, 3 steps; a hook sleeps before `c` to
+# stand in for compute. Lower bounds are the knob's guarantees (completion >=
+# post + delay, every step); upper bounds, where a loaded machine adds noise,
+# have wide margins (100 ms) and apply to the median step.
 add_executable(test_xs_delay runtime/test_xs_delay.c)
 target_link_libraries(test_xs_delay PRIVATE ts_runtime ts_coll ts_hlo ts_common Threads::Threads)
 function(ts_xs_test name)
@@ -61,8 +62,9 @@ ts_xs_test(intra_slice --delay 200000 --max-wait 100 --expect-out 1 ${rt_dir}/xs
 ts_xs_test(one_slice --slices 1 --delay 200000 --max-wait 100 --expect-out 3 ${rt_dir}/xs_sync.hlo)
 # a flat collective across slices is delayed as a whole
 ts_xs_test(gather --delay 200000 --min-wait 190 --min-complete 200 --expect-out 2 ${rt_dir}/xs_gather.hlo)
-# a permute delays the devices whose pairs cross: 1 -> 2
-ts_xs_test(permute --delay 200000 --delayed 1,2 --min-wait 190 --min-complete 200 --max-wait 100
+# a permute delays the devices whose pairs cross: 1 -> 2 (one step: in the
+# next, 0 and 3 wait for 1 and 2 to post the same permute)
+ts_xs_test(permute --steps 1 --delay 200000 --delayed 1,2 --min-wait 190 --min-complete 200 --max-wait 100
            --expect-out 1,1,2,1 ${rt_dir}/xs_permute.hlo)
 # two in flight: latencies overlap (both done in well under 2 x 200 ms) ...
 ts_xs_test(two_latency --delay 200000 --min-complete 200 --max-wait 300 --expect-out 7 ${rt_dir}/xs_two.hlo)
