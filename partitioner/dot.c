@@ -168,8 +168,9 @@ static int candidates(part_t *p, const ts_hlo_instr_t *i, const dot_space_t *sp,
   for (int d = 0; d < b; d++) s_brf.take[d] = true;
   source_t l_c = source(L, sp->lmap, sp, sp->nout, all), r_c = source(R, sp->rmap, sp, sp->nout, all);
   source_t l_lf = source(L, sp->lmap, sp, b, lf), r_rf = source(R, sp->rmap, sp, lf, rf);
+  source_t l_nb = source(L, sp->lmap, sp, b, all), r_nb = source(R, sp->rmap, sp, b, all); /* batch left out */
   source_t sets[][3] = {
-      {s_all}, {l_all, s_rf}, {r_all, s_lf}, {s_all, l_c}, {s_all, r_c}, {s_blf, r_all}, {s_brf, l_all},
+      {s_all}, {l_all, s_rf}, {r_all, s_lf}, {s_all, l_c}, {s_all, r_c}, {s_blf, r_nb}, {s_brf, l_nb},
       {l_all}, {r_all}, {l_all, r_rf}, {r_all, l_lf}, {l_c}, {r_c},
   };
   int len[] = {1, 2, 2, 2, 2, 2, 2, 1, 1, 2, 2, 1, 1};
