@@ -249,6 +249,8 @@ ts_windowed_test(gather_batch "all-gather 1 192" "collective-permute 1 48" "coll
                  "collective-permute 3 144")
 ts_windowed_test(gather_groups "all-gather 1 128" "collective-permute 1 64" "collective-permute 2 128"
                  "collective-permute 3 192")
+ts_windowed_test(gather_partial "all-reduce 1 512,all-gather 1 256" "all-reduce 1 512,collective-permute 1 128"
+                 "all-reduce 1 512,collective-permute 2 256" "all-reduce 1 512,collective-permute 3 384")
 ts_windowed_test(scatter "reduce-scatter 1 384" "collective-permute 1 96" "collective-permute 3 288"
                  "collective-permute 3 288")
 ts_windowed_test(scatter_uneven "all-reduce 1 480" "collective-permute 1 144" "collective-permute 3 432"
