@@ -130,12 +130,14 @@ static bool halo_span(int64_t t, int64_t ci, int64_t A, int64_t B, int64_t L, in
  * window [A*q + B, A*q + B + L) of the full dim (q < nq). The neighbouring
  * shards a window overlaps come over by collective-permute (only the part
  * of the first and last one that some window reads), are concatenated,
- * and the window is cut out at a per-device offset. With `mask`, positions
- * outside [0, n_in) read zero (convolution padding, the padding of uneven
- * shards). Callers check halo_span first, before emitting the operand;
+ * and the window is cut out at a per-device offset. With a scalar `fill`,
+ * positions outside [0, n_in) read it (convolution padding: zero; a
+ * reduce-window's: its init value; both also cover the padding of uneven
+ * shards). A shard that does not exist (past either end) sends nothing: the
+ * permute leaves zeros there, which `fill` or the caller's window skip. Callers check halo_span first, before emitting the operand;
  * *out is NULL only after an error (p->st). */
 static void halo_window(part_t *p, ts_hlo_instr_t *x, const ts_sharding_value_t *s, int d, int64_t n_in,
-                        int64_t A, int64_t B, int64_t L, int64_t nq, bool mask, ts_hlo_instr_t **out) {
+                        int64_t A, int64_t B, int64_t L, int64_t nq, ts_hlo_instr_t *fill, ts_hlo_instr_t **out) {
   *out = NULL;
   int r = x->shape->rank;
   int64_t t = s->dims[d], ci = x->shape->dims[d], smin, smax;
@@ -145,10 +147,10 @@ static void halo_window(part_t *p, ts_hlo_instr_t *x, const ts_sharding_value_t 
   }
   /* Only [lo, ci) of the first source shard and [0, hi) of the last move. */
   int64_t lo = ci, hi = 0;
-  for (int64_t q = 0; q < nq; q++) {
+  for (int64_t q = 0; q < nq; q++) { /* devices whose source shard exists */
     int64_t a0 = A * q + B - (q + smin) * ci, b0 = A * q + B + L - (q + smax) * ci;
-    if (a0 < lo) lo = a0;
-    if (b0 > hi) hi = b0;
+    if (q + smin >= 0 && a0 < lo) lo = a0;
+    if (q + smax < t && b0 > hi) hi = b0;
   }
   if (lo < 0) lo = 0;
   if (hi > ci) hi = ci;
@@ -229,7 +231,7 @@ static void halo_window(part_t *p, ts_hlo_instr_t *x, const ts_sharding_value_t 
   ts_hlo_instr_t *win = ts_part_add(p, TS_OP_DYNAMIC_SLICE, ts_part_shape(p, x->shape->elem, r, sizes), ops, r + 1,
                                     "dynamic-slice");
   ts_part_attr_ints(p, win, "dynamic_slice_sizes", r, sizes);
-  if (mask && win) { /* zero where start + iota is outside [0, n_in) */
+  if (fill && win) { /* fill where start + iota is outside [0, n_in) */
     const ts_shape_t *is = ts_part_shape(p, TS_S32, r, sizes), *ps = ts_part_shape(p, TS_PRED, r, sizes);
     ts_hlo_instr_t *io = ts_part_add(p, TS_OP_IOTA, is, NULL, 0, "iota");
     ts_part_attr_int(p, io, "iota_dimension", d);
@@ -242,7 +244,7 @@ static void halo_window(part_t *p, ts_hlo_instr_t *x, const ts_sharding_value_t 
                                      ts_part_const_s32(p, -1, &n_in), r, sizes)}, 2, "compare");
     ts_part_attr_ident(p, lt, "direction", "LT");
     ts_hlo_instr_t *in = ts_part_add(p, TS_OP_AND, ps, (ts_hlo_instr_t *[]){ge, lt}, 2, "and");
-    ts_hlo_instr_t *z = ts_part_broadcast_scalar(p, ts_part_zero(p, x->shape->elem), r, sizes);
+    ts_hlo_instr_t *z = ts_part_broadcast_scalar(p, fill, r, sizes);
     win = ts_part_add(p, TS_OP_SELECT, win->shape, (ts_hlo_instr_t *[]){in, win, z}, 3, "select");
   }
   *out = win;
@@ -269,7 +271,7 @@ bool ts_part_slice_halo(part_t *p, const ts_hlo_instr_t *i, const ts_sharding_va
   int64_t ci = (in->dims[d] + t - 1) / t, smin, smax;
   if (!halo_span(t, ci, co, a->v.slice->start[d], co, nq, &smin, &smax)) return false;
   ts_hlo_instr_t *x = ts_part_operand(p, i, 0, s), *win = NULL;
-  if (x) halo_window(p, x, s, d, in->dims[d], co, a->v.slice->start[d], co, nq, false, &win);
+  if (x) halo_window(p, x, s, d, in->dims[d], co, a->v.slice->start[d], co, nq, NULL, &win);
   if (!win) return true;
   /* The other (untiled) dims as the slice says; d is already done. */
   const ts_shape_t *ls = ts_part_local_shape(p, out, s);
@@ -324,7 +326,7 @@ bool ts_part_conv_halo(part_t *p, const ts_hlo_instr_t *i, const ts_sharding_val
   int64_t ci = (lhs->dims[d] + t - 1) / t, smin, smax;
   if (!halo_span(t, ci, co * wd->stride, -wd->pad_lo, L, nq, &smin, &smax)) return false;
   ts_hlo_instr_t *x = ts_part_operand(p, i, 0, ls), *win = NULL;
-  if (x) halo_window(p, x, ls, d, lhs->dims[d], co * wd->stride, -wd->pad_lo, L, nq, true, &win);
+  if (x) halo_window(p, x, ls, d, lhs->dims[d], co * wd->stride, -wd->pad_lo, L, nq, ts_part_zero(p, lhs->elem), &win);
   if (!win) return true;
   ts_hlo_instr_t *ops[2] = {win, ts_part_operand(p, i, 1, rs)};
   ts_hlo_instr_t *y = ts_part_emit_like(p, i, ops, ts_part_local_shape(p, i->shape, sp));
@@ -418,3 +420,131 @@ bool ts_part_dus(part_t *p, const ts_hlo_instr_t *i, const ts_sharding_value_t *
   return true;
 }
 
+
+/* A reduce-window whose result is tiled on one dim d that its window
+ * touches (other tiled dims untouched): the operand takes the result's
+ * sharding, every device reads the input window its output tile needs
+ * (halo exchange; positions outside the input read the init value, which
+ * is what the window's padding means) and reduces it without padding on
+ * d. Base dilation is left to the fallback. */
+bool ts_part_reduce_window_halo(part_t *p, const ts_hlo_instr_t *i, const ts_sharding_value_t *s) {
+  const ts_hlo_attr_t *wa = ts_hlo_instr_attr(i, "window");
+  if (s->kind != TS_SHARD_TILED || i->nops != 2 || !wa || i->shape->elem == TS_TUPLE) return false;
+  const ts_window_t *w = wa->v.window;
+  const ts_shape_t *in = i->ops[0]->shape;
+  int r = i->shape->rank, d = -1;
+  if (w->n != r || in->rank != r) return false;
+  for (int k = 0; k < r; k++) {
+    const ts_window_dim_t *wd = &w->dims[k];
+    bool touched = wd->size != 1 || wd->stride != 1 || wd->pad_lo || wd->pad_hi || wd->lhs_dilate > 1 ||
+                   wd->rhs_dilate > 1 || wd->reversal;
+    if (!touched || s->dims[k] == 1) continue;
+    if (d >= 0) return false; /* one tiled touched dim */
+    d = k;
+  }
+  if (d < 0) return false;
+  const ts_window_dim_t *wd = &w->dims[d];
+  if (wd->lhs_dilate > 1 || wd->reversal || wd->stride < 1) return false;
+  int64_t t = s->dims[d], nout = i->shape->dims[d], co = (nout + t - 1) / t, nq = (nout + co - 1) / co;
+  int64_t rd = wd->rhs_dilate > 1 ? wd->rhs_dilate : 1;
+  int64_t L = (co - 1) * wd->stride + (wd->size - 1) * rd + 1;
+  int64_t ci = (in->dims[d] + t - 1) / t, smin, smax;
+  if (!halo_span(t, ci, co * wd->stride, -wd->pad_lo, L, nq, &smin, &smax)) return false;
+  ts_hlo_instr_t *x = ts_part_operand(p, i, 0, s), *init = ts_part_operand(p, i, 1, ts_part_replicated(p));
+  ts_hlo_instr_t *win = NULL;
+  if (x && init) halo_window(p, x, s, d, in->dims[d], co * wd->stride, -wd->pad_lo, L, nq, init, &win);
+  if (!win) return true;
+  ts_hlo_instr_t *ops[2] = {win, init};
+  ts_hlo_instr_t *y = ts_part_emit_like(p, i, ops, ts_part_local_shape(p, i->shape, s));
+  for (int k = 0; y && k < y->nattrs; k++)
+    if (y->attrs[k].kind == TS_ATTR_WINDOW) {
+      y->attrs[k].v.window->dims[d].pad_lo = 0;
+      y->attrs[k].v.window->dims[d].pad_hi = 0;
+    }
+  ts_part_set(p, i, y, s);
+  return true;
+}
+
+/* A concatenate along a dim d tiled in t: every device writes its operand
+ * shards into a zero buffer of the whole dim at their global offsets
+ * (dynamic-update-slice; the padding rows of uneven shards are zeroed
+ * first), the buffers are summed over the devices that differ only in
+ * their tile along d (one all-reduce), and each device cuts out its tile
+ * (XLA's way; it moves the result once instead of gathering every
+ * operand). Used when that all-reduce moves no more bytes than gathering
+ * the operands on d would. */
+bool ts_part_concat_sum(part_t *p, const ts_hlo_instr_t *i, const ts_sharding_value_t *s) {
+  const ts_hlo_attr_t *a = ts_hlo_instr_attr(i, "dimensions");
+  if (s->kind != TS_SHARD_TILED || !a || a->v.list.n != 1 || i->shape->elem == TS_TUPLE || i->nops < 1) return false;
+  int d = (int)a->v.list.v[0], r = i->shape->rank;
+  if (d < 0 || d >= r || s->dims[d] == 1 || i->nops > 256) return false;
+  int64_t t = s->dims[d], n = i->shape->dims[d], co = (n + t - 1) / t, buflen = t * co, off = 0;
+  bool keep[TS_PART_MAX_RANK];
+  for (int k = 0; k < r; k++) keep[k] = k != d;
+  ts_sharding_value_t *sd = ts_part_replicate_dims(p, s, r, keep); /* s with d gathered */
+  int64_t gather_cost = 0;
+  for (int k = 0; k < i->nops; k++) {
+    int64_t nk = i->ops[k]->shape->dims[d], ck = (nk + t - 1) / t;
+    if (off + t * ck > buflen) buflen = off + t * ck; /* the last shards' DUS must not clamp */
+    off += nk;
+    gather_cost += ts_part_reshard_bytes(p, i->ops[k]->shape, s, sd);
+  }
+  const ts_shape_t *ls = ts_part_local_shape(p, i->shape, s);
+  if (!ls) return false;
+  int64_t bdims[TS_PART_MAX_RANK];
+  for (int k = 0; k < r; k++) bdims[k] = k == d ? buflen : ls->dims[k];
+  const ts_shape_t *bs = ts_part_shape(p, i->shape->elem, r, bdims);
+  if (!bs || (int64_t)ts_elem_storage_bytes(bs->elem) * ts_shape_elements(bs) > gather_cost) return false;
+  int64_t *table = ts_arena_alloc(p->a, sizeof *table * (size_t)p->n), idx[TS_PART_MAX_RANK + 8], zero = 0;
+  if (!table) return true;
+  ts_hlo_instr_t *buf = ts_part_broadcast_scalar(p, ts_part_zero(p, i->shape->elem), r, bdims);
+  off = 0;
+  for (int k = 0; k < i->nops; k++) {
+    int64_t nk = i->ops[k]->shape->dims[d];
+    ts_hlo_instr_t *x = ts_part_operand(p, i, k, s);
+    if (!x) return true;
+    int64_t ck = x->shape->dims[d];
+    if (nk % t != 0) { /* zero the rows past nk: idx*ck + iota < nk */
+      const ts_shape_t *is = ts_part_shape(p, TS_S32, r, x->shape->dims);
+      const ts_shape_t *ps = ts_part_shape(p, TS_PRED, r, x->shape->dims);
+      for (int64_t dev = 0; dev < p->n; dev++) {
+        if (ts_sharding_tile_index(s, dev, idx) != TS_OK) return true;
+        table[dev] = nk - idx[d] * ck;
+      }
+      ts_hlo_instr_t *io = ts_part_add(p, TS_OP_IOTA, is, NULL, 0, "iota");
+      ts_part_attr_int(p, io, "iota_dimension", d);
+      ts_hlo_instr_t *lim = ts_part_broadcast_scalar(p, ts_part_table_lookup(p, table), r, x->shape->dims);
+      ts_hlo_instr_t *lt = ts_part_add(p, TS_OP_COMPARE, ps, (ts_hlo_instr_t *[]){io, lim}, 2, "compare");
+      ts_part_attr_ident(p, lt, "direction", "LT");
+      ts_hlo_instr_t *z = ts_part_broadcast_scalar(p, ts_part_zero(p, i->shape->elem), r, x->shape->dims);
+      x = ts_part_add(p, TS_OP_SELECT, x->shape, (ts_hlo_instr_t *[]){lt, x, z}, 3, "select");
+    }
+    ts_hlo_instr_t *ops[TS_PART_MAX_RANK + 2];
+    ops[0] = buf;
+    ops[1] = x;
+    for (int64_t dev = 0; dev < p->n; dev++) {
+      if (ts_sharding_tile_index(s, dev, idx) != TS_OK) return true;
+      table[dev] = off + idx[d] * ck;
+    }
+    for (int q = 0; q < r; q++) ops[2 + q] = q == d ? ts_part_table_lookup(p, table) : ts_part_const_s32(p, -1, &zero);
+    buf = ts_part_add(p, TS_OP_DYNAMIC_UPDATE_SLICE, bs, ops, r + 2, "dynamic-update-slice");
+    off += nk;
+  }
+  bool mask[TS_PART_MAX_RANK] = {false};
+  mask[d] = true;
+  int64_t ng, gs, *groups;
+  ts_part_groups_over_dims(p, s, mask, &ng, &gs, &groups);
+  ts_hlo_instr_t *sum = ts_part_collective(p, TS_OP_ALL_REDUCE, bs, buf, ng, gs, groups);
+  ts_part_attr_comp(p, sum, "to_apply", ts_part_sum_comp(p, i->shape->elem));
+  ts_hlo_instr_t *ops[TS_PART_MAX_RANK + 1];
+  ops[0] = sum;
+  for (int64_t dev = 0; dev < p->n; dev++) {
+    if (ts_sharding_tile_index(s, dev, idx) != TS_OK) return true;
+    table[dev] = idx[d] * co;
+  }
+  for (int q = 0; q < r; q++) ops[1 + q] = q == d ? ts_part_table_lookup(p, table) : ts_part_const_s32(p, -1, &zero);
+  ts_hlo_instr_t *y = ts_part_add(p, TS_OP_DYNAMIC_SLICE, ls, ops, r + 1, "dynamic-slice");
+  ts_part_attr_ints(p, y, "dynamic_slice_sizes", r, ls->dims);
+  ts_part_set(p, i, y, s);
+  return true;
+}

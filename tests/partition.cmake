@@ -279,3 +279,29 @@ ts_windowed_corpus_test(082 082_unrolled_einsum_rhs_windowed_in_contracting_out_
                         "^= f32\\[320,7,39296\\] add\\(" 3 --num-partitions 4 --unroll-windowed-einsum)
 ts_windowed_corpus_test(083 083_bidirectional_einsum_rhs_windowed_in_contracting_out_non_contracting_partitioned.hlo
                         "^= f32\\[320,7,39296\\] add\\(" 3 --num-partitions 4 --bidirectional-windowed-einsum)
+# Reduce-window along a tiled dim: halo exchange (collective-permutes of the
+# rows the windows reach into), border padding read as the init value.
+ts_partition_strategy(reduce_window_halo "collective-permute 2 64")
+ts_partition_strategy(reduce_window_halo_uneven "collective-permute 1 36")
+ts_check_test(partition.reduce_window_halo_uneven.seed5 ${ts_partition_dir}/reduce_window_halo_uneven.hlo ok unit
+              --random-inputs 5)
+# Corpus cases whose bytes per device now equal XLA's (expectations.jsonl):
+# the collectives table must show XLA's count and bytes.
+# ts_xla_bytes_test(CASE FILE WANT [CHECK FLAGS...])
+function(ts_xla_bytes_test case file want)
+  if(EXISTS ${spmd_dir}/${file})
+    ts_collectives_test(partition.xla_bytes.${case} ${spmd_dir}/${file} "${want}" ${ARGN})
+  endif()
+endfunction()
+# 019: two collective-permutes of f32[1,2]; 020: f32[1,2] from two away and
+# f32[2,2] from the neighbour.
+ts_xla_bytes_test(019 019_reduce_window_tiled_two_side_halo.hlo "collective-permute 2 16" --num-partitions 2)
+ts_xla_bytes_test(020 020_reduce_window_tiled_one_side_halo_beyond_neighbor.hlo "collective-permute 2 24"
+                  --num-partitions 5)
+# Concatenate along a tiled dim: operand shards written into a zero buffer
+# of the whole dim, one all-reduce over the dim's devices, a dynamic-slice.
+ts_partition_strategy(concat_sum "all-reduce 1 168")
+ts_partition_strategy(concat_sum_s32 "all-reduce 1 384,collective-permute 3 96")
+ts_check_test(partition.concat_sum.seed4 ${ts_partition_dir}/concat_sum.hlo ok unit --random-inputs 4)
+# 028: one all-reduce of f32[7,374].
+ts_xla_bytes_test(028 028_concatenate_along_both_dimensions.hlo "all-reduce 1 10472" --num-partitions 4)
