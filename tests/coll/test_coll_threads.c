@@ -313,6 +313,8 @@ static void body_deadline(world_t *w, int rank) {
   ts_coll_comm_t *c = w->comms[rank];
   const char *algo = w->ctx;
   TEXPECT(w, ts_coll_comm_force_algorithm(c, algo) == TS_OK);
+  /* the hierarchical steps wait under the all-reduce's deadline too */
+  if (strcmp(algo, "hierarchical") == 0) TEXPECT(w, ts_coll_comm_set_slices(c, 2) == TS_OK);
   ts_coll_comm_set_timeout(c, 0.5);
   if (rank == w->n - 1) {
     /* never joins; after the others' deadline the world reads aborted */
@@ -335,6 +337,7 @@ static void body_deadline(world_t *w, int rank) {
   TEXPECT(w, dt < 3.0);
   ts_coll_record_t rec;
   TEXPECT(w, ts_coll_records(c, &rec, 1) == 1 && rec.state == TS_COLL_FAILED);
+  TEXPECT(w, strcmp(rec.algorithm, algo) == 0);
 }
 
 int main(void) {
@@ -354,6 +357,7 @@ int main(void) {
   run_world(4, body_deadline, (void *)"direct");
   run_world(4, body_deadline, (void *)"ring");
   run_world(3, body_deadline, (void *)"recursive-doubling");
+  run_world(4, body_deadline, (void *)"hierarchical");
   if (failures) fprintf(stderr, "%d failures\n", failures);
   return failures != 0;
 }
