@@ -128,14 +128,15 @@ static bool halo_span(int64_t t, int64_t ci, int64_t A, int64_t B, int64_t L, in
 /* Halo exchange (GSPMD section 4.3). x is sharded `s` with t tiles of ci
  * along d over an array of n_in; the device at tile position q wants the
  * window [A*q + B, A*q + B + L) of the full dim (q < nq). The neighbouring
- * shards a window overlaps come over by collective-permute (only the part
- * of the first and last one that some window reads), are concatenated,
+ * shards a window overlaps come over by collective-permute (per shift, only
+ * the part of the source shard that some window reads), are concatenated,
  * and the window is cut out at a per-device offset. With a scalar `fill`,
  * positions outside [0, n_in) read it (convolution padding: zero; a
  * reduce-window's: its init value; both also cover the padding of uneven
  * shards). A shard that does not exist (past either end) sends nothing: the
- * permute leaves zeros there, which `fill` or the caller's window skip. Callers check halo_span first, before emitting the operand;
- * *out is NULL only after an error (p->st). */
+ * permute leaves zeros there, which `fill` or the caller's window skip.
+ * Callers check halo_span first, before emitting the operand; *out is NULL
+ * only after an error (p->st). */
 static void halo_window(part_t *p, ts_hlo_instr_t *x, const ts_sharding_value_t *s, int d, int64_t n_in,
                         int64_t A, int64_t B, int64_t L, int64_t nq, ts_hlo_instr_t *fill, ts_hlo_instr_t **out) {
   *out = NULL;
@@ -145,61 +146,84 @@ static void halo_window(part_t *p, ts_hlo_instr_t *x, const ts_sharding_value_t 
     ts_part_fail(p, NULL, TS_ERR_INTERNAL, "halo window spans more shards than its caller checked");
     return;
   }
-  /* Only [lo, ci) of the first source shard and [0, hi) of the last move. */
-  int64_t lo = ci, hi = 0;
-  for (int64_t q = 0; q < nq; q++) { /* devices whose source shard exists */
-    int64_t a0 = A * q + B - (q + smin) * ci, b0 = A * q + B + L - (q + smax) * ci;
-    if (q + smin >= 0 && a0 < lo) lo = a0;
-    if (q + smax < t && b0 > hi) hi = b0;
+  /* Per shift k = sh - smin: the part [plo, phi) of the source shards that
+   * some window reads; only that moves. A device's window reads a run of
+   * consecutive shifts, all of the shards inside it and the end (start) of
+   * the first (last): the pieces, concatenated in shift order, hold each
+   * window contiguously. bq[q]: where the window's start lands in them. */
+  int64_t ns = smax - smin + 1, plo[4], phi[4], pos[5];
+  int64_t *bq = ts_arena_alloc(p->a, sizeof *bq * (size_t)(nq + 1));
+  bool *real = ts_arena_alloc(p->a, sizeof *real * (size_t)(nq + 1));
+  if (!bq || !real) return;
+  for (int64_t k = 0; k < ns; k++) plo[k] = ci, phi[k] = 0;
+  for (int64_t q = 0; q < nq; q++) {
+    int64_t w0 = A * q + B, w1 = w0 + L, j0 = floor_div(w0, ci), j1 = floor_div(w1 - 1, ci);
+    if (j0 < 0) j0 = 0;
+    if (j1 > t - 1) j1 = t - 1;
+    real[q] = j0 <= j1;
+    for (int64_t j = j0; j <= j1; j++) {
+      int64_t k = j - q - smin, a0 = w0 - j * ci > 0 ? w0 - j * ci : 0, b0 = w1 - j * ci < ci ? w1 - j * ci : ci;
+      if (a0 < plo[k]) plo[k] = a0;
+      if (b0 > phi[k]) phi[k] = b0;
+    }
   }
-  if (lo < 0) lo = 0;
-  if (hi > ci) hi = ci;
-  if (smin == smax && hi < lo) hi = lo;
-  ts_hlo_instr_t *pieces[8];
+  pos[0] = 0;
+  for (int64_t k = 0; k < ns; k++) pos[k + 1] = pos[k] + (phi[k] > plo[k] ? phi[k] - plo[k] : 0);
+  for (int64_t q = 0; q < nq; q++) {
+    int64_t j0 = floor_div(A * q + B, ci);
+    if (j0 < 0) j0 = 0;
+    bq[q] = real[q] ? pos[j0 - q - smin] - plo[j0 - q - smin] + A * q + B - j0 * ci : 0;
+  }
+  ts_hlo_instr_t *pieces[4];
+  int np = 0;
   int64_t idx[TS_PART_MAX_RANK + 8], src;
-  for (int64_t sh = smin; sh <= smax; sh++) {
+  for (int64_t k = 0; k < ns; k++) {
+    if (phi[k] <= plo[k]) continue; /* a shift no window reads */
+    int64_t sh = smin + k;
     ts_hlo_instr_t *part = x;
-    int64_t from = sh == smin ? lo : 0, to = sh == smax ? hi : ci;
-    if (from != 0 || to != ci) {
+    if (plo[k] != 0 || phi[k] != ci) {
       int64_t st[TS_PART_MAX_RANK] = {0}, lim[TS_PART_MAX_RANK];
-      for (int k = 0; k < r; k++) lim[k] = x->shape->dims[k];
-      st[d] = from;
-      lim[d] = to;
+      for (int m = 0; m < r; m++) lim[m] = x->shape->dims[m];
+      st[d] = plo[k];
+      lim[d] = phi[k];
       part = ts_part_slice(p, x, st, lim);
     }
     if (sh != 0) { /* the device at tile position q receives from q + sh */
-      int64_t *pairs = ts_arena_alloc(p->a, sizeof *pairs * 2 * (size_t)p->n), np = 0;
+      int64_t *pairs = ts_arena_alloc(p->a, sizeof *pairs * 2 * (size_t)p->n), npairs = 0;
       if (!pairs) return;
       for (int64_t dev = 0; dev < p->n; dev++) {
         if (ts_sharding_tile_index(s, dev, idx) != TS_OK) return;
         idx[d] += sh;
         if (idx[d] < 0 || idx[d] >= t || ts_sharding_tile_device(s, idx, &src) != TS_OK) continue;
-        pairs[2 * np] = src;
-        pairs[2 * np + 1] = dev;
-        np++;
+        pairs[2 * npairs] = src;
+        pairs[2 * npairs + 1] = dev;
+        npairs++;
       }
-      part = ts_part_permute(p, part, np, pairs);
+      part = ts_part_permute(p, part, npairs, pairs);
     }
-    pieces[sh - smin] = part;
+    if (!part) return;
+    pieces[np++] = part;
   }
-  int np = (int)(smax - smin + 1);
+  if (np == 0) {
+    ts_part_fail(p, NULL, TS_ERR_INTERNAL, "halo window reads no shard");
+    return;
+  }
   ts_hlo_instr_t *buf = pieces[0];
   if (np > 1) {
     int64_t dims[TS_PART_MAX_RANK];
     for (int k = 0; k < r; k++) dims[k] = x->shape->dims[k];
-    dims[d] = 0;
-    for (int k = 0; k < np; k++) dims[d] += pieces[k] ? pieces[k]->shape->dims[d] : 0;
+    dims[d] = pos[ns];
     buf = ts_part_add(p, TS_OP_CONCATENATE, ts_part_shape(p, x->shape->elem, r, dims), pieces, np, "concatenate");
     ts_part_attr_ints(p, buf, "dimensions", 1, (int64_t[]){d});
   }
   if (!buf) return;
-  /* Zeros where a window runs past the buffer (before tile 0, after the
-   * last tile). */
+  /* Padding where a window runs past the pieces (before tile 0, after the
+   * last tile): the mask or the caller's window never reads it. */
   int64_t len = buf->shape->dims[d], padlo = 0, padhi = 0;
   for (int64_t q = 0; q < nq; q++) {
-    int64_t bstart = (q + smin) * ci + lo;
-    if (bstart - (A * q + B) > padlo) padlo = bstart - (A * q + B);
-    if (A * q + B + L - (bstart + len) > padhi) padhi = A * q + B + L - (bstart + len);
+    if (!real[q]) continue;
+    if (-bq[q] > padlo) padlo = -bq[q];
+    if (bq[q] + L - len > padhi) padhi = bq[q] + L - len;
   }
   if (padlo || padhi) {
     int64_t hi_pad[TS_PART_MAX_RANK] = {0};
@@ -224,7 +248,7 @@ static void halo_window(part_t *p, ts_hlo_instr_t *x, const ts_sharding_value_t 
     for (int64_t dev = 0; dev < p->n; dev++) {
       if (ts_sharding_tile_index(s, dev, idx) != TS_OK) return;
       starts[dev] = A * idx[d] + B;
-      table[dev] = starts[dev] - ((idx[d] + smin) * ci + lo) + padlo;
+      table[dev] = (idx[d] < nq ? bq[idx[d]] : 0) + padlo;
     }
     ops[1 + k] = ts_part_table_lookup(p, table);
   }

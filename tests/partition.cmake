@@ -305,3 +305,8 @@ ts_partition_strategy(concat_sum_s32 "all-reduce 1 384,collective-permute 3 96")
 ts_check_test(partition.concat_sum.seed4 ${ts_partition_dir}/concat_sum.hlo ok unit --random-inputs 4)
 # 028: one all-reduce of f32[7,374].
 ts_xla_bytes_test(028 028_concatenate_along_both_dimensions.hlo "all-reduce 1 10472" --num-partitions 4)
+# Halo exchange moves, per shift, only the rows some device reads.
+ts_partition_strategy(slice_halo_middle "collective-permute 2 108")
+# 136: the two source elements by two collective-permutes of f32[1] (8 B;
+# XLA moves f32[2] and f32[1], 12 B).
+ts_xla_bytes_test(136 136_slice_to_middle2.hlo "collective-permute 2 8" --num-partitions 8)
