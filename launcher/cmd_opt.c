@@ -102,37 +102,11 @@ static bool parse_bytes(const char *flag, const char *s, uint64_t *out) {
   return true;
 }
 
-/* N (every kind) or KIND=N,KIND=N. */
+/* --overlap-limit's value, or a usage error naming the command. */
 static bool parse_overlap(const char *s, ts_sched_opts_t *o) {
-  char *end;
-  errno = 0;
-  long v = strtol(s, &end, 10);
-  if (!errno && end != s && !*end && v > 0 && v <= 1024) {
-    for (int k = 0; k < TS_SCHED_KIND_COUNT; k++) o->overlap_limit[k] = (int)v;
-    return true;
-  }
-  const char *p = s;
-  while (*p) {
-    size_t n = strcspn(p, ",");
-    const char *eq = memchr(p, '=', n);
-    int kind = -1;
-    for (int k = 0; eq && k < TS_SCHED_KIND_COUNT; k++) {
-      const char *name = ts_sched_kind_name((ts_sched_kind_t)k);
-      if (strlen(name) == (size_t)(eq - p) && strncmp(name, p, (size_t)(eq - p)) == 0) kind = k;
-    }
-    errno = 0;
-    v = eq ? strtol(eq + 1, &end, 10) : 0;
-    if (kind < 0 || errno || end == eq + 1 || end != p + n || v <= 0 || v > 1024) {
-      fprintf(stderr,
-              "tessera opt: error: --overlap-limit wants N or KIND=N,... (KIND: all-reduce, all-gather, "
-              "reduce-scatter, all-to-all, collective-permute, collective-broadcast; N from 1 to 1024), got '%s'\n",
-              s);
-      return false;
-    }
-    o->overlap_limit[kind] = (int)v;
-    p += n + (p[n] == ',');
-  }
-  return true;
+  if (ts_sched_parse_overlap_limit(s, o)) return true;
+  fprintf(stderr, "tessera opt: error: --overlap-limit wants %s, got '%s'\n", ts_sched_overlap_limit_syntax, s);
+  return false;
 }
 
 /* --fit-scurve TABLE[@DEVICE]: prints the option string on stdout, the fit

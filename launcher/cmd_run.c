@@ -74,6 +74,8 @@ static void usage(FILE *f) {
           "                        them with compute)\n"
           "  --cost-model SPEC     the scheduler's cost model (as tessera opt takes it)\n"
           "  --cost-model-preset P h100, b200 or host (default host)\n"
+          "  --overlap-limit L     async collectives of one kind in flight at once: N, or\n"
+          "                        KIND=N,... (default 1)\n"
           "  --slices S            the mesh as S slices (multislice; default: one per\n"
           "                        host); collectives that span slices run hierarchically\n"
           "  --backend B           the collectives' data path under mpirun: mpi (default) or ucx\n"
@@ -114,6 +116,7 @@ typedef struct {
   double tolerance, timeout, hang_timeout;
   ts_coll_backend_t backend;
   ts_partition_opts_t popts;
+  ts_sched_opts_t sched; /* overlap limits; the cost model is set at scheduling */
 } run_flags_t;
 
 static double now_ms(void) {
@@ -804,8 +807,7 @@ static ts_status_t schedule(job_t *j, ts_diag_t *diag) {
   const run_flags_t *f = j->f;
   ts_costmodel_t *cm = NULL;
   TS_CHECK(ts_costmodel_parse_spec(f->cost_model, f->cost_preset ? f->cost_preset : "host", &cm, diag));
-  ts_sched_opts_t so;
-  ts_sched_opts_default(&so);
+  ts_sched_opts_t so = f->sched;
   so.cost = cm;
   ts_status_t st = ts_schedule(j->pm, &so, &j->sched, diag);
   ts_costmodel_destroy(cm);
@@ -895,9 +897,10 @@ static void print_compile_only(job_t *j) {
   ts_cli_print_collectives(&cs);
   if (j->sched) {
     const ts_sched_result_t *r = j->sched;
-    printf("schedule (%s cost model): predicted step %.3f ms, collectives %.3f ms of which %.3f ms exposed "
+    printf("schedule (%s%s%s cost model): predicted step %.3f ms, collectives %.3f ms of which %.3f ms exposed "
            "(overlap %.1f%%), %d collectives made asynchronous\n",
-           j->f->cost_preset ? j->f->cost_preset : "host", r->step_time_s * 1e3, r->collective_s * 1e3,
+           j->f->cost_preset ? j->f->cost_preset : "host", j->f->cost_model ? " + " : "",
+           j->f->cost_model ? j->f->cost_model : "", r->step_time_s * 1e3, r->collective_s * 1e3,
            r->wasted_s * 1e3, 100 * r->overlap, r->converted);
   }
   fflush(stdout);
@@ -1070,7 +1073,7 @@ enum {
   OPT_STEPS = 0x200, OPT_LOOP, OPT_CHECK, OPT_TOL, OPT_COMPILE_ONLY, OPT_TRACE, OPT_SLICES, OPT_BACKEND,
   OPT_TIMEOUT, OPT_NO_BIND, OPT_REFERENCE, OPT_TASK, OPT_NODES, OPT_ADDRESS,
   OPT_HANG_TIMEOUT, OPT_HANG_DIGEST, OPT_ABORT_ON_HANG, OPT_HANG_COORD, OPT_NO_HANG,
-  OPT_NO_SCHEDULE, OPT_COST_MODEL, OPT_COST_PRESET,
+  OPT_NO_SCHEDULE, OPT_COST_MODEL, OPT_COST_PRESET, OPT_OVERLAP,
 };
 
 /* Parses argv into f; returns -1 to go on, else the exit code. */
@@ -1105,6 +1108,7 @@ static int parse_flags(int argc, char **argv, run_flags_t *f) {
       {"no-schedule", no_argument, NULL, OPT_NO_SCHEDULE},
       {"cost-model", required_argument, NULL, OPT_COST_MODEL},
       {"cost-model-preset", required_argument, NULL, OPT_COST_PRESET},
+      {"overlap-limit", required_argument, NULL, OPT_OVERLAP},
       {"help", no_argument, NULL, 'h'},
       TS_PARTITION_FLAG_OPTIONS,
       {NULL, 0, NULL, 0},
@@ -1113,6 +1117,7 @@ static int parse_flags(int argc, char **argv, run_flags_t *f) {
                      .backend = TS_COLL_BACKEND_MPI, .hang = true, .abort_on_hang = true, .hang_timeout = 60,
                      .schedule = true};
   ts_partition_opts_default(&f->popts);
+  ts_sched_opts_default(&f->sched);
   int c;
   opterr = 0;
   while ((c = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
@@ -1159,6 +1164,13 @@ static int parse_flags(int argc, char **argv, run_flags_t *f) {
     case OPT_NO_SCHEDULE: f->schedule = false; break;
     case OPT_COST_MODEL: f->cost_model = optarg; break;
     case OPT_COST_PRESET: f->cost_preset = optarg; break;
+    case OPT_OVERLAP:
+      if (!ts_sched_parse_overlap_limit(optarg, &f->sched)) {
+        fprintf(stderr, "tessera run: error: --overlap-limit wants %s, got '%s'\n", ts_sched_overlap_limit_syntax,
+                optarg);
+        return 2;
+      }
+      break;
     case 'h': usage(stdout); return 0;
     case ':':
       fprintf(stderr, "tessera run: error: option '%s' needs a value\n", argv[optind - 1]);

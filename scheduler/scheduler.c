@@ -1,6 +1,8 @@
 /* The scheduling pass: async conversion, then every computation scheduled
  * callees first (a while's cost is its body's scheduled time), the header's
  * is_scheduled=true, and the statistics of the entry computation. */
+#include <errno.h>
+#include <stdlib.h>
 #include "scheduler_internal.h"
 
 #include <string.h>
@@ -130,4 +132,38 @@ done:
   ts_free(x.tstart);
   ts_free(state);
   return st;
+}
+
+const char ts_sched_overlap_limit_syntax[] =
+    "N or KIND=N,... (KIND: all-reduce, all-gather, reduce-scatter, all-to-all, collective-permute, "
+    "collective-broadcast; N from 1 to 1024)";
+
+bool ts_sched_parse_overlap_limit(const char *s, ts_sched_opts_t *o) {
+  char *end;
+  errno = 0;
+  long v = strtol(s, &end, 10);
+  if (!errno && end != s && !*end && v > 0 && v <= 1024) {
+    for (int k = 0; k < TS_SCHED_KIND_COUNT; k++) o->overlap_limit[k] = (int)v;
+    return true;
+  }
+  int limit[TS_SCHED_KIND_COUNT];
+  memcpy(limit, o->overlap_limit, sizeof limit);
+  const char *p = s;
+  if (!*p) return false;
+  while (*p) {
+    size_t n = strcspn(p, ",");
+    const char *eq = memchr(p, '=', n);
+    int kind = -1;
+    for (int k = 0; eq && k < TS_SCHED_KIND_COUNT; k++) {
+      const char *name = ts_sched_kind_name((ts_sched_kind_t)k);
+      if (strlen(name) == (size_t)(eq - p) && strncmp(name, p, (size_t)(eq - p)) == 0) kind = k;
+    }
+    errno = 0;
+    v = eq ? strtol(eq + 1, &end, 10) : 0;
+    if (kind < 0 || errno || end == eq + 1 || end != p + n || v <= 0 || v > 1024) return false;
+    limit[kind] = (int)v;
+    p += n + (p[n] == ',');
+  }
+  memcpy(o->overlap_limit, limit, sizeof limit);
+  return true;
 }

@@ -43,6 +43,13 @@ typedef struct {
 
 void ts_sched_opts_default(ts_sched_opts_t *o);
 
+/* --overlap-limit's value: "N" (every kind) or "KIND=N,..." (KIND as
+ * ts_sched_kind_name). Sets o->overlap_limit and returns true, or returns
+ * false and changes nothing. ts_sched_overlap_limit_syntax says what it
+ * takes, for usage errors. */
+bool ts_sched_parse_overlap_limit(const char *s, ts_sched_opts_t *o);
+extern const char ts_sched_overlap_limit_syntax[];
+
 /* Per async pair, in schedule order (computations in module order). */
 typedef struct {
   const char *start, *done;   /* instruction names (module arena) */
