@@ -857,10 +857,14 @@ static ts_status_t partition(job_t *j, ts_diag_t *diag) {
       ts_diag_plain(diag, "the sharding of the root does not fit its shape");
       return TS_ERR_INVALID_ARGUMENT;
     }
-    if (f->schedule) TS_CHECK(schedule(j, diag));
   } else {
     j->pm = m;
   }
+  /* A module that says it is scheduled keeps its order; so does one device,
+   * which has nothing to overlap. */
+  const ts_hlo_attr_t *sa = ts_hlo_module_attr(j->pm, "is_scheduled");
+  bool scheduled = sa && sa->kind == TS_ATTR_BOOL && sa->v.b;
+  if (f->schedule && !scheduled && j->R * j->P > 1) TS_CHECK(schedule(j, diag));
   ts_rt_program_opts_t po = {.replica_count = j->R, .num_partitions = j->P};
   TS_CHECK(ts_rt_program_create(j->pm, &po, &j->prog, diag));
   TS_CHECK(fingerprint(j->pm, &j->fingerprint));
