@@ -572,3 +572,47 @@ bool ts_part_concat_sum(part_t *p, const ts_hlo_instr_t *i, const ts_sharding_va
   ts_part_set(p, i, y, s);
   return true;
 }
+
+/* A pad (no interior padding) whose result is tiled on one padded dim d:
+ * output tile q is the input window [q*co - lo, q*co - lo + co), read by
+ * halo exchange with the padding value outside the input (negative
+ * padding is a window that starts or ends inside it). Other tiled dims
+ * must be unpadded. */
+bool ts_part_pad_halo(part_t *p, const ts_hlo_instr_t *i, const ts_sharding_value_t *s) {
+  const ts_hlo_attr_t *a = ts_hlo_instr_attr(i, "padding");
+  if (s->kind != TS_SHARD_TILED || i->nops != 2 || !a || i->shape->elem == TS_TUPLE) return false;
+  const ts_padding_t *pd = a->v.padding;
+  const ts_shape_t *in = i->ops[0]->shape;
+  int r = i->shape->rank, d = -1;
+  if (in->rank != r) return false;
+  for (int k = 0; k < r; k++) {
+    if (pd->interior[k] != 0) return false;
+    if ((pd->lo[k] == 0 && pd->hi[k] == 0) || s->dims[k] == 1) continue;
+    if (d >= 0) return false; /* one tiled padded dim */
+    d = k;
+  }
+  if (d < 0) return false;
+  int64_t t = s->dims[d], nout = i->shape->dims[d], co = (nout + t - 1) / t, nq = (nout + co - 1) / co;
+  int64_t ci = (in->dims[d] + t - 1) / t, smin, smax;
+  if (in->dims[d] == 0 || !halo_span(t, ci, co, -pd->lo[d], co, nq, &smin, &smax)) return false;
+  ts_hlo_instr_t *x = ts_part_operand(p, i, 0, s), *v = ts_part_operand(p, i, 1, ts_part_replicated(p));
+  ts_hlo_instr_t *win = NULL;
+  if (x && v) halo_window(p, x, s, d, in->dims[d], co, -pd->lo[d], co, nq, v, &win);
+  if (!win) return true;
+  /* The other dims' padding as the pad says (they are untiled); d is done. */
+  const ts_shape_t *ls = ts_part_local_shape(p, i->shape, s);
+  bool more = false;
+  for (int k = 0; ls && k < r; k++) more |= k != d && win->shape->dims[k] != ls->dims[k];
+  if (more) {
+    ts_hlo_instr_t *ops[2] = {win, v};
+    ts_hlo_instr_t *y = ts_part_emit_like(p, i, ops, ls);
+    for (int k = 0; y && k < y->nattrs; k++)
+      if (y->attrs[k].kind == TS_ATTR_PADDING) {
+        y->attrs[k].v.padding->lo[d] = 0;
+        y->attrs[k].v.padding->hi[d] = 0;
+      }
+    win = y;
+  }
+  ts_part_set(p, i, win, s);
+  return true;
+}

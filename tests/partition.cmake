@@ -310,3 +310,7 @@ ts_partition_strategy(slice_halo_middle "collective-permute 2 108")
 # 136: the two source elements by two collective-permutes of f32[1] (8 B;
 # XLA moves f32[2] and f32[1], 12 B).
 ts_xla_bytes_test(136 136_slice_to_middle2.hlo "collective-permute 2 8" --num-partitions 8)
+# Pad along a tiled dim: halo exchange, the padding value outside the input.
+ts_partition_strategy(pad_halo "collective-permute 2 32")
+ts_partition_strategy(pad_halo_negative "collective-permute 1 36")
+ts_check_test(partition.pad_halo.seed6 ${ts_partition_dir}/pad_halo.hlo ok unit --random-inputs 6)
