@@ -1,13 +1,12 @@
 /* tessera run --trace: the merged timeline of every rank as a Chrome trace
  * (the JSON Trace Event Format that chrome://tracing and Perfetto read):
- * one process per rank, a compute and a collective track in each. */
+ * one process per rank, a compute and a collective track in each; a
+ * collective's label and args carry the algorithm the library ran. */
 #include "run_internal.h"
 #include "ts_launcher.h"
 
 #include <cjson/cJSON.h>
 #include <string.h>
-
-static const char *const phase_names[] = {"", " (intra-slice)", " (cross-slice)", " (intra-slice, gather)"};
 
 static cJSON *meta(const char *what, int pid, int tid, const char *name) {
   cJSON *e = cJSON_CreateObject();
@@ -40,9 +39,11 @@ ts_status_t run_trace_write(const char *path, const char *const *instr_names, in
       const ts_rt_event_t *ev = &events[r][k];
       cJSON *e = cJSON_CreateObject();
       if (!e) continue;
-      char label[256];
-      int phase = ev->phase < 4 ? ev->phase : 0;
-      snprintf(label, sizeof label, "%s%s", ev->instr >= 0 ? instr_names[ev->instr] : "?", phase_names[phase]);
+      /* a collective's algorithm in its label: "ar [hierarchical]" */
+      char label[256], algo[sizeof ev->algorithm + 1];
+      snprintf(algo, sizeof algo, "%.*s", (int)sizeof ev->algorithm, ev->algorithm); /* bytes from a peer */
+      snprintf(label, sizeof label, "%s%s%s%s", ev->instr >= 0 ? instr_names[ev->instr] : "?", *algo ? " [" : "",
+               algo, *algo ? "]" : "");
       cJSON_AddStringToObject(e, "name", label);
       cJSON_AddStringToObject(e, "cat", ev->is_collective ? "collective" : "compute");
       cJSON_AddStringToObject(e, "ph", "X");
@@ -52,7 +53,7 @@ ts_status_t run_trace_write(const char *path, const char *const *instr_names, in
       cJSON_AddNumberToObject(e, "dur", (double)(ev->t_end_ns - ev->t_begin_ns) / 1e3);
       cJSON *args = cJSON_AddObjectToObject(e, "args");
       cJSON_AddNumberToObject(args, "step", (double)ev->step);
-      if (phase) cJSON_AddNumberToObject(args, "phase", phase);
+      if (*algo) cJSON_AddStringToObject(args, "algorithm", algo);
       cJSON_AddItemToArray(list, e);
     }
   }

@@ -2,9 +2,11 @@
  * group modes (compile time), one sub-communicator per distinct set (device
  * create), and each collective posted and finished over it: blocks gathered
  * or scattered along any dimension (packed through scratch when the
- * dimension is not the outermost), and hierarchical all-reduce across slices
- * (reduce-scatter inside the slice, all-reduce across slices, all-gather
- * inside the slice). All-gather and reduce-scatter stay flat across slices.
+ * dimension is not the outermost). Across slices, a sub-communicator whose
+ * group splits into equal contiguous slice parts gets the library's slice
+ * layout (ts_coll_comm_set_slices), so its all-reduce, all-gather and
+ * reduce-scatter run two-level inside the library, one operation each: the
+ * whole of it progresses between the -start and the -done.
  * TESSERA_CROSS_SLICE_DELAY_US emulates a slow link between slices (DCN):
  * a collective that crosses slices completes no earlier than its post time
  * plus the link's latency and transfer time (ts_runtime.h). */
@@ -297,8 +299,6 @@ void rt_coll_program_free(ts_rt_program_t *p) {
 
 typedef struct {
   ts_coll_comm_t *flat;        /* NULL: every group has one device (local copies) */
-  bool hier;                   /* all-reduce runs in three phases */
-  ts_coll_comm_t *intra, *cross;
 } dev_groupset_t;
 
 /* The emulated link between slices, as TESSERA_CROSS_SLICE_DELAY_US sets it. */
@@ -332,80 +332,23 @@ static ts_status_t push_comm(rt_device_colls_t *dc, ts_coll_comm_t *c) {
   return TS_OK;
 }
 
-/* Splits the world by explicit global-id groups (FLATTENED mode). */
-static ts_status_t split_flat(rt_device_colls_t *dc, int ngroups, ts_i64_list_t *groups, ts_coll_comm_t **out) {
-  ts_replica_groups_t rg = {.ngroups = ngroups, .groups = groups};
-  return ts_coll_comm_split(dc->world, &rg, TS_COLL_FLATTENED_ID, dc->p->replicas, dc->p->partitions, out);
-}
-
-/* A group set spans slices evenly: every group has the same number k of
- * members in each slice it touches, and touches more than one. Then builds
- * the intra-slice groups (each group's part in one slice) and cross-slice
- * groups (the members at the same position of every part). */
-static ts_status_t setup_hier(rt_device_colls_t *dc, const rt_groupset_t *g, int slices, dev_groupset_t *dg) {
-  int64_t D = dc->p->replicas * dc->p->partitions, S = D / slices;
-  ts_i64_list_t *intra = ts_calloc((size_t)D + 1, sizeof *intra), *cross = ts_calloc((size_t)D + 1, sizeof *cross);
-  int64_t *ibuf = ts_calloc((size_t)D + 1, sizeof *ibuf), *cbuf = ts_calloc((size_t)D + 1, sizeof *cbuf);
-  int ni = 0, nc = 0, iat = 0, cat = 0;
-  bool ok = true;
-  ts_status_t st = TS_OK;
-  if (!intra || !cross || !ibuf || !cbuf) {
-    st = TS_ERR_NOMEM;
-    goto done;
-  }
-  for (int gi = 0; gi < g->ngroups && ok; gi++) {
-    const int64_t *mem = g->members[gi];
-    int n = g->group_size[gi];
-    /* slices in first-appearance order, members per slice in group order */
-    int64_t sl[1024];
-    int nsl = 0, k = -1;
-    for (int q = 0; q < n && nsl < 1024; q++) {
-      int64_t s = mem[q] / S;
-      bool seen = false;
-      for (int x = 0; x < nsl; x++) seen |= sl[x] == s;
-      if (!seen) sl[nsl++] = s;
-    }
-    if (nsl < 2 || n % nsl != 0) {
-      ok = false;
-      break;
-    }
-    k = n / nsl;
-    for (int x = 0; x < nsl && ok; x++) {
-      int cnt = 0;
-      intra[ni].v = &ibuf[iat];
-      for (int q = 0; q < n; q++)
-        if (mem[q] / S == sl[x]) ibuf[iat + cnt++] = mem[q];
-      if (cnt != k) ok = false;
-      intra[ni++].n = cnt;
-      iat += cnt;
-    }
-    if (!ok) break;
-    for (int j = 0; j < k; j++) {
-      cross[nc].v = &cbuf[cat];
-      for (int x = 0; x < nsl; x++) cbuf[cat + x] = intra[ni - nsl + x].v[j];
-      cross[nc++].n = nsl;
-      cat += nsl;
-    }
-  }
-  if (!ok) goto done; /* flat */
-  TS_CHECK_GOTO(split_flat(dc, ni, intra, &dg->intra), st, done);
-  TS_CHECK_GOTO(push_comm(dc, dg->intra), st, done);
-  TS_CHECK_GOTO(split_flat(dc, nc, cross, &dg->cross), st, done);
-  TS_CHECK_GOTO(push_comm(dc, dg->cross), st, done);
-  dg->hier = true;
-done:
-  ts_free(intra);
-  ts_free(cross);
-  ts_free(ibuf);
-  ts_free(cbuf);
-  return st;
-}
-
-static size_t hier_scratch(const ts_rt_program_t *p, const rt_coll_t *c) {
-  size_t s = 0;
-  for (int o = 0; o < c->instr->nops; o++) s += shape_bytes(c->instr->ops[o]->shape);
-  (void)p;
-  return s;
+/* How many slices this device's group of `g` spans, when it splits into
+ * equal parts that are contiguous in the group's order (the communicator's
+ * rank r is member r, and the library's layout puts rank r in slice
+ * r / (n / slices)); 1 otherwise (flat). Every member of the group computes
+ * the same answer from the same group. */
+static int group_slices(const rt_groupset_t *g, int64_t dev, int64_t per_slice) {
+  const int64_t *mem = g->members[g->group_of[dev]];
+  int n = g->group_size[g->group_of[dev]], parts = 1;
+  for (int q = 1; q < n; q++) parts += mem[q] / per_slice != mem[q - 1] / per_slice;
+  if (parts < 2 || n % parts != 0) return 1;
+  int k = n / parts;
+  for (int q = 0; q < n; q++)
+    if (mem[q] / per_slice != mem[q / k * k] / per_slice) return 1; /* a part of k mixes slices */
+  for (int x = 0; x < parts; x++)
+    for (int y = 0; y < x; y++)
+      if (mem[x * k] / per_slice == mem[y * k] / per_slice) return 1; /* a slice comes back */
+  return parts;
 }
 
 /* ---- the emulated cross-slice link (TESSERA_CROSS_SLICE_DELAY_US) ------------- */
@@ -461,15 +404,19 @@ static bool xs_crosses(const ts_rt_program_t *p, const rt_coll_t *c, int64_t dev
 }
 
 /* The bytes a crossing collective puts on the link from this device: its
- * operands, or for a hierarchical all-reduce the slice's share that phase 2
- * reduces across slices. */
+ * operands, or, when the library runs it two-level (k devices per slice
+ * part), what its cross-slice step moves: an all-reduce's and a
+ * reduce-scatter's 1/k share (the all-reduce rounds up: the library pads to k
+ * blocks), an all-gather's operand. */
 static int64_t xs_payload(const rt_coll_t *c, const dev_groupset_t *dg) {
+  int slices = ts_coll_comm_slices(dg->flat);
+  bool share = slices > 1 && (c->kind == TS_OP_ALL_REDUCE || c->kind == TS_OP_REDUCE_SCATTER);
+  int k = share ? ts_coll_comm_size(dg->flat) / slices : 1;
   int64_t b = 0;
-  int k = c->kind == TS_OP_ALL_REDUCE && dg->hier ? ts_coll_comm_size(dg->intra) : 1;
   for (int o = 0; o < c->instr->nops; o++) {
     const ts_shape_t *s = c->instr->ops[o]->shape;
-    bool share = k > 1 && ts_shape_elements(s) % k == 0;
-    b += (int64_t)shape_bytes(s) / (share ? k : 1);
+    int64_t n = ts_shape_elements(s);
+    b += (n + k - 1) / k * ts_elem_storage_bytes(s->elem);
   }
   return b;
 }
@@ -579,19 +526,27 @@ ts_status_t rt_coll_device_create(const ts_rt_program_t *p, const ts_rt_device_o
       goto fail;
     }
     TS_CHECK_GOTO(push_comm(dc, dc->gs[k].flat), st, fail);
-    bool any_ar = false;
-    for (int c = 0; c < p->ncolls; c++) any_ar |= p->colls[c].groupset == k && p->colls[c].kind == TS_OP_ALL_REDUCE;
-    if (slices > 1 && any_ar) TS_CHECK_GOTO(setup_hier(dc, g, slices, &dc->gs[k]), st, fail);
+    /* The slice layout, right after the split (the same point of every
+     * member's sequence), where a two-level kind runs over the set. */
+    bool two_level = false;
+    for (int c = 0; c < p->ncolls; c++) {
+      ts_opcode_t kind = p->colls[c].kind;
+      two_level |= p->colls[c].groupset == k && (kind == TS_OP_ALL_REDUCE || kind == TS_OP_ALL_GATHER ||
+                                                 kind == TS_OP_REDUCE_SCATTER);
+    }
+    int parts = slices > 1 && two_level ? group_slices(g, dc->dev, D / slices) : 1;
+    if (parts > 1 && (st = ts_coll_comm_set_slices(dc->gs[k].flat, parts)) != TS_OK) {
+      ts_diag_plain(diag, "cannot lay out group set %d over %d slices: %s", k, parts, ts_status_string(st));
+      goto fail;
+    }
   }
   const char *xs_env = getenv("TESSERA_CROSS_SLICE_DELAY_US");
   if (xs_env && *xs_env) TS_CHECK_GOTO(xs_setup(dc, xs_env, slices, diag), st, fail);
   size_t at = 0;
   for (int c = 0; c < p->ncolls; c++) {
     const rt_coll_t *cc = &p->colls[c];
-    size_t need = cc->scratch;
-    if (cc->kind == TS_OP_ALL_REDUCE && dc->gs[cc->groupset].hier) need = hier_scratch(p, cc);
     dc->scratch_off[c] = at;
-    at += (need + RT_ALIGN - 1) / RT_ALIGN * RT_ALIGN;
+    at += (cc->scratch + RT_ALIGN - 1) / RT_ALIGN * RT_ALIGN;
   }
   dc->scratch_bytes = at;
   if (at > 0) {
@@ -680,7 +635,7 @@ ts_status_t rt_coll_post(rt_device_colls_t *dc, const ts_rt_program_t *p, int co
   f->coll = coll;
   f->nops = nops;
   f->nreq = 0;
-  f->phase = 0;
+  f->seq = 0;
   f->active = true;
   f->t_post = rt_now_ns();
   for (int o = 0; o < nops; o++) {
@@ -702,17 +657,7 @@ ts_status_t rt_coll_post(rt_device_colls_t *dc, const ts_rt_program_t *p, int co
     ts_coll_req_t **rq = &f->req[f->nreq];
     switch (c->kind) {
     case TS_OP_ALL_REDUCE:
-      if (dg->hier) {
-        int k = ts_coll_comm_size(dg->intra);
-        f->phase = 1;
-        if (n % (size_t)k == 0)
-          st = ts_coll_reduce_scatter_post(dg->intra, x->data, scr, n / (size_t)k, x->elem, c->redop, rq);
-        else
-          st = ts_coll_allreduce_post(dg->intra, x->data, y->data, n, x->elem, c->redop, rq);
-        scr += (ts_array_bytes(x) + RT_ALIGN - 1) / RT_ALIGN * RT_ALIGN;
-      } else {
-        st = ts_coll_allreduce_post(comm, x->data, y->data, n, x->elem, c->redop, rq);
-      }
+      st = ts_coll_allreduce_post(comm, x->data, y->data, n, x->elem, c->redop, rq);
       break;
     case TS_OP_ALL_GATHER:
       if (outer_of(c->instr->ops[o]->shape, c->dim) == 1) {
@@ -762,6 +707,9 @@ ts_status_t rt_coll_post(rt_device_colls_t *dc, const ts_rt_program_t *p, int co
     }
     if (st == TS_OK) f->nreq++;
   }
+  /* the newest record is the last post's: only this device posts here */
+  ts_coll_record_t r;
+  if (st == TS_OK && f->nreq > 0 && ts_coll_records(comm, &r, 1) == 1) f->seq = r.seq;
   return st;
 }
 
@@ -776,8 +724,18 @@ static ts_status_t wait_all(rt_inflight_t *f) {
   return st;
 }
 
-ts_status_t rt_coll_finish(rt_device_colls_t *dc, const ts_rt_program_t *p, rt_inflight_t *f, rt_phase_fn on_phase,
-                           void *arg) {
+/* The algorithm of the record numbered `seq` on `comm` ("" once overwritten). */
+static const char *record_algorithm(const ts_coll_comm_t *comm, uint64_t seq) {
+  ts_coll_record_t r[TS_COLL_RECORDS];
+  size_t n = ts_coll_records(comm, r, TS_COLL_RECORDS);
+  for (size_t k = 0; k < n; k++)
+    if (r[k].seq == seq && r[k].algorithm) return r[k].algorithm;
+  return "";
+}
+
+ts_status_t rt_coll_finish(rt_device_colls_t *dc, const ts_rt_program_t *p, rt_inflight_t *f,
+                           const char **algorithm) {
+  if (algorithm) *algorithm = "";
   if (!f->active) return TS_OK;
   f->active = false;
   const rt_coll_t *c = &p->colls[f->coll];
@@ -785,49 +743,11 @@ ts_status_t rt_coll_finish(rt_device_colls_t *dc, const ts_rt_program_t *p, rt_i
   ts_status_t st = wait_all(f);
   if (st != TS_OK) return st;
   if (!dg->flat || ts_coll_comm_size(dg->flat) == 1) return TS_OK;
-  if (!(c->kind == TS_OP_ALL_REDUCE && dg->hier)) TS_CHECK(xs_wait(dc, f->coll)); /* phased: at phase 2 */
+  TS_CHECK(xs_wait(dc, f->coll));
+  if (algorithm && f->seq) *algorithm = record_algorithm(dg->flat, f->seq);
   int g = ts_coll_comm_size(dg->flat);
   char *scr = scratch_of(dc, f->coll);
-  uint64_t t = rt_now_ns();
   switch (c->kind) {
-  case TS_OP_ALL_REDUCE: {
-    if (!dg->hier) break;
-    if (on_phase) on_phase(arg, 1, f->t_post, t);
-    /* phase 2: across slices, on the slice's share; phase 3: gather it back */
-    int k = ts_coll_comm_size(dg->intra);
-    char *s2 = scr;
-    for (int o = 0; o < f->nops && st == TS_OK; o++) {
-      ts_array_t *y = &f->out[o];
-      size_t n = (size_t)ts_array_count(y);
-      void *buf = n % (size_t)k == 0 ? (void *)s2 : y->data;
-      size_t cnt = n % (size_t)k == 0 ? n / (size_t)k : n;
-      st = ts_coll_allreduce_post(dg->cross, buf, buf, cnt, y->elem, c->redop, &f->req[f->nreq]);
-      if (st == TS_OK) f->nreq++;
-      s2 += (ts_array_bytes(y) + RT_ALIGN - 1) / RT_ALIGN * RT_ALIGN;
-    }
-    ts_status_t w = wait_all(f);
-    if (st == TS_OK) st = w;
-    if (st == TS_OK) st = xs_wait(dc, f->coll);
-    if (st != TS_OK) return st;
-    uint64_t t2 = rt_now_ns();
-    if (on_phase) on_phase(arg, 2, t, t2);
-    s2 = scr;
-    bool any3 = false;
-    for (int o = 0; o < f->nops && st == TS_OK; o++) {
-      ts_array_t *y = &f->out[o];
-      size_t n = (size_t)ts_array_count(y);
-      if (n % (size_t)k == 0) {
-        st = ts_coll_allgather_post(dg->intra, s2, y->data, n / (size_t)k, y->elem, &f->req[f->nreq]);
-        if (st == TS_OK) f->nreq++;
-        any3 = true;
-      }
-      s2 += (ts_array_bytes(y) + RT_ALIGN - 1) / RT_ALIGN * RT_ALIGN;
-    }
-    w = wait_all(f);
-    if (st == TS_OK) st = w;
-    if (st == TS_OK && any3 && on_phase) on_phase(arg, 3, t2, rt_now_ns());
-    return st;
-  }
   case TS_OP_ALL_GATHER:
     for (int o = 0; o < f->nops; o++) {
       ts_array_t *y = &f->out[o];

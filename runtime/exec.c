@@ -6,6 +6,7 @@
  * on the hot path (the trace array grows until its steady size). */
 #include "rt_internal.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -33,7 +34,6 @@ struct ts_rt_device {
   uint64_t kernel_ns, coll_ns, total_ns;
   ts_rt_event_t *events;
   size_t nevents, events_cap;
-  int cur_instr;              /* for collective phase events */
   const ts_hlo_comp_t *apply_comp;
   int apply_ci;
 };
@@ -55,7 +55,8 @@ static void bump(ts_rt_device_t *d, uint64_t now) {
   atomic_store_explicit(&pr->t_progress_ns, now, memory_order_relaxed);
 }
 
-static void trace(ts_rt_device_t *d, int instr, bool coll, int phase, uint64_t t0, uint64_t t1) {
+/* `algorithm`: a collective's (copied into the event), NULL for a kernel. */
+static void trace(ts_rt_device_t *d, int instr, const char *algorithm, uint64_t t0, uint64_t t1) {
   if (!d->opts.trace) return;
   if (d->nevents == d->events_cap) {
     size_t cap = d->events_cap ? d->events_cap * 2 : 1024;
@@ -64,13 +65,10 @@ static void trace(ts_rt_device_t *d, int instr, bool coll, int phase, uint64_t t
     d->events = e;
     d->events_cap = cap;
   }
-  d->events[d->nevents++] = (ts_rt_event_t){
-      .instr = instr, .is_collective = coll, .phase = (uint8_t)phase, .step = d->step, .t_begin_ns = t0, .t_end_ns = t1};
-}
-
-static void on_phase(void *arg, int phase, uint64_t t0, uint64_t t1) {
-  ts_rt_device_t *d = arg;
-  trace(d, d->cur_instr, true, phase, t0, t1);
+  ts_rt_event_t *e = &d->events[d->nevents++];
+  *e = (ts_rt_event_t){
+      .instr = instr, .is_collective = algorithm != NULL, .step = d->step, .t_begin_ns = t0, .t_end_ns = t1};
+  if (algorithm) snprintf(e->algorithm, sizeof e->algorithm, "%s", algorithm);
 }
 
 /* ---- running ------------------------------------------------------------------- */
@@ -147,7 +145,7 @@ static ts_status_t run_step(ts_rt_device_t *d, int ci, int si, bool entry) {
     if (timed) {
       uint64_t t1 = rt_now_ns();
       d->kernel_ns += t1 - t0;
-      trace(d, s->gindex, false, 0, t0, t1);
+      trace(d, s->gindex, NULL, t0, t1);
     }
     break;
   case ST_ID: {
@@ -204,13 +202,12 @@ static ts_status_t run_step(ts_rt_device_t *d, int ci, int si, bool entry) {
     /* fall through: a synchronous collective finishes at once */
     uint64_t tw = rt_now_ns();
     if (timed) set_activity(d, TS_HANG_COLLECTIVE, s->gindex);
-    d->cur_instr = s->gindex;
-    st = rt_coll_finish(d->colls, p, f, on_phase, d);
+    const char *algo = ""; /* looked up only for the trace */
+    st = rt_coll_finish(d->colls, p, f, d->opts.trace ? &algo : NULL);
     uint64_t t1 = rt_now_ns();
-    if (timed) {
-      d->coll_ns += t1 - tw;
-      if (p->colls[s->coll].kind != TS_OP_ALL_REDUCE || f->phase == 0) trace(d, s->gindex, true, 0, f->t_post, t1);
-    }
+    if (timed) d->coll_ns += t1 - tw;
+    /* collectives at any depth (a training loop's all-reduce is in a while) */
+    trace(d, s->gindex, algo, f->t_post, t1);
     if (st != TS_OK) return coll_error(d, s->instr, st);
     break;
   }
@@ -219,13 +216,11 @@ static ts_status_t run_step(ts_rt_device_t *d, int ci, int si, bool entry) {
     rt_inflight_t *f = &d->inflight[d->infl[ci][s->start]];
     uint64_t tw = rt_now_ns();
     if (timed) set_activity(d, TS_HANG_COLLECTIVE, s->gindex);
-    d->cur_instr = ss->gindex;
-    st = rt_coll_finish(d->colls, p, f, on_phase, d);
+    const char *algo = ""; /* looked up only for the trace */
+    st = rt_coll_finish(d->colls, p, f, d->opts.trace ? &algo : NULL);
     uint64_t t1 = rt_now_ns();
-    if (timed) {
-      d->coll_ns += t1 - tw;
-      if (p->colls[ss->coll].kind != TS_OP_ALL_REDUCE || f->phase == 0) trace(d, ss->gindex, true, 0, f->t_post, t1);
-    }
+    if (timed) d->coll_ns += t1 - tw;
+    trace(d, ss->gindex, algo, f->t_post, t1);
     if (st != TS_OK) return coll_error(d, s->instr, st);
     break;
   }

@@ -45,7 +45,7 @@ typedef enum {
   ST_COND,
   ST_COLL,       /* a synchronous collective */
   ST_COLL_START, /* post */
-  ST_COLL_DONE,  /* wait (and finish: rearrange, further phases) */
+  ST_COLL_DONE,  /* wait (and finish: rearrange) */
 } rt_step_kind_t;
 
 typedef struct {
@@ -173,7 +173,7 @@ typedef struct {
   int nops;
   ts_array_t in[RT_MAX_REQS];    /* operand and result views (buffers live until finish) */
   ts_array_t out[RT_MAX_REQS];
-  int phase;                     /* hierarchical all-reduce: 1, 2, 3; 0 flat */
+  uint64_t seq;                  /* the last post's record on the communicator, 0 if none */
   int nreq;
   ts_coll_req_t *req[RT_MAX_REQS];
   uint64_t t_post;
@@ -182,12 +182,12 @@ typedef struct {
 
 ts_status_t rt_coll_post(rt_device_colls_t *dc, const ts_rt_program_t *p, int coll, const ts_array_t *in,
                          const ts_array_t *out, int nops, rt_inflight_t *f);
-/* Waits for the collective (deadlines: the communicators'), runs the later
- * phases of a hierarchical one, and rearranges the result. `on_phase` is
- * called when a phase ends (trace), may be NULL. */
-typedef void (*rt_phase_fn)(void *arg, int phase, uint64_t t_begin, uint64_t t_end);
-ts_status_t rt_coll_finish(rt_device_colls_t *dc, const ts_rt_program_t *p, rt_inflight_t *f, rt_phase_fn on_phase,
-                           void *arg);
+/* Waits for the collective (deadlines: the communicators'; the emulated
+ * cross-slice link's delay) and rearranges the result. `algorithm` (may be
+ * NULL) gets the algorithm the library ran (a static string from its record,
+ * "" for a local copy or when unknown). */
+ts_status_t rt_coll_finish(rt_device_colls_t *dc, const ts_rt_program_t *p, rt_inflight_t *f,
+                           const char **algorithm);
 /* Drops whatever is in flight after an error (waits briefly: the world is aborted). */
 void rt_coll_cancel(rt_inflight_t *f);
 

@@ -76,9 +76,14 @@ typedef struct ts_rt_device ts_rt_device_t;
 typedef struct {
   int32_t instr;          /* index into ts_rt_program_instr_names */
   uint8_t is_collective;
-  uint8_t phase;          /* hierarchical collectives: 0 whole, 1 intra-slice, 2 cross-slice, 3 intra-slice again */
+  uint8_t phase;          /* always 0 (the runtime no longer composes phases; see algorithm) */
   int64_t step;
   uint64_t t_begin_ns, t_end_ns;
+  /* Collectives: the algorithm the library ran ("hierarchical" for a
+   * two-level one across slices, "ring", ...), "" for a local copy or when
+   * unknown. Held in the event (not a pointer) so events can be copied
+   * between processes as plain bytes. */
+  char algorithm[24];
 } ts_rt_event_t;
 
 /* Called before every instruction of the entry computation runs (fault
@@ -89,8 +94,11 @@ typedef struct {
   int64_t device_id;           /* global device id: replica * num_partitions + partition */
   ts_coll_comm_t *world;       /* rank device_id of replica_count * num_partitions; NULL for one device */
   /* Slices (multislice): device d is in slice d / (world size / slices).
-   * > 1: a collective whose group spans slices runs hierarchically
-   * (intra-slice, cross-slice, intra-slice). 0 or 1: flat.
+   * > 1: a sub-communicator whose group spans slices in equal parts, each
+   * contiguous in the group's order, gets the library's slice layout
+   * (ts_coll_comm_set_slices), so its all-reduce, all-gather and
+   * reduce-scatter run two-level ("hierarchical") as one operation. 0 or 1:
+   * flat.
    *
    * An emulated slow link between slices (DCN), for benchmarks and tests:
    * TESSERA_CROSS_SLICE_DELAY_US=L[,BW_GBPS], read at device create (a
@@ -101,10 +109,10 @@ typedef struct {
    *                                        this device's previous crossing bytes)
    * with L in microseconds (0 to 60e6), BW in GB/s (1e9 bytes/s; omitted: no
    * transfer term, every collective completes at post + L) and bytes the
-   * operands' size, or for a hierarchical all-reduce the slice's share its
-   * cross-slice phase 2 sends. The post never waits: the delay is paid where
-   * the collective is waited for (the -done of an async pair, at once for a
-   * synchronous one; a hierarchical all-reduce at its phase 2), so a
+   * operands' size, or for a hierarchical all-reduce or reduce-scatter the
+   * 1/k share its cross-slice step sends (k devices per slice part). The
+   * post never waits: the delay is paid where the collective is waited for
+   * (the -done of an async pair, at once for a synchronous one), so a
    * collective started early hides it behind compute and program order pays
    * it in full. Keep L well under the hang detector's timeout. */
   int slices;

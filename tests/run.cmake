@@ -10,7 +10,7 @@ function(ts_job_test name labels want np)
 endfunction()
 
 ts_job_test(run.mlp.devices4 unit ok,falls,match 0 --devices 4 --steps 20 --loop --check ${mlp})
-ts_job_test(run.mlp.devices4.slices2 unit ok,match,trace=cross-slice 0 --devices 4 --slices 2 --steps 3 --loop
+ts_job_test(run.mlp.devices4.slices2 unit ok,match,trace=hierarchical 0 --devices 4 --slices 2 --steps 3 --loop
             --check --trace ${CMAKE_CURRENT_BINARY_DIR}/run_mlp_slices2.json ${mlp})
 ts_job_test(run.mlp.devices4.no_loop unit ok,match 0 --devices 4 --steps 3 --check ${mlp})
 ts_job_test(run.mlp.wrong_devices unit "rc=2:the module runs on 4 devices (num_partitions=4 x replica_count=1) but the job has 2" 0
@@ -20,7 +20,7 @@ ts_job_test(run.mlp.compile_only unit ok 0 --compile-only ${mlp})
 find_package(MPI COMPONENTS C QUIET)
 if(MPI_C_FOUND)
   ts_job_test(run.mpi.mlp.np4 mpi ok,falls,match 4 --steps 20 --loop --check ${mlp})
-  ts_job_test(run.mpi.mlp.np4.slices2 mpi ok,falls,match,trace=cross-slice 4 --slices 2 --steps 20 --loop --check
+  ts_job_test(run.mpi.mlp.np4.slices2 mpi ok,falls,match,trace=hierarchical 4 --slices 2 --steps 20 --loop --check
               --trace ${CMAKE_CURRENT_BINARY_DIR}/run_mpi_mlp_slices2.json ${mlp})
   ts_job_test(run.mpi.mlp.wrong_np mpi "rc=2:but the job has 2" 2 ${mlp})
 endif()

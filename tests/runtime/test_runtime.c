@@ -8,8 +8,10 @@
  *   test_runtime [--partition N] [--popt KEY=VALUE]... [--devices N] [--steps K]
  *                [--slices S] [--seed S] [--xfail FILE] [--max-bytes B]
  *                [--expect-inplace K] [--expect-copy K] [--expect-reuse]
- *                [--expect-hier] [--fail-hook DEV:INSTR] [--expect-error TEXT]
- *                [--mpi] MODULE.hlo
+ *                [--expect-hier NAME] [--expect-flat NAME] [--fail-hook DEV:INSTR]
+ *                [--expect-error TEXT] [--mpi] MODULE.hlo
+ * --expect-hier NAME: every trace event of collective NAME (at least one per
+ * step) says the library ran it "hierarchical"; --expect-flat NAME: none does.
  * Exit 0 on a match, 1 on a mismatch or failed expectation, 77 skipped. */
 #include <getopt.h>
 #include <math.h>
@@ -29,7 +31,8 @@ typedef struct {
   int devices, steps, slices;
   uint64_t seed, max_bytes;
   int expect_inplace, expect_copy;
-  bool expect_reuse, expect_hier, mpi;
+  bool expect_reuse, mpi;
+  const char *expect_hier, *expect_flat;
   int fail_dev;
   const char *fail_instr;
 } args_t;
@@ -47,7 +50,8 @@ typedef struct {
   ts_diag_t diag;
   double seconds;
   int fail_gindex;
-  bool hier_seen[4];
+  int hier_gindex, flat_gindex; /* -1: not checked */
+  int hier_events, hier_bad, flat_events, flat_bad;
   bool inplace_ptr_ok, copy_ptr_ok;
 } dev_t;
 
@@ -112,8 +116,13 @@ static void *device_main(void *arg) {
     }
     size_t n;
     const ts_rt_event_t *ev = ts_rt_device_trace(d, &n);
-    for (size_t e = 0; e < n; e++)
-      if (ev[e].is_collective && ev[e].phase < 4) t->hier_seen[ev[e].phase] = true;
+    for (size_t e = 0; e < n; e++) {
+      if (!ev[e].is_collective) continue;
+      bool hier = strcmp(ev[e].algorithm, "hierarchical") == 0;
+      if (ev[e].phase != 0) t->hier_bad++; /* the runtime composes no phases */
+      if (ev[e].instr == t->hier_gindex) t->hier_events++, t->hier_bad += !hier;
+      if (ev[e].instr == t->flat_gindex) t->flat_events++, t->flat_bad += hier;
+    }
     ts_rt_device_trace_clear(d);
   }
   if (t->st != TS_OK && progress.activity != TS_HANG_FAILED && d) {
@@ -198,9 +207,10 @@ static int parse_args(int argc, char **argv, args_t *a) {
       {"slices", required_argument, NULL, 'S'},    {"seed", required_argument, NULL, 'r'},
       {"xfail", required_argument, NULL, 'x'},     {"max-bytes", required_argument, NULL, 'm'},
       {"expect-inplace", required_argument, NULL, 'i'}, {"expect-copy", required_argument, NULL, 'c'},
-      {"expect-reuse", no_argument, NULL, 'u'},    {"expect-hier", no_argument, NULL, 'h'},
+      {"expect-reuse", no_argument, NULL, 'u'},    {"expect-hier", required_argument, NULL, 'h'},
       {"fail-hook", required_argument, NULL, 'f'}, {"expect-error", required_argument, NULL, 'e'},
       {"mpi", no_argument, NULL, 'M'},             {"replica-count", required_argument, NULL, 'R'},
+      {"expect-flat", required_argument, NULL, 'F'},
       {NULL, 0, NULL, 0},
   };
   memset(a, 0, sizeof *a);
@@ -229,7 +239,8 @@ static int parse_args(int argc, char **argv, args_t *a) {
     case 'i': a->expect_inplace = atoi(optarg); break;
     case 'c': a->expect_copy = atoi(optarg); break;
     case 'u': a->expect_reuse = true; break;
-    case 'h': a->expect_hier = true; break;
+    case 'h': a->expect_hier = optarg; break;
+    case 'F': a->expect_flat = optarg; break;
     case 'f': {
       char *colon = strchr(optarg, ':');
       if (!colon) return 2;
@@ -424,6 +435,15 @@ int main(int argc, char **argv) {
     fprintf(stderr, "no instruction %s\n", a.fail_instr);
     { rc = 1; goto out; }
   }
+  int hier_g = -1, flat_g = -1;
+  for (int k = 0; k < ts_rt_program_ninstrs(p); k++) {
+    if (a.expect_hier && !strcmp(ts_rt_program_instr_names(p)[k], a.expect_hier)) hier_g = k;
+    if (a.expect_flat && !strcmp(ts_rt_program_instr_names(p)[k], a.expect_flat)) flat_g = k;
+  }
+  if ((a.expect_hier && hier_g < 0) || (a.expect_flat && flat_g < 0)) {
+    fprintf(stderr, "no instruction %s\n", a.expect_hier && hier_g < 0 ? a.expect_hier : a.expect_flat);
+    { rc = 1; goto out; }
+  }
   t = calloc((size_t)ndev, sizeof *t);
   comms = calloc((size_t)ndev + 1, sizeof *comms);
   first = 0;
@@ -439,7 +459,7 @@ int main(int argc, char **argv) {
   th = calloc((size_t)ndev, sizeof *th);
   for (int d = first; d < last; d++) {
     t[d] = (dev_t){.a = &a, .p = p, .world = ndev > 1 ? comms[d] : NULL, .dev = d, .ndev = ndev, .np = np,
-                   .args = args, .got = got, .fail_gindex = d == a.fail_dev ? fail_g : -1};
+                   .args = args, .got = got, .fail_gindex = d == a.fail_dev ? fail_g : -1, .hier_gindex = hier_g, .flat_gindex = flat_g};
     if (mpi_world) device_main(&t[d]);
     else pthread_create(&th[d], NULL, device_main, &t[d]);
   }
@@ -476,7 +496,8 @@ int main(int argc, char **argv) {
       }
     for (int d = first; d < last; d++) {
       if (a.expect_inplace >= 0) EXPECT(t[d].inplace_ptr_ok);
-      if (a.expect_hier) EXPECT(t[d].hier_seen[1] && t[d].hier_seen[2] && t[d].hier_seen[3]);
+      if (a.expect_hier) EXPECT(t[d].hier_events >= steps && t[d].hier_bad == 0);
+      if (a.expect_flat) EXPECT(t[d].flat_events >= steps && t[d].flat_bad == 0);
     }
   }
   EXPECT(bad == 0);
