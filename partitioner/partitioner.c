@@ -355,7 +355,7 @@ static void partition_instr(part_t *p, const ts_hlo_instr_t *i, ts_sharding_valu
   case TS_OP_SCATTER: if (ts_part_scatter_add(p, i, s)) return; break;
   case TS_OP_SLICE: if (ts_part_slice_halo(p, i, s)) return; break;
   case TS_OP_CONVOLUTION:
-    if (ts_part_conv_halo(p, i, s) || ts_part_convolution(p, i, s)) return;
+    if (ts_part_conv_halo(p, i, s) || ts_part_conv_contract(p, i, s) || ts_part_convolution(p, i, s)) return;
     break;
   case TS_OP_DYNAMIC_UPDATE_SLICE: if (ts_part_dus(p, i, s)) return; break;
   case TS_OP_REDUCE_WINDOW: if (ts_part_reduce_window_halo(p, i, s)) return; break;

@@ -175,6 +175,7 @@ bool ts_part_dus(part_t *p, const ts_hlo_instr_t *i, const ts_sharding_value_t *
 bool ts_part_reduce_window_halo(part_t *p, const ts_hlo_instr_t *i, const ts_sharding_value_t *s);
 bool ts_part_concat_sum(part_t *p, const ts_hlo_instr_t *i, const ts_sharding_value_t *s);
 bool ts_part_pad_halo(part_t *p, const ts_hlo_instr_t *i, const ts_sharding_value_t *s);
+bool ts_part_conv_contract(part_t *p, const ts_hlo_instr_t *i, const ts_sharding_value_t *s);
 bool ts_part_gather(part_t *p, const ts_hlo_instr_t *i, const ts_sharding_value_t *s);      /* gather.c */
 bool ts_part_scatter_add(part_t *p, const ts_hlo_instr_t *i, const ts_sharding_value_t *s);
 

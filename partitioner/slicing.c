@@ -616,3 +616,100 @@ bool ts_part_pad_halo(part_t *p, const ts_hlo_instr_t *i, const ts_sharding_valu
   ts_part_set(p, i, win, s);
   return true;
 }
+
+/* A convolution whose lhs is tiled on one input spatial dim and whose
+ * result is not tiled on the matching output dim (a weight gradient: the
+ * spatial dim is summed over): the kernel takes the same tiles on its
+ * spatial dim, every device reads the lhs window its kernel tile meets
+ * (halo exchange; zeros outside the input: the padding), convolves its
+ * part without padding on that dim, and the partial results are summed
+ * over the tiles (XLA's halo exchange on the lhs; on the kernel when
+ * allowed and smaller). Used when that moves no more bytes than gathering
+ * both operands. */
+bool ts_part_conv_contract(part_t *p, const ts_hlo_instr_t *i, const ts_sharding_value_t *s) {
+  const ts_hlo_attr_t *dn = ts_hlo_instr_attr(i, "dim_labels"), *wa = ts_hlo_instr_attr(i, "window");
+  const ts_hlo_attr_t *fg = ts_hlo_instr_attr(i, "feature_group_count"), *bg = ts_hlo_instr_attr(i, "batch_group_count");
+  if (s->kind != TS_SHARD_TILED && s->kind != TS_SHARD_REPLICATED) return false;
+  if (i->nops != 2 || !dn || dn->kind != TS_ATTR_CONV_DNUMS || !wa || i->shape->elem == TS_TUPLE) return false;
+  if ((fg && fg->v.i != 1) || (bg && bg->v.i != 1)) return false;
+  const ts_conv_dnums_t *c = dn->v.conv;
+  const ts_window_t *w = wa->v.window;
+  const ts_shape_t *lhs = i->ops[0]->shape, *rhs = i->ops[1]->shape;
+  const ts_sharding_value_t *l0 = p->sh[i->ops[0]->id], *r0 = p->sh[i->ops[1]->id];
+  if (!l0 || l0->kind != TS_SHARD_TILED || !r0) return false;
+  int ks = -1, lr = lhs->rank;
+  for (int k = 0; k < lr; k++) {
+    if (l0->dims[k] == 1) continue;
+    int sp = -1;
+    for (int m = 0; m < c->nspatial; m++)
+      if (c->in_spatial[m] == k) sp = m;
+    if (sp < 0 || ks >= 0) return false; /* only one spatial dim tiled */
+    ks = sp;
+  }
+  if (ks < 0 || ks >= w->n) return false;
+  if (s->kind == TS_SHARD_TILED && s->dims[c->out_spatial[ks]] != 1) return false;
+  const ts_window_dim_t *wd = &w->dims[ks];
+  int d = (int)c->in_spatial[ks], kd = (int)c->k_spatial[ks];
+  int64_t t = l0->dims[d], K = rhs->dims[kd], nout = i->shape->dims[c->out_spatial[ks]];
+  if (wd->lhs_dilate > 1 || wd->reversal || wd->stride < 1 || K % t != 0 || K != wd->size) return false;
+  int64_t rd = wd->rhs_dilate > 1 ? wd->rhs_dilate : 1, ck = K / t;
+  int64_t L = (nout - 1) * wd->stride + (ck - 1) * rd + 1, ci = (lhs->dims[d] + t - 1) / t, smin, smax;
+  if (!halo_span(t, ci, ck * rd, -wd->pad_lo, L, t, &smin, &smax)) return false;
+  /* The kernel tiled like the lhs on its spatial dim; the result partial,
+   * summed over the devices that differ only in that tile. */
+  int64_t dd = d, kk = kd;
+  ts_sharding_value_t *rs = ts_part_operand_sharding(p, l0, lr, 1, &dd, &kk, rhs->rank);
+  ts_sharding_value_t *rep = ts_part_replicated(p);
+  if (!rs) return false;
+  int64_t eb = ts_elem_storage_bytes(i->shape->elem);
+  const ts_shape_t *lls = ts_part_local_shape(p, lhs, l0);
+  if (!lls || ci == 0) return false;
+  int64_t row = (int64_t)ts_elem_storage_bytes(lhs->elem) * ts_shape_elements(lls) / ci;
+  int64_t halo = (L > ci ? L - ci : 0) * row + ts_part_reshard_bytes(p, rhs, r0, rs) +
+                 eb * ts_shape_elements(i->shape) + ts_part_reshard_bytes(p, i->shape, rep, s);
+  int64_t gather = ts_part_reshard_bytes(p, lhs, l0, rep) + ts_part_reshard_bytes(p, rhs, r0, rep) +
+                   ts_part_reshard_bytes(p, i->shape, rep, s);
+  /* Halo on the kernel instead (--conv-halo-exchange-always-on-lhs=false,
+   * stride 1, no dilation, even lhs tiles): with the lhs tile's rows m,
+   * out[o] = sum_m lhs[m] rhs[m - o + pad_lo]; device j reads the kernel
+   * window W = rhs[j*ci + pad_lo - (nout-1), + ci + nout - 1) (zeros
+   * outside the kernel), and out is its lhs tile convolved with W, padded
+   * nout - 1 on both sides. */
+  bool on_rhs = false;
+  int64_t Lr = ci + nout - 1, Br = wd->pad_lo - (nout - 1), smin_r, smax_r;
+  if (!p->opts.conv_halo_exchange_always_on_lhs && wd->stride == 1 && rd == 1 && lhs->dims[d] % t == 0 &&
+      halo_span(t, ck, ci, Br, Lr, t, &smin_r, &smax_r)) {
+    const ts_shape_t *rls = ts_part_local_shape(p, rhs, rs);
+    int64_t rrow = rls ? (int64_t)ts_elem_storage_bytes(rhs->elem) * ts_shape_elements(rls) / ck : INT64_MAX / 4;
+    int64_t alt = halo - (L > ci ? L - ci : 0) * row + (Lr > ck ? Lr - ck : 0) * rrow;
+    if (alt < halo) on_rhs = true, halo = alt;
+  }
+  if (halo > gather) return false;
+  ts_hlo_instr_t *ops[2] = {NULL, NULL}, *win = NULL;
+  if (on_rhs) {
+    ts_hlo_instr_t *kx = ts_part_operand(p, i, 1, rs);
+    if (kx) halo_window(p, kx, rs, kd, K, ci, Br, Lr, t, ts_part_zero(p, rhs->elem), &win);
+    ops[0] = ts_part_operand(p, i, 0, l0);
+    ops[1] = win;
+  } else {
+    ts_hlo_instr_t *x = ts_part_operand(p, i, 0, l0);
+    if (x) halo_window(p, x, l0, d, lhs->dims[d], ck * rd, -wd->pad_lo, L, t, ts_part_zero(p, lhs->elem), &win);
+    ops[0] = win;
+    ops[1] = ts_part_operand(p, i, 1, rs);
+  }
+  if (!win) return true;
+  ts_hlo_instr_t *y = ts_part_emit_like(p, i, ops, ts_part_full_shape(p, i->shape));
+  for (int k = 0; y && k < y->nattrs; k++)
+    if (y->attrs[k].kind == TS_ATTR_WINDOW) {
+      y->attrs[k].v.window->dims[ks].pad_lo = on_rhs ? nout - 1 : 0;
+      y->attrs[k].v.window->dims[ks].pad_hi = on_rhs ? nout - 1 : 0;
+      y->attrs[k].v.window->dims[ks].size = on_rhs ? Lr : ck;
+    }
+  bool mask[TS_PART_MAX_RANK] = {false};
+  mask[d] = true;
+  int64_t ng, gs, *groups;
+  ts_part_groups_over_dims(p, l0, mask, &ng, &gs, &groups);
+  ts_part_set(p, i, ts_part_sum_partials(p, y, i->shape, rep, ng, gs, groups, ts_part_sum_comp(p, i->shape->elem), s),
+              s);
+  return true;
+}

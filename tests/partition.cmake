@@ -314,3 +314,15 @@ ts_xla_bytes_test(136 136_slice_to_middle2.hlo "collective-permute 2 8" --num-pa
 ts_partition_strategy(pad_halo "collective-permute 2 32")
 ts_partition_strategy(pad_halo_negative "collective-permute 1 36")
 ts_check_test(partition.pad_halo.seed6 ${ts_partition_dir}/pad_halo.hlo ok unit --random-inputs 6)
+# Weight-gradient convolutions with the summed spatial dim tiled: halo on
+# the lhs (XLA's default) or, allowed by the flag, on the smaller kernel;
+# partial results all-reduced.
+ts_partition_strategy(conv_contract "all-reduce 1 120,collective-permute 2 160")
+ts_collectives_test(partition.conv_contract.rhs_halo ${ts_partition_dir}/conv_contract.hlo
+                    "all-reduce 1 120,collective-permute 2 64" --conv-halo-exchange-always-on-lhs=false)
+ts_check_test(partition.conv_contract.rhs_halo_check ${ts_partition_dir}/conv_contract.hlo ok unit
+              --conv-halo-exchange-always-on-lhs=false --random-inputs 2)
+# 025: kernel halos f32[32,1,28,64] both sides and an all-reduce of
+# f32[3,3,128,64].
+ts_xla_bytes_test(025 025_convolution_lhs_tiled_rhs_tiled_with_padding.hlo "all-reduce 1 294912,collective-permute 2 458752"
+                  --num-partitions 2 --conv-halo-exchange-always-on-lhs=false)
