@@ -326,3 +326,4 @@ ts_check_test(partition.conv_contract.rhs_halo_check ${ts_partition_dir}/conv_co
 # f32[3,3,128,64].
 ts_xla_bytes_test(025 025_convolution_lhs_tiled_rhs_tiled_with_padding.hlo "all-reduce 1 294912,collective-permute 2 458752"
                   --num-partitions 2 --conv-halo-exchange-always-on-lhs=false)
+ts_partition_strategy(conv_contract_scatter "reduce-scatter 1 144,collective-permute 2 192")
