@@ -55,10 +55,11 @@ static void usage(FILE *f) {
           "                        step from an input feeder thread\n"
           "  --inputs DIR          parameter i from DIR/param<i>.npy; data parameters of\n"
           "                        step K from DIR/step<K>/param<i>.npy when present\n"
-          "  --random-inputs SEED  seeded random inputs (the default, seed 0): weights\n"
-          "                        (aliased parameters) uniform in +-1/sqrt(fan-in),\n"
-          "                        biases 0; data uniform in (0, 1], index parameters in\n"
-          "                        range for their use; a new batch per step\n"
+          "  --random-inputs SEED  seeded random inputs (the default, seed 0): floats\n"
+          "                        uniform in (0, 1], index parameters in range for their\n"
+          "                        use, a new batch per step; with --loop, weights\n"
+          "                        (aliased parameters) uniform in +-1/sqrt(fan-in) and\n"
+          "                        biases 0, as a model initialiser draws them\n"
           "  --outputs DIR         rank 0 writes leaf i of the final result as DIR/out<i>.npy\n"
           "                        (assembled from every device's shard)\n"
           "  --check               compare the final outputs with the reference\n"
@@ -797,7 +798,8 @@ static ts_status_t prepare(job_t *j, char **text, ts_diag_t *diag) {
   alias_map(m, j->out_param, j->nleaves);
   for (int k = 0; k < j->nleaves; k++)
     if (j->out_param[k] >= 0) j->is_weight[j->out_param[k]] = true;
-  j->inputs = (run_inputs_t){.m = m, .dir = f->inputs, .seed = f->seed, .is_weight = j->is_weight};
+  j->inputs = (run_inputs_t){.m = m, .dir = f->inputs, .seed = f->seed, .is_weight = j->is_weight,
+                             .init_weights = f->loop};
   return TS_OK;
 }
 

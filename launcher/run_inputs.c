@@ -31,8 +31,8 @@ ts_status_t run_param_value(const run_inputs_t *in, int p, int64_t step, ts_valu
     snprintf(path, sizeof path, "%s/param%d.npy", in->dir, p);
     return ts_interp_load_param(in->m, path, p, out, diag);
   }
-  if (weight) return ts_interp_init_weight(in->m, in->seed, p, out);
-  return ts_interp_random_param(in->m, step_seed(in->seed, step), p, out);
+  if (weight && in->init_weights) return ts_interp_init_weight(in->m, in->seed, p, out);
+  return ts_interp_random_param(in->m, step_seed(in->seed, weight ? 1 : step), p, out);
 }
 
 /* ---- the feeder ------------------------------------------------------------ */

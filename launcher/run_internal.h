@@ -56,6 +56,10 @@ typedef struct {
   const char *dir;          /* --inputs DIR, or NULL: seeded random */
   uint64_t seed;
   const bool *is_weight;    /* per entry parameter: an output updates it (training state) */
+  /* Draw weights as a model initialiser would (--loop: a training loop);
+   * otherwise they are drawn like any other input, in (0, 1]: positive, so
+   * that optimizer state (Adam's second moments) stays valid under sqrt. */
+  bool init_weights;
 } run_inputs_t;
 
 /* Parameter p's full value at step `step` (from 1): weights from
