@@ -24,20 +24,6 @@ uint64_t rt_now_ns(void) {
   return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
-static ts_status_t fail(const ts_rt_program_t *p, const ts_hlo_instr_t *i, ts_diag_t *diag, ts_status_t st,
-                        const char *fmt, ...) __attribute__((format(printf, 5, 6)));
-
-static ts_status_t fail(const ts_rt_program_t *p, const ts_hlo_instr_t *i, ts_diag_t *diag, ts_status_t st,
-                        const char *fmt, ...) {
-  char msg[512];
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(msg, sizeof msg, fmt, ap);
-  va_end(ap);
-  ts_kernel_ctx_t ctx = {.diag = diag, .source = p->m->source.text ? &p->m->source : NULL};
-  return ts_kernel_fail(&ctx, i, st, "%s", msg);
-}
-
 /* ---- group sets (compile time) ---------------------------------------------- */
 
 /* XLA's GetCollectiveOpGroupMode (reference/hlo_text_format.md section 7). */
@@ -82,7 +68,7 @@ static ts_status_t groupset_build(const ts_rt_program_t *p, const ts_hlo_instr_t
     for (int64_t k = 0; k < nids; k++) {
       int64_t id = ids ? ids[k] : k;
       if (id < 0 || id >= space)
-        return fail(p, i, diag, TS_ERR_INVALID_ARGUMENT,
+        return rt_fail(p->m, i, diag, TS_ERR_INVALID_ARGUMENT,
                     "replica group names id %lld, but only %lld %s run (%lld replicas x %lld partitions)",
                     (long long)id, (long long)space,
                     mode == TS_COLL_CROSS_PARTITION ? "partitions" : mode == TS_COLL_FLATTENED_ID ? "devices" : "replicas",
@@ -108,14 +94,14 @@ static ts_status_t groupset_build(const ts_rt_program_t *p, const ts_hlo_instr_t
       }
       if (out->ngroups >= maxg) {
         ts_free(mem);
-        return fail(p, i, diag, TS_ERR_INVALID_ARGUMENT, "replica groups name a device twice");
+        return rt_fail(p->m, i, diag, TS_ERR_INVALID_ARGUMENT, "replica groups name a device twice");
       }
       int g = out->ngroups++;
       out->members[g] = mem;
       out->group_size[g] = n;
       for (int k = 0; k < n; k++) {
         if (out->group_of[mem[k]] >= 0)
-          return fail(p, i, diag, TS_ERR_INVALID_ARGUMENT, "replica groups name device %lld twice",
+          return rt_fail(p->m, i, diag, TS_ERR_INVALID_ARGUMENT, "replica groups name device %lld twice",
                       (long long)mem[k]);
         out->group_of[mem[k]] = g;
       }
@@ -123,7 +109,7 @@ static ts_status_t groupset_build(const ts_rt_program_t *p, const ts_hlo_instr_t
   }
   for (int64_t d = 0; d < D; d++)
     if (out->group_of[d] < 0)
-      return fail(p, i, diag, TS_ERR_INVALID_ARGUMENT, "no replica group contains device %lld (%lld replicas x %lld "
+      return rt_fail(p->m, i, diag, TS_ERR_INVALID_ARGUMENT, "no replica group contains device %lld (%lld replicas x %lld "
                   "partitions run)", (long long)d, (long long)R, (long long)P);
   return TS_OK;
 }
@@ -178,21 +164,21 @@ ts_status_t rt_coll_compile(ts_rt_program_t *p, const ts_hlo_instr_t *attrs, con
   int nops = attrs->nops;
   for (int o = 0; o < nops; o++)
     if (!ts_shape_is_array(attrs->ops[o]->shape))
-      return fail(p, located, diag, TS_ERR_INVALID_ARGUMENT, "operand %d is not an array", o);
+      return rt_fail(p->m, located, diag, TS_ERR_INVALID_ARGUMENT, "operand %d is not an array", o);
   switch (kind) {
   case TS_OP_ALL_REDUCE:
   case TS_OP_REDUCE_SCATTER: {
     const ts_hlo_comp_t *to_apply = attrs->ncalled ? attrs->called[0] : NULL;
     ts_elem_t t = nops ? attrs->ops[0]->shape->elem : TS_F32;
     if (!reducer_redop(to_apply, t, &c.redop))
-      return fail(p, located, diag, TS_ERR_INVALID_ARGUMENT,
+      return rt_fail(p->m, located, diag, TS_ERR_INVALID_ARGUMENT,
                   "the reduction %s is not one add, multiply, minimum or maximum (and/or on pred) of its parameters",
                   to_apply ? to_apply->name : "(none)");
     if (ts_elem_is_complex(t) && c.redop != TS_COLL_SUM && c.redop != TS_COLL_PROD)
-      return fail(p, located, diag, TS_ERR_INVALID_ARGUMENT, "complex min/max reduction");
+      return rt_fail(p->m, located, diag, TS_ERR_INVALID_ARGUMENT, "complex min/max reduction");
     if (kind == TS_OP_REDUCE_SCATTER) {
       if (c.dim < 0 || c.dim >= attrs->ops[0]->shape->rank)
-        return fail(p, located, diag, TS_ERR_INVALID_ARGUMENT, "reduce-scatter without a valid dimension");
+        return rt_fail(p->m, located, diag, TS_ERR_INVALID_ARGUMENT, "reduce-scatter without a valid dimension");
       for (int o = 0; o < nops; o++)
         if (outer_of(attrs->ops[o]->shape, c.dim) > 1) c.scratch += shape_bytes(attrs->ops[o]->shape);
     }
@@ -200,19 +186,19 @@ ts_status_t rt_coll_compile(ts_rt_program_t *p, const ts_hlo_instr_t *attrs, con
   }
   case TS_OP_ALL_GATHER:
     if (c.dim < 0 || c.dim >= (nops ? attrs->ops[0]->shape->rank : 0))
-      return fail(p, located, diag, TS_ERR_INVALID_ARGUMENT, "all-gather without a valid dimension");
+      return rt_fail(p->m, located, diag, TS_ERR_INVALID_ARGUMENT, "all-gather without a valid dimension");
     break; /* scratch: below, once the group size is known */
   case TS_OP_ALL_TO_ALL:
     if (c.dim >= 0) {
-      if (nops != 1) return fail(p, located, diag, TS_ERR_INVALID_ARGUMENT, "array all-to-all with %d operands", nops);
+      if (nops != 1) return rt_fail(p->m, located, diag, TS_ERR_INVALID_ARGUMENT, "array all-to-all with %d operands", nops);
       if (c.dim >= attrs->ops[0]->shape->rank)
-        return fail(p, located, diag, TS_ERR_INVALID_ARGUMENT, "all-to-all dimension %d out of range", c.dim);
+        return rt_fail(p->m, located, diag, TS_ERR_INVALID_ARGUMENT, "all-to-all dimension %d out of range", c.dim);
       if (outer_of(attrs->ops[0]->shape, c.dim) > 1) c.scratch = 2 * shape_bytes(attrs->ops[0]->shape);
     } else {
       size_t b0 = nops ? shape_bytes(attrs->ops[0]->shape) : 0;
       for (int o = 0; o < nops; o++)
         if (shape_bytes(attrs->ops[o]->shape) != b0 || attrs->ops[o]->shape->elem != attrs->ops[0]->shape->elem)
-          return fail(p, located, diag, TS_ERR_INVALID_ARGUMENT, "tuple all-to-all with operands of different shapes");
+          return rt_fail(p->m, located, diag, TS_ERR_INVALID_ARGUMENT, "tuple all-to-all with operands of different shapes");
       c.scratch = 2 * b0 * (size_t)nops;
     }
     break;
@@ -227,7 +213,7 @@ ts_status_t rt_coll_compile(ts_rt_program_t *p, const ts_hlo_instr_t *attrs, con
     for (int k = 0; k < n; k++) {
       const ts_i64_list_t *pr = &a->v.lists.lists[k];
       if (pr->n != 2 || pr->v[0] < 0 || pr->v[0] >= space || pr->v[1] < 0 || pr->v[1] >= space)
-        return fail(p, located, diag, TS_ERR_INVALID_ARGUMENT, "source_target_pairs entry %d is not a pair of ids below %lld",
+        return rt_fail(p->m, located, diag, TS_ERR_INVALID_ARGUMENT, "source_target_pairs entry %d is not a pair of ids below %lld",
                     k, (long long)space);
       c.pairs[k][0] = pr->v[0];
       c.pairs[k][1] = pr->v[1];
@@ -238,7 +224,7 @@ ts_status_t rt_coll_compile(ts_rt_program_t *p, const ts_hlo_instr_t *attrs, con
   case TS_OP_COLLECTIVE_BROADCAST:
     break;
   default:
-    return fail(p, located, diag, TS_ERR_INVALID_ARGUMENT, "collective %s has no meaning in the runtime",
+    return rt_fail(p->m, located, diag, TS_ERR_INVALID_ARGUMENT, "collective %s has no meaning in the runtime",
                 ts_opcode_name(kind));
   }
   rt_groupset_t gs;
@@ -275,7 +261,7 @@ ts_status_t rt_coll_compile(ts_rt_program_t *p, const ts_hlo_instr_t *attrs, con
     const rt_groupset_t *g = &p->groupsets[c.groupset];
     for (int k = 0; k < g->ngroups; k++)
       if (g->group_size[k] != nops)
-        return fail(p, located, diag, TS_ERR_INVALID_ARGUMENT, "tuple all-to-all with %d operands over %d devices",
+        return rt_fail(p->m, located, diag, TS_ERR_INVALID_ARGUMENT, "tuple all-to-all with %d operands over %d devices",
                     nops, g->group_size[k]);
   }
   rt_coll_t *nc = ts_realloc(p->colls, (size_t)(p->ncolls + 1) * sizeof *nc);

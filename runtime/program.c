@@ -14,11 +14,8 @@
 
 /* ---- small helpers ---------------------------------------------------------- */
 
-static ts_status_t fail(const ts_hlo_module_t *m, const ts_hlo_instr_t *i, ts_diag_t *diag, ts_status_t st,
-                        const char *fmt, ...) __attribute__((format(printf, 5, 6)));
-
-static ts_status_t fail(const ts_hlo_module_t *m, const ts_hlo_instr_t *i, ts_diag_t *diag, ts_status_t st,
-                        const char *fmt, ...) {
+ts_status_t rt_fail(const ts_hlo_module_t *m, const ts_hlo_instr_t *i, ts_diag_t *diag, ts_status_t st,
+                    const char *fmt, ...) {
   char msg[512];
   va_list ap;
   va_start(ap, fmt);
@@ -194,13 +191,13 @@ static ts_status_t result_slots(lower_t *L, int k, int from, int to, rt_step_t *
 static ts_status_t array_operands(lower_t *L, const ts_hlo_instr_t *i) {
   for (int o = 0; o < i->nops; o++)
     if (op_nslots(i->ops[o]) != 1 || i->ops[o]->shape->elem == TS_TUPLE)
-      return fail(L->p->m, i, L->diag, TS_ERR_INVALID_ARGUMENT, "operand %d is a tuple", o);
+      return rt_fail(L->p->m, i, L->diag, TS_ERR_INVALID_ARGUMENT, "operand %d is a tuple", o);
   return TS_OK;
 }
 
 static ts_status_t callee_index(lower_t *L, const ts_hlo_instr_t *i, const ts_hlo_comp_t *c, int *out) {
   *out = c ? rt_comp_index(L->p, c) : -1;
-  if (*out < 0) return fail(L->p->m, i, L->diag, TS_ERR_INVALID_ARGUMENT, "no called computation");
+  if (*out < 0) return rt_fail(L->p->m, i, L->diag, TS_ERR_INVALID_ARGUMENT, "no called computation");
   return TS_OK;
 }
 
@@ -243,7 +240,7 @@ static ts_status_t lower_coll_start(lower_t *L, int k, const ts_hlo_instr_t *att
     for (int j = r1; j < nl; j++) s->out[s->nout++] = L->rc->slot_base[k] + j;
   }
   if (s->zero_from != i->nops)
-    return fail(L->p->m, i, L->diag, TS_ERR_INVALID_ARGUMENT, "%d results for %d operands", s->zero_from, i->nops);
+    return rt_fail(L->p->m, i, L->diag, TS_ERR_INVALID_ARGUMENT, "%d results for %d operands", s->zero_from, i->nops);
   return rt_coll_compile(L->p, attrs, i, kind, L->diag, &s->coll);
 }
 
@@ -276,7 +273,7 @@ static ts_status_t lower_instr(lower_t *L, int k) {
     ts_value_t *v = p->consts[i->id];
     ts_array_t leaves[256];
     int n = ts_value_leaves(v, leaves, 256);
-    if (n != nl || n > 256) return fail(m, i, L->diag, TS_ERR_INVALID_ARGUMENT, "constant with %d leaves", n);
+    if (n != nl || n > 256) return rt_fail(m, i, L->diag, TS_ERR_INVALID_ARGUMENT, "constant with %d leaves", n);
     for (int j = 0; j < nl; j++) {
       int b = new_buf(rc, BUF_CONST, ts_array_bytes(&leaves[j]), k);
       if (b < 0) return TS_ERR_NOMEM;
@@ -299,7 +296,7 @@ static ts_status_t lower_instr(lower_t *L, int k) {
     int64_t idx = a ? a->v.i : 0;
     const ts_shape_t *ts = i->ops[0]->shape;
     if (ts->elem != TS_TUPLE || idx < 0 || idx >= ts->ntuple)
-      return fail(m, i, L->diag, TS_ERR_INVALID_ARGUMENT, "bad tuple index");
+      return rt_fail(m, i, L->diag, TS_ERR_INVALID_ARGUMENT, "bad tuple index");
     TS_CHECK(alias_slots(L, k, 0, op_slot(L, i->ops[0]) + elem_leaf_offset(ts, (int)idx), nl));
     break;
   }
@@ -316,11 +313,11 @@ static ts_status_t lower_instr(lower_t *L, int k) {
   case TS_OP_OPT_BARRIER:
   case TS_OP_DOMAIN:
   case TS_OP_ASYNC_UPDATE:
-    if (op_nslots(i->ops[0]) != nl) return fail(m, i, L->diag, TS_ERR_INVALID_ARGUMENT, "result does not match operand");
+    if (op_nslots(i->ops[0]) != nl) return rt_fail(m, i, L->diag, TS_ERR_INVALID_ARGUMENT, "result does not match operand");
     TS_CHECK(alias_slots(L, k, 0, op_slot(L, i->ops[0]), nl));
     break;
   case TS_OP_ALL_REDUCE_DONE: {
-    if (op_nslots(i->ops[0]) != nl) return fail(m, i, L->diag, TS_ERR_INVALID_ARGUMENT, "result does not match operand");
+    if (op_nslots(i->ops[0]) != nl) return rt_fail(m, i, L->diag, TS_ERR_INVALID_ARGUMENT, "result does not match operand");
     TS_CHECK(alias_slots(L, k, 0, op_slot(L, i->ops[0]), nl));
     break;
   }
@@ -331,7 +328,7 @@ static ts_status_t lower_instr(lower_t *L, int k) {
     const ts_shape_t *ts = i->ops[0]->shape;
     int e = op == TS_OP_COPY_DONE ? 0 : 1;
     if (ts->elem != TS_TUPLE || ts->ntuple < 2 || ts_shape_leaf_count(ts->tuple[e]) != nl)
-      return fail(m, i, L->diag, TS_ERR_INVALID_ARGUMENT, "operand is not an async tuple");
+      return rt_fail(m, i, L->diag, TS_ERR_INVALID_ARGUMENT, "operand is not an async tuple");
     TS_CHECK(alias_slots(L, k, 0, op_slot(L, i->ops[0]) + elem_leaf_offset(ts, e), nl));
     break;
   }
@@ -346,13 +343,13 @@ static ts_status_t lower_instr(lower_t *L, int k) {
        * passes through when its bytes fit. */
       int have = 0;
       for (int o = 0; o < i->nops; o++) have += op_nslots(i->ops[o]);
-      if (have != nl) return fail(m, i, L->diag, TS_ERR_INVALID_ARGUMENT, "%s: results do not match operands", t);
+      if (have != nl) return rt_fail(m, i, L->diag, TS_ERR_INVALID_ARGUMENT, "%s: results do not match operands", t);
       int at = 0;
       for (int o = 0; o < i->nops; o++) {
         int c = op_nslots(i->ops[o]);
         for (int j = 0; j < c; j++)
           if (leaf_bytes(rc->slot_shape[op_slot(L, i->ops[o]) + j]) != leaf_bytes(rc->slot_shape[base + at + j]))
-            return fail(m, i, L->diag, TS_ERR_INVALID_ARGUMENT,
+            return rt_fail(m, i, L->diag, TS_ERR_INVALID_ARGUMENT,
                         "custom-call target \"%s\" changes the shape; a per-device program has no manual region "
                         "boundaries (partition the module first)", t);
         TS_CHECK(alias_slots(L, k, at, op_slot(L, i->ops[o]), c));
@@ -360,7 +357,7 @@ static ts_status_t lower_instr(lower_t *L, int k) {
       }
       break;
     }
-    return fail(m, i, L->diag, TS_ERR_INVALID_ARGUMENT, "custom-call target \"%s\" has no meaning in the runtime", t);
+    return rt_fail(m, i, L->diag, TS_ERR_INVALID_ARGUMENT, "custom-call target \"%s\" has no meaning in the runtime", t);
   }
   case TS_OP_AFTER_ALL:
     TS_CHECK(fresh_slots(L, k, 0, nl));
@@ -377,7 +374,7 @@ static ts_status_t lower_instr(lower_t *L, int k) {
     TS_CHECK(array_operands(L, i));
     if (sh->elem != TS_TUPLE || sh->ntuple < 2 || ts_shape_leaf_count(sh->tuple[0]) != 1 ||
         ts_shape_leaf_count(sh->tuple[1]) != 1)
-      return fail(m, i, L->diag, TS_ERR_INVALID_ARGUMENT, "copy-start shape is not (destination, source, context)");
+      return rt_fail(m, i, L->diag, TS_ERR_INVALID_ARGUMENT, "copy-start shape is not (destination, source, context)");
     TS_CHECK(fresh_slots(L, k, 0, 1));
     TS_CHECK(alias_slots(L, k, 1, op_slot(L, i->ops[0]), 1));
     TS_CHECK(fresh_slots(L, k, 2, nl));
@@ -413,7 +410,7 @@ static ts_status_t lower_instr(lower_t *L, int k) {
     TS_CHECK(callee_index(L, i, comp_attr(i, "body"), &s->callee[1]));
     TS_CHECK(operand_slots(L, i, 0, s));
     TS_CHECK(result_slots(L, k, 0, nl, s));
-    if (s->nin != nl) return fail(m, i, L->diag, TS_ERR_INVALID_ARGUMENT, "loop state does not match the operand");
+    if (s->nin != nl) return rt_fail(m, i, L->diag, TS_ERR_INVALID_ARGUMENT, "loop state does not match the operand");
     break;
   }
   case TS_OP_CONDITIONAL: {
@@ -429,7 +426,7 @@ static ts_status_t lower_instr(lower_t *L, int k) {
       br[nb++] = comp_attr(i, "false_computation");
     }
     if (nb == 0 || i->nops != nb + 1 || op_nslots(i->ops[0]) != 1)
-      return fail(m, i, L->diag, TS_ERR_INVALID_ARGUMENT, "conditional with %d branches and %d operands", nb, i->nops);
+      return rt_fail(m, i, L->diag, TS_ERR_INVALID_ARGUMENT, "conditional with %d branches and %d operands", nb, i->nops);
     s->callee = arena_ints(p, nb);
     s->branch_arg = arena_ints(p, nb);
     s->branch_nargs = arena_ints(p, nb);
@@ -455,7 +452,7 @@ static ts_status_t lower_instr(lower_t *L, int k) {
   case TS_OP_ASYNC_START: {
     if (i->async_wrapped != TS_OP_COUNT) {
       if (is_sync_collective(i->async_wrapped)) return lower_coll_start(L, k, i, i->async_wrapped);
-      return fail(m, i, L->diag, TS_ERR_INVALID_ARGUMENT, "async %s has no meaning in the runtime",
+      return rt_fail(m, i, L->diag, TS_ERR_INVALID_ARGUMENT, "async %s has no meaning in the runtime",
                   ts_opcode_name(i->async_wrapped));
     }
     const ts_hlo_comp_t *callee = i->ncalled ? i->called[0] : NULL;
@@ -464,7 +461,7 @@ static ts_status_t lower_instr(lower_t *L, int k) {
     /* Anything else runs when it starts; the done only hands out the result. */
     const ts_shape_t *sh = i->shape;
     if (sh->elem != TS_TUPLE || sh->ntuple < 2)
-      return fail(m, i, L->diag, TS_ERR_INVALID_ARGUMENT, "async-start shape is not ((operands), result, ...)");
+      return rt_fail(m, i, L->diag, TS_ERR_INVALID_ARGUMENT, "async-start shape is not ((operands), result, ...)");
     int r0 = elem_leaf_offset(sh, 1), r1 = elem_leaf_offset(sh, 2);
     TS_CHECK(fresh_slots(L, k, 0, nl));
     rt_step_t *s = add_step(L, k, ST_CALL);
@@ -490,12 +487,12 @@ static ts_status_t lower_instr(lower_t *L, int k) {
       TS_CHECK(result_slots(L, k, 0, nl, s));
       s->zero_from = nl;
       if (s->nout != s->nin)
-        return fail(m, i, L->diag, TS_ERR_INVALID_ARGUMENT, "%d results for %d operands", s->nout, s->nin);
+        return rt_fail(m, i, L->diag, TS_ERR_INVALID_ARGUMENT, "%d results for %d operands", s->nout, s->nin);
       return rt_coll_compile(p, i, i, op, L->diag, &s->coll);
     }
   kernel: {
     ts_kernel_fn fn = ts_kernel_for(op);
-    if (!fn) return fail(m, i, L->diag, TS_ERR_INVALID_ARGUMENT, "opcode %s has no kernel in the runtime", ts_opcode_name(op));
+    if (!fn) return rt_fail(m, i, L->diag, TS_ERR_INVALID_ARGUMENT, "opcode %s has no kernel in the runtime", ts_opcode_name(op));
     TS_CHECK(array_operands(L, i));
     TS_CHECK(fresh_slots(L, k, 0, nl));
     rt_step_t *s = add_step(L, k, ST_KERNEL);
@@ -666,7 +663,7 @@ static ts_status_t build_comp(ts_rt_program_t *p, int ci, bool scheduled, ts_dia
     int cnt = 0;
     if (ts_shape_leaf_count(c->params[q]->shape) > 4096) {
       ts_free(step_of_pos);
-      return fail(p->m, c->params[q], diag, TS_ERR_INVALID_ARGUMENT, "more than 4096 leaves");
+      return rt_fail(p->m, c->params[q], diag, TS_ERR_INVALID_ARGUMENT, "more than 4096 leaves");
     }
     leaf_shapes(c->params[q]->shape, ls, &cnt);
     for (int e = 0; e < cnt; e++, j++) {
@@ -855,9 +852,9 @@ static ts_status_t build_constants(ts_rt_program_t *p, ts_diag_t *diag) {
     for (int j = 0; j < m->comps[c]->ninstrs; j++) {
       const ts_hlo_instr_t *i = m->comps[c]->instrs[j];
       if (i->op != TS_OP_CONSTANT) continue;
-      if (!i->literal) return fail(m, i, diag, TS_ERR_INVALID_ARGUMENT, "constant without a literal");
+      if (!i->literal) return rt_fail(m, i, diag, TS_ERR_INVALID_ARGUMENT, "constant without a literal");
       ts_status_t st = ts_value_from_literal(i->literal, &p->consts[i->id]);
-      if (st != TS_OK) return fail(m, i, diag, st, "cannot build the constant's value");
+      if (st != TS_OK) return rt_fail(m, i, diag, st, "cannot build the constant's value");
       ts_array_t leaves[256];
       int n = ts_value_leaves(p->consts[i->id], leaves, 256);
       for (int k = 0; k < n && k < 256; k++) p->mem.constants += ts_array_bytes(&leaves[k]);

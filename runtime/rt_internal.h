@@ -193,4 +193,10 @@ void rt_coll_cancel(rt_inflight_t *f);
 
 uint64_t rt_now_ns(void);
 
+/* A located error about instruction `i` of module `m` (through
+ * ts_kernel_fail: "file:line:col: error: ..." when it has a location);
+ * returns `st`. */
+ts_status_t rt_fail(const ts_hlo_module_t *m, const ts_hlo_instr_t *i, ts_diag_t *diag, ts_status_t st,
+                    const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+
 #endif
