@@ -329,33 +329,29 @@ static ts_status_t gather_bytes(ts_coll_comm_t *world, const void *mine, size_t 
 static ts_status_t gather_outputs(job_t *j, ts_rt_device_t *d, ts_coll_comm_t *world, int64_t dev) {
   int nout = ts_rt_program_noutputs(j->prog), W = ts_coll_comm_size(world);
   const ts_shape_t *root = j->pm->entry->root->shape;
+  ts_array_t *leaves = NULL; /* device 0: leaves[w * nout + k] is leaf k of device w's value */
   if (dev == 0) {
-    for (int w = 0; w < W; w++)
-      if (!(j->douts[w] = ts_value_new_uninit(root))) return TS_ERR_NOMEM;
+    if (!(leaves = ts_calloc((size_t)W * (size_t)nout + 1, sizeof *leaves))) return TS_ERR_NOMEM;
+    for (int w = 0; w < W; w++) {
+      if (!(j->douts[w] = ts_value_new_uninit(root))) {
+        ts_free(leaves);
+        return TS_ERR_NOMEM;
+      }
+      ts_value_leaves(j->douts[w], leaves + (size_t)w * (size_t)nout, nout);
+    }
   }
-  for (int k = 0; k < nout; k++) {
+  ts_status_t st = TS_OK;
+  for (int k = 0; k < nout && st == TS_OK; k++) {
     const ts_array_t *a = ts_rt_device_output(d, k);
     size_t bytes = ts_array_bytes(a);
     void *all;
-    TS_CHECK(gather_bytes(world, a->data, bytes, &all));
-    if (dev == 0)
-      for (int w = 0; w < W; w++) {
-        ts_array_t leaves[1];
-        /* Leaf k of device w's value. */
-        int n = ts_value_leaves(j->douts[w], NULL, 0);
-        ts_array_t *lv = ts_calloc((size_t)n + 1, sizeof *lv);
-        if (!lv) {
-          ts_free(all);
-          return TS_ERR_NOMEM;
-        }
-        ts_value_leaves(j->douts[w], lv, n);
-        leaves[0] = lv[k];
-        ts_free(lv);
-        memcpy(leaves[0].data, (char *)all + (size_t)w * bytes, bytes);
-      }
+    if ((st = gather_bytes(world, a->data, bytes, &all)) != TS_OK) break;
+    for (int w = 0; leaves && w < W; w++)
+      memcpy(leaves[(size_t)w * (size_t)nout + (size_t)k].data, (char *)all + (size_t)w * bytes, bytes);
     ts_free(all);
   }
-  return TS_OK;
+  ts_free(leaves);
+  return st;
 }
 
 /* Every device's trace events to device 0. Collective over the world. */
