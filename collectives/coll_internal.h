@@ -70,7 +70,9 @@ typedef struct {
   /* eager-sized operations, by barrier phase parity: bit 0 this rank's
    * buffers are in regions, bit 1 it staged its input (direct.c) */
   _Atomic uint8_t how[2];
-  char pad[64 - 58];
+  /* 1 while this rank loads and stores its peers' buffers (direct.c) */
+  _Atomic uint8_t busy;
+  char pad[64 - 59];
 } dslot_t;
 
 /* A buffer from ts_coll_alloc in a process world with a node segment: a

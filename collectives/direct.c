@@ -2,7 +2,9 @@
  * publishes its buffer addresses in its slot, all meet at a flag barrier,
  * each rank moves its share straight between the ranks' buffers, and a
  * second flag barrier ends the operation (nobody reuses a buffer a peer may
- * still touch). How a peer's memory is reached:
+ * still touch). A rank that leaves early (the world was aborted) first waits
+ * until no peer is still touching its buffers (body_enter, dleave).
+ * How a peer's memory is reached:
  *   same space (threads): plain loads and stores;
  *   eager (processes, small): the sender stages its input in one of its two
  *     eager areas of the node segment, which every process maps; peers read
@@ -20,6 +22,8 @@
  * shared/reference/collectives.md §6b. */
 #include "coll_internal.h"
 
+#include <errno.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -173,6 +177,52 @@ static ts_status_t dsync(ts_coll_comm_t *c, coll_op_t *op) {
     }
   }
   return TS_OK;
+}
+
+/* A rank marks itself busy while it loads and stores its peers' buffers,
+ * and only starts when the world is not aborted. The fence pairs with the one
+ * in dleave (store busy, then load aborted; against: aborted, then load
+ * busy): either the rank sees the abort and touches nothing, or the rank
+ * leaving sees it busy and waits. */
+static ts_status_t body_enter(ts_coll_comm_t *c) {
+  dslot_t *me = c->direct->slot[c->rank];
+  atomic_store_explicit(&me->busy, 1, memory_order_relaxed);
+  atomic_thread_fence(memory_order_seq_cst);
+  ts_status_t st = coll_check_abort(c);
+  if (st) atomic_store_explicit(&me->busy, 0, memory_order_release);
+  return st;
+}
+
+static void body_exit(ts_coll_comm_t *c) {
+  atomic_store_explicit(&c->direct->slot[c->rank]->busy, 0, memory_order_release);
+}
+
+/* Seconds a rank leaving an aborted operation waits for busy peers: they
+ * only copy and reduce memory, never wait on anyone, so they finish. */
+#define LEAVE_WAIT_S 10.0
+
+/* Leaves an operation with error st (the world is aborted by then: every
+ * error path aborts it) after our buffers were published: peers that
+ * started moving data may still load and store them, and our caller may
+ * free them once we return. Waits until no peer is busy; a peer process
+ * that died is not waited for. */
+static ts_status_t dleave(ts_coll_comm_t *c, ts_status_t st) {
+  direct_t *d = c->direct;
+  atomic_thread_fence(memory_order_seq_cst);
+  double until = ts_coll_now() + LEAVE_WAIT_S;
+  for (int p = 0; p < d->n; p++) {
+    if (p == c->rank) continue;
+    for (unsigned spins = 0; atomic_load_explicit(&d->slot[p]->busy, memory_order_acquire); spins++) {
+      if (!d->same_space && kill(d->pid[p], 0) != 0 && errno == ESRCH) break;
+      if (ts_coll_now() > until) {
+        ts_log(TS_LOG_WARN, "collectives: rank %d still moves data of an aborted collective after %.0f s; leaving",
+               c->wranks[p], LEAVE_WAIT_S);
+        break;
+      }
+      coll_backoff(spins);
+    }
+  }
+  return st;
 }
 
 static int permute_source(const coll_op_t *op, int r) {
@@ -427,7 +477,7 @@ static bool eager_reads_buffers(const ts_coll_comm_t *c, const coll_op_t *op, co
 }
 
 /* The single-copy algorithms proper, once every member has published its
- * buffers and passed the barrier. */
+ * buffers and passed the barrier, and body_enter let us start. */
 static ts_status_t direct_body(ts_coll_comm_t *c, coll_op_t *op) {
   int n = c->size, r = c->rank;
   size_t bytes = op->count * op->esize;
@@ -459,12 +509,11 @@ static ts_status_t direct_body(ts_coll_comm_t *c, coll_op_t *op) {
   case TS_COLL_BROADCAST: st = copy_in(c, op->root, 0, out, bytes, nt); break;
   default: st = TS_ERR_INTERNAL; break;
   }
-  if (st) {
-    coll_world_abort(c->world, st, true);
-    return st;
-  }
   if (nt) coll_store_fence(); /* streamed stores reach memory before peers hear we are done */
-  return dsync(c, op);
+  body_exit(c);
+  if (st) coll_world_abort(c->world, st, true);
+  else st = dsync(c, op);
+  return st ? dleave(c, st) : TS_OK;
 }
 
 ts_status_t coll_direct_barrier(ts_coll_comm_t *c, coll_op_t *op) { return dsync(c, op); }
@@ -472,8 +521,9 @@ ts_status_t coll_direct_barrier(ts_coll_comm_t *c, coll_op_t *op) { return dsync
 /* Single copy between the members' own buffers (mapped, same space or CMA). */
 ts_status_t coll_direct_run(ts_coll_comm_t *c, coll_op_t *op) {
   publish(c, op, true);
-  TS_CHECK(dsync(c, op));
-  return direct_body(c, op);
+  ts_status_t st = dsync(c, op);
+  if (!st) st = body_enter(c);
+  return st ? dleave(c, st) : direct_body(c, op);
 }
 
 /* Inputs that fit the eager areas (process worlds; the table checks). */
@@ -495,9 +545,15 @@ ts_status_t coll_direct_eager(ts_coll_comm_t *c, coll_op_t *op) {
   int par = (int)((d->phase + 1) & 1);
   atomic_store_explicit(&me->how[par], (uint8_t)((mine_reg ? HOW_REG : 0) | (stage ? HOW_STAGED : 0)),
                         memory_order_relaxed);
-  TS_CHECK(dsync(c, op));
+  ts_status_t st = dsync(c, op);
+  if (!st) st = body_enter(c);
+  if (st) return dleave(c, st);
   uint8_t how[64], *hp = n <= 64 ? how : ts_malloc((size_t)n);
-  if (!hp) return TS_ERR_NOMEM;
+  if (!hp) {
+    body_exit(c);
+    coll_world_abort(c->world, TS_ERR_NOMEM, true);
+    return dleave(c, TS_ERR_NOMEM);
+  }
   bool all_reg = true, all_staged = true;
   for (int p = 0; p < n; p++) {
     hp[p] = atomic_load_explicit(&d->slot[p]->how[par], memory_order_relaxed);
@@ -510,12 +566,11 @@ ts_status_t coll_direct_eager(ts_coll_comm_t *c, coll_op_t *op) {
     return direct_body(c, op);
   }
   if (!all_staged) resolve(c, op);
-  ts_status_t st = eager_run(c, op, hp, half);
+  st = eager_run(c, op, hp, half);
+  body_exit(c);
   bool second = eager_reads_buffers(c, op, hp);
   if (hp != how) ts_free(hp);
-  if (st) {
-    coll_world_abort(c->world, st, true);
-    return st;
-  }
-  return second ? dsync(c, op) : TS_OK;
+  if (st) coll_world_abort(c->world, st, true);
+  else if (second) st = dsync(c, op);
+  return st ? dleave(c, st) : TS_OK;
 }

@@ -1,8 +1,10 @@
 /* Collectives on the in-process threads backend: iota groups, XLA's group
  * modes, the whole correctness matrix at 1, 2, 3, 4 and 8 ranks (and with
  * two slices at 4 and 8: the hierarchical algorithms), async
- * post/test/wait, records, bad arguments, ts_coll_alloc, and a deadline: one rank never
- * joins and the others get an error within the deadline. */
+ * post/test/wait, records, bad arguments, ts_coll_alloc, a deadline (one rank never
+ * joins and the others get an error within the deadline), and an abort in the
+ * middle of large direct all-reduces: nobody touches a rank's buffers once it
+ * has left. */
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -340,6 +342,49 @@ static void body_deadline(world_t *w, int rank) {
   TEXPECT(w, strcmp(rec.algorithm, algo) == 0);
 }
 
+/* ---- abort mid-operation: once a rank's call returned, its buffers are its own ---- */
+
+typedef struct {
+  ts_coll_comm_t *c;
+  long delay_us;
+} aborter_t;
+
+static void *abort_later(void *p) {
+  aborter_t *a = p;
+  struct timespec ts = {a->delay_us / 1000000, a->delay_us % 1000000 * 1000};
+  nanosleep(&ts, NULL);
+  ts_coll_comm_abort(a->c, TS_ERR_REMOTE);
+  return NULL;
+}
+
+static void body_abort_free(world_t *w, int rank) {
+  ts_coll_comm_t *c = w->comms[rank];
+  TEXPECT(w, ts_coll_comm_force_algorithm(c, "direct") == TS_OK);
+  size_t count = (size_t)4 << 20; /* 16 MiB: the abort lands while peers move data */
+  float *x = malloc(count * sizeof *x), *y = malloc(count * sizeof *y);
+  if (!x || !y) abort();
+  for (size_t i = 0; i < count; i++) x[i] = 1.0f;
+  pthread_t th;
+  aborter_t ab = {c, *(long *)w->ctx};
+  if (rank == 0) pthread_create(&th, NULL, abort_later, &ab);
+  ts_status_t st = TS_OK;
+  for (int it = 0; it < 1000 && st == TS_OK; it++) st = ts_coll_allreduce(c, x, y, count, TS_F32, TS_COLL_SUM);
+  TEXPECT(w, st == TS_ERR_REMOTE);
+  /* peers still storing into y after we returned would overwrite this */
+  memset(y, 0x5a, count * sizeof *y);
+  memset(x, 0x5a, count * sizeof *x);
+  struct timespec nap = {0, 50 * 1000000};
+  nanosleep(&nap, NULL);
+  size_t touched = 0;
+  const unsigned char *b = (const unsigned char *)y;
+  for (size_t i = 0; i < count * sizeof *y; i++) touched += b[i] != 0x5a;
+  TEXPECT(w, touched == 0);
+  if (rank == 0) pthread_join(th, NULL);
+  /* under ASan, peers still reading x or y read freed memory */
+  free(x);
+  free(y);
+}
+
 int main(void) {
   quick = getenv("TS_COLL_QUICK") != NULL;
   test_iota();
@@ -358,6 +403,9 @@ int main(void) {
   run_world(4, body_deadline, (void *)"ring");
   run_world(3, body_deadline, (void *)"recursive-doubling");
   run_world(4, body_deadline, (void *)"hierarchical");
+  static long abort_delays_us[] = {2000, 9000, 23000};
+  for (size_t i = 0; i < sizeof abort_delays_us / sizeof abort_delays_us[0]; i++)
+    run_world(4, body_abort_free, &abort_delays_us[i]);
   if (failures) fprintf(stderr, "%d failures\n", failures);
   return failures != 0;
 }
