@@ -359,6 +359,7 @@ static void partition_instr(part_t *p, const ts_hlo_instr_t *i, ts_sharding_valu
     break;
   case TS_OP_DYNAMIC_UPDATE_SLICE: if (ts_part_dus(p, i, s)) return; break;
   case TS_OP_REDUCE_WINDOW: if (ts_part_reduce_window_halo(p, i, s)) return; break;
+  case TS_OP_SELECT_AND_SCATTER: if (ts_part_select_and_scatter(p, i, s)) return; break;
   case TS_OP_CONCATENATE: if (ts_part_concat_sum(p, i, s)) return; break;
   case TS_OP_PAD: if (ts_part_pad_halo(p, i, s)) return; break;
   default: break;

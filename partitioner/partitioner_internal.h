@@ -173,6 +173,7 @@ bool ts_part_slice_halo(part_t *p, const ts_hlo_instr_t *i, const ts_sharding_va
 bool ts_part_conv_halo(part_t *p, const ts_hlo_instr_t *i, const ts_sharding_value_t *s);
 bool ts_part_dus(part_t *p, const ts_hlo_instr_t *i, const ts_sharding_value_t *s);
 bool ts_part_reduce_window_halo(part_t *p, const ts_hlo_instr_t *i, const ts_sharding_value_t *s);
+bool ts_part_select_and_scatter(part_t *p, const ts_hlo_instr_t *i, const ts_sharding_value_t *s); /* select_scatter.c */
 bool ts_part_concat_sum(part_t *p, const ts_hlo_instr_t *i, const ts_sharding_value_t *s);
 bool ts_part_pad_halo(part_t *p, const ts_hlo_instr_t *i, const ts_sharding_value_t *s);
 bool ts_part_conv_contract(part_t *p, const ts_hlo_instr_t *i, const ts_sharding_value_t *s);
