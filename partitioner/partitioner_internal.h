@@ -173,6 +173,22 @@ bool ts_part_slice_halo(part_t *p, const ts_hlo_instr_t *i, const ts_sharding_va
 bool ts_part_conv_halo(part_t *p, const ts_hlo_instr_t *i, const ts_sharding_value_t *s);
 bool ts_part_dus(part_t *p, const ts_hlo_instr_t *i, const ts_sharding_value_t *s);
 bool ts_part_reduce_window_halo(part_t *p, const ts_hlo_instr_t *i, const ts_sharding_value_t *s);
+/* Halo exchange (slicing.c; GSPMD section 4.3). ts_part_halo_span: the
+ * shifts [*smin, *smax] of source tile positions relative to q that the
+ * windows [A*q + B, A*q + B + L) (q < nq) read over t tiles of ci; false
+ * when they span more than four shards (the halo is then not worth it).
+ * ts_part_halo_window: x is sharded `s` with t tiles of ci along d over an
+ * array of n_in; the device at tile position q gets the window
+ * [A*q + B, A*q + B + L) of the full dim, its neighbours' rows coming over
+ * by collective-permute. With a scalar `fill`, positions outside [0, n_in)
+ * read it (convolution padding: zero; a reduce-window's: its init value;
+ * both also cover the padding of uneven shards); without, a shard past
+ * either end leaves zeros. Callers check ts_part_halo_span first, before
+ * emitting the operand; *out is NULL only after an error (p->st). */
+bool ts_part_halo_span(int64_t t, int64_t ci, int64_t A, int64_t B, int64_t L, int64_t nq, int64_t *smin,
+                       int64_t *smax);
+void ts_part_halo_window(part_t *p, ts_hlo_instr_t *x, const ts_sharding_value_t *s, int d, int64_t n_in,
+                         int64_t A, int64_t B, int64_t L, int64_t nq, ts_hlo_instr_t *fill, ts_hlo_instr_t **out);
 bool ts_part_select_and_scatter(part_t *p, const ts_hlo_instr_t *i, const ts_sharding_value_t *s); /* select_scatter.c */
 bool ts_part_concat_sum(part_t *p, const ts_hlo_instr_t *i, const ts_sharding_value_t *s);
 bool ts_part_pad_halo(part_t *p, const ts_hlo_instr_t *i, const ts_sharding_value_t *s);

@@ -107,11 +107,9 @@ bool ts_part_passthrough(part_t *p, const ts_hlo_instr_t *i, const ts_sharding_v
 
 static int64_t floor_div(int64_t a, int64_t b) { return a >= 0 ? a / b : -((-a + b - 1) / b); }
 
-/* The shifts [*smin, *smax] of source tile positions relative to q that the
- * windows [A*q + B, A*q + B + L) (q < nq) read over t tiles of ci; false
- * when they span more than four shards (the halo is then not worth it). */
-static bool halo_span(int64_t t, int64_t ci, int64_t A, int64_t B, int64_t L, int64_t nq, int64_t *smin,
-                      int64_t *smax) {
+/* The shifts a halo window reads (contract: partitioner_internal.h). */
+bool ts_part_halo_span(int64_t t, int64_t ci, int64_t A, int64_t B, int64_t L, int64_t nq, int64_t *smin,
+                       int64_t *smax) {
   *smin = INT64_MAX;
   *smax = INT64_MIN;
   for (int64_t q = 0; q < nq; q++) {
@@ -125,24 +123,16 @@ static bool halo_span(int64_t t, int64_t ci, int64_t A, int64_t B, int64_t L, in
   return *smax >= *smin && *smax - *smin + 1 <= 4;
 }
 
-/* Halo exchange (GSPMD section 4.3). x is sharded `s` with t tiles of ci
- * along d over an array of n_in; the device at tile position q wants the
- * window [A*q + B, A*q + B + L) of the full dim (q < nq). The neighbouring
- * shards a window overlaps come over by collective-permute (per shift, only
- * the part of the source shard that some window reads), are concatenated,
- * and the window is cut out at a per-device offset. With a scalar `fill`,
- * positions outside [0, n_in) read it (convolution padding: zero; a
- * reduce-window's: its init value; both also cover the padding of uneven
- * shards). A shard that does not exist (past either end) sends nothing: the
- * permute leaves zeros there, which `fill` or the caller's window skip.
- * Callers check halo_span first, before emitting the operand; *out is NULL
- * only after an error (p->st). */
-static void halo_window(part_t *p, ts_hlo_instr_t *x, const ts_sharding_value_t *s, int d, int64_t n_in,
-                        int64_t A, int64_t B, int64_t L, int64_t nq, ts_hlo_instr_t *fill, ts_hlo_instr_t **out) {
+/* Halo exchange (GSPMD section 4.3): see partitioner_internal.h. Per
+ * shift only the part of the source shard that some window reads moves;
+ * the pieces are concatenated and the window cut out at a per-device
+ * offset. */
+void ts_part_halo_window(part_t *p, ts_hlo_instr_t *x, const ts_sharding_value_t *s, int d, int64_t n_in,
+                          int64_t A, int64_t B, int64_t L, int64_t nq, ts_hlo_instr_t *fill, ts_hlo_instr_t **out) {
   *out = NULL;
   int r = x->shape->rank;
   int64_t t = s->dims[d], ci = x->shape->dims[d], smin, smax;
-  if (!halo_span(t, ci, A, B, L, nq, &smin, &smax)) {
+  if (!ts_part_halo_span(t, ci, A, B, L, nq, &smin, &smax)) {
     ts_part_fail(p, NULL, TS_ERR_INTERNAL, "halo window spans more shards than its caller checked");
     return;
   }
@@ -293,9 +283,9 @@ bool ts_part_slice_halo(part_t *p, const ts_hlo_instr_t *i, const ts_sharding_va
   if (d < 0) return false;
   int64_t t = s->dims[d], co = (out->dims[d] + t - 1) / t, nq = (out->dims[d] + co - 1) / co;
   int64_t ci = (in->dims[d] + t - 1) / t, smin, smax;
-  if (!halo_span(t, ci, co, a->v.slice->start[d], co, nq, &smin, &smax)) return false;
+  if (!ts_part_halo_span(t, ci, co, a->v.slice->start[d], co, nq, &smin, &smax)) return false;
   ts_hlo_instr_t *x = ts_part_operand(p, i, 0, s), *win = NULL;
-  if (x) halo_window(p, x, s, d, in->dims[d], co, a->v.slice->start[d], co, nq, NULL, &win);
+  if (x) ts_part_halo_window(p, x, s, d, in->dims[d], co, a->v.slice->start[d], co, nq, NULL, &win);
   if (!win) return true;
   /* The other (untiled) dims as the slice says; d is already done. */
   const ts_shape_t *ls = ts_part_local_shape(p, out, s);
@@ -348,9 +338,9 @@ bool ts_part_conv_halo(part_t *p, const ts_hlo_instr_t *i, const ts_sharding_val
   int64_t co = (nout + t - 1) / t, nq = (nout + co - 1) / co;
   int64_t L = (co - 1) * wd->stride + (wd->size - 1) * wd->rhs_dilate + 1;
   int64_t ci = (lhs->dims[d] + t - 1) / t, smin, smax;
-  if (!halo_span(t, ci, co * wd->stride, -wd->pad_lo, L, nq, &smin, &smax)) return false;
+  if (!ts_part_halo_span(t, ci, co * wd->stride, -wd->pad_lo, L, nq, &smin, &smax)) return false;
   ts_hlo_instr_t *x = ts_part_operand(p, i, 0, ls), *win = NULL;
-  if (x) halo_window(p, x, ls, d, lhs->dims[d], co * wd->stride, -wd->pad_lo, L, nq, ts_part_zero(p, lhs->elem), &win);
+  if (x) ts_part_halo_window(p, x, ls, d, lhs->dims[d], co * wd->stride, -wd->pad_lo, L, nq, ts_part_zero(p, lhs->elem), &win);
   if (!win) return true;
   ts_hlo_instr_t *ops[2] = {win, ts_part_operand(p, i, 1, rs)};
   ts_hlo_instr_t *y = ts_part_emit_like(p, i, ops, ts_part_local_shape(p, i->shape, sp));
@@ -473,10 +463,10 @@ bool ts_part_reduce_window_halo(part_t *p, const ts_hlo_instr_t *i, const ts_sha
   int64_t rd = wd->rhs_dilate > 1 ? wd->rhs_dilate : 1;
   int64_t L = (co - 1) * wd->stride + (wd->size - 1) * rd + 1;
   int64_t ci = (in->dims[d] + t - 1) / t, smin, smax;
-  if (!halo_span(t, ci, co * wd->stride, -wd->pad_lo, L, nq, &smin, &smax)) return false;
+  if (!ts_part_halo_span(t, ci, co * wd->stride, -wd->pad_lo, L, nq, &smin, &smax)) return false;
   ts_hlo_instr_t *x = ts_part_operand(p, i, 0, s), *init = ts_part_operand(p, i, 1, ts_part_replicated(p));
   ts_hlo_instr_t *win = NULL;
-  if (x && init) halo_window(p, x, s, d, in->dims[d], co * wd->stride, -wd->pad_lo, L, nq, init, &win);
+  if (x && init) ts_part_halo_window(p, x, s, d, in->dims[d], co * wd->stride, -wd->pad_lo, L, nq, init, &win);
   if (!win) return true;
   ts_hlo_instr_t *ops[2] = {win, init};
   ts_hlo_instr_t *y = ts_part_emit_like(p, i, ops, ts_part_local_shape(p, i->shape, s));
@@ -594,10 +584,10 @@ bool ts_part_pad_halo(part_t *p, const ts_hlo_instr_t *i, const ts_sharding_valu
   if (d < 0) return false;
   int64_t t = s->dims[d], nout = i->shape->dims[d], co = (nout + t - 1) / t, nq = (nout + co - 1) / co;
   int64_t ci = (in->dims[d] + t - 1) / t, smin, smax;
-  if (in->dims[d] == 0 || !halo_span(t, ci, co, -pd->lo[d], co, nq, &smin, &smax)) return false;
+  if (in->dims[d] == 0 || !ts_part_halo_span(t, ci, co, -pd->lo[d], co, nq, &smin, &smax)) return false;
   ts_hlo_instr_t *x = ts_part_operand(p, i, 0, s), *v = ts_part_operand(p, i, 1, ts_part_replicated(p));
   ts_hlo_instr_t *win = NULL;
-  if (x && v) halo_window(p, x, s, d, in->dims[d], co, -pd->lo[d], co, nq, v, &win);
+  if (x && v) ts_part_halo_window(p, x, s, d, in->dims[d], co, -pd->lo[d], co, nq, v, &win);
   if (!win) return true;
   /* The other dims' padding as the pad says (they are untiled); d is done. */
   const ts_shape_t *ls = ts_part_local_shape(p, i->shape, s);
@@ -654,7 +644,7 @@ bool ts_part_conv_contract(part_t *p, const ts_hlo_instr_t *i, const ts_sharding
   if (wd->lhs_dilate > 1 || wd->reversal || wd->stride < 1 || K % t != 0 || K != wd->size) return false;
   int64_t rd = wd->rhs_dilate > 1 ? wd->rhs_dilate : 1, ck = K / t;
   int64_t L = (nout - 1) * wd->stride + (ck - 1) * rd + 1, ci = (lhs->dims[d] + t - 1) / t, smin, smax;
-  if (!halo_span(t, ci, ck * rd, -wd->pad_lo, L, t, &smin, &smax)) return false;
+  if (!ts_part_halo_span(t, ci, ck * rd, -wd->pad_lo, L, t, &smin, &smax)) return false;
   /* The kernel tiled like the lhs on its spatial dim; the result partial,
    * summed over the devices that differ only in that tile. */
   int64_t dd = d, kk = kd;
@@ -678,7 +668,7 @@ bool ts_part_conv_contract(part_t *p, const ts_hlo_instr_t *i, const ts_sharding
   bool on_rhs = false;
   int64_t Lr = ci + nout - 1, Br = wd->pad_lo - (nout - 1), smin_r, smax_r;
   if (!p->opts.conv_halo_exchange_always_on_lhs && wd->stride == 1 && rd == 1 && lhs->dims[d] % t == 0 &&
-      halo_span(t, ck, ci, Br, Lr, t, &smin_r, &smax_r)) {
+      ts_part_halo_span(t, ck, ci, Br, Lr, t, &smin_r, &smax_r)) {
     const ts_shape_t *rls = ts_part_local_shape(p, rhs, rs);
     int64_t rrow = rls ? (int64_t)ts_elem_storage_bytes(rhs->elem) * ts_shape_elements(rls) / ck : INT64_MAX / 4;
     int64_t alt = halo - (L > ci ? L - ci : 0) * row + (Lr > ck ? Lr - ck : 0) * rrow;
@@ -688,12 +678,12 @@ bool ts_part_conv_contract(part_t *p, const ts_hlo_instr_t *i, const ts_sharding
   ts_hlo_instr_t *ops[2] = {NULL, NULL}, *win = NULL;
   if (on_rhs) {
     ts_hlo_instr_t *kx = ts_part_operand(p, i, 1, rs);
-    if (kx) halo_window(p, kx, rs, kd, K, ci, Br, Lr, t, ts_part_zero(p, rhs->elem), &win);
+    if (kx) ts_part_halo_window(p, kx, rs, kd, K, ci, Br, Lr, t, ts_part_zero(p, rhs->elem), &win);
     ops[0] = ts_part_operand(p, i, 0, l0);
     ops[1] = win;
   } else {
     ts_hlo_instr_t *x = ts_part_operand(p, i, 0, l0);
-    if (x) halo_window(p, x, l0, d, lhs->dims[d], ck * rd, -wd->pad_lo, L, t, ts_part_zero(p, lhs->elem), &win);
+    if (x) ts_part_halo_window(p, x, l0, d, lhs->dims[d], ck * rd, -wd->pad_lo, L, t, ts_part_zero(p, lhs->elem), &win);
     ops[0] = win;
     ops[1] = ts_part_operand(p, i, 1, rs);
   }
