@@ -938,13 +938,39 @@ static ts_status_t apply(ts_kernel_ctx_t *ctx, const ts_hlo_comp_t *comp, const 
 
 /* ---- setup -------------------------------------------------------------- */
 
-/* The partition count a manual region asks for, when the module has one. */
+/* The devices of an annotation that tiles with a manual subgroup
+ * (`last_tile_dims={manual}`, in any tuple leaf); 0 when it has none. */
+static int64_t manual_subgroup_devices(const ts_sharding_t *s) {
+  if (!s) return 0;
+  if (s->kind == TS_SHARD_TUPLE) {
+    for (int k = 0; k < s->ntuple; k++) {
+      int64_t n = manual_subgroup_devices(s->tuple[k]);
+      if (n > 0) return n;
+    }
+    return 0;
+  }
+  if (s->kind != TS_SHARD_TILED) return 0;
+  for (int k = 0; k < s->nsubgroups; k++)
+    if (s->subgroups[k] == TS_SUBGROUP_MANUAL) return s->devices.n;
+  return 0;
+}
+
+/* The partition count a manual region asks for, when the module has one.
+ * A subgroup-manual value counts as a region: each manual group holds its
+ * own copy of the value, so every device runs and holds its group's copy
+ * (one argument set: the copies start equal), and a collective across
+ * manual groups combines them as on the partitioned devices. */
 static int64_t manual_partitions(const ts_hlo_module_t *m, ts_arena_t *a, bool *has_region) {
   *has_region = false;
   for (int k = 0; k < m->ncomps; k++)
     for (int j = 0; j < m->comps[k]->ninstrs; j++) {
       const ts_hlo_instr_t *i = m->comps[k]->instrs[j];
       ts_sharding_value_t *sv;
+      int64_t sub = manual_subgroup_devices(i->sharding);
+      if (sub > 0) {
+        *has_region = true;
+        return sub;
+      }
       if (is_custom_call(i, "SPMDFullToShardShape")) {
         *has_region = true;
         if (i->ops[0]->sharding && ts_sharding_from_syntax(a, i->ops[0]->sharding, i->ops[0]->shape, &sv) == TS_OK)

@@ -6,7 +6,8 @@
  * per-device shards. An operation without a handler of its own runs on the
  * full value (operands gathered, result sliced): correct for every op, at
  * the cost of the collectives, so the handlers (here and in reduce.c, dot.c,
- * slicing.c, gather.c) exist for speed. */
+ * slicing.c, gather.c, manual.c) exist for speed. Manual regions and user
+ * collectives go to manual.c first. */
 #include "partitioner_internal.h"
 
 #include <math.h>
@@ -61,16 +62,6 @@ static ts_sharding_value_t *sharding_of(part_t *p, const ts_hlo_instr_t *i) {
 
 const ts_sharding_value_t *ts_part_leaf(const ts_sharding_value_t *s, int k) {
   return s && s->kind == TS_SHARD_TUPLE ? s->tuple[k] : s;
-}
-
-/* Manual: the value is already per-device (every leaf of a tuple). */
-static bool is_manual(const ts_sharding_value_t *s) {
-  if (!s) return false;
-  if (s->kind == TS_SHARD_MANUAL) return true;
-  if (s->kind != TS_SHARD_TUPLE || s->ntuple == 0) return false;
-  for (int k = 0; k < s->ntuple; k++)
-    if (!is_manual(s->tuple[k])) return false;
-  return true;
 }
 
 /* Operand k of i, resharded to `want`. */
@@ -196,11 +187,6 @@ static void reshape(part_t *p, const ts_hlo_instr_t *i, const ts_sharding_value_
   ts_part_set(p, i, ts_part_emit_like(p, i, &x, ts_part_local_shape(p, to, s)), s);
 }
 
-static const char *target_of(const ts_hlo_instr_t *i) {
-  const ts_hlo_attr_t *a = ts_hlo_instr_attr(i, "custom_call_target");
-  return a && a->kind == TS_ATTR_STRING ? a->v.s : "";
-}
-
 static ts_hlo_comp_t *partition_comp(part_t *p, const ts_hlo_comp_t *c, ts_sharding_value_t *const *params,
                                      const ts_sharding_value_t *root);
 
@@ -268,20 +254,11 @@ static void control_flow(part_t *p, const ts_hlo_instr_t *i, const ts_sharding_v
   ts_part_set(p, i, c, s);
 }
 
-/* Instructions in manual regions run as written on their local shapes. */
-static void manual(part_t *p, const ts_hlo_instr_t *i, const ts_sharding_value_t *s) {
-  ts_hlo_instr_t *ops[1024];
-  if (i->nops > 1024) {
-    ts_part_fail(p, i, TS_ERR_UNSUPPORTED, "more than 1024 operands");
-    return;
-  }
-  for (int k = 0; k < i->nops; k++) {
-    const ts_hlo_instr_t *o = i->ops[k];
-    ops[k] = is_manual(p->sh[o->id]) ? p->val[o->id] : ts_part_operand(p, i, k, ts_part_replicated(p));
-  }
-  ts_hlo_instr_t *r = ts_part_emit_like(p, i, ops, ts_part_full_shape(p, i->shape));
-  ts_part_set(p, i, r, s);
-}
+/* manual.c: manual and subgroup-manual regions, their boundaries, and user
+ * collectives kept on shards; false (having emitted nothing) when i is
+ * none of those. Declared here, its one caller, until
+ * partitioner_internal.h lists it. */
+bool ts_part_manual(part_t *p, const ts_hlo_instr_t *i, const ts_sharding_value_t *s);
 
 static void partition_instr(part_t *p, const ts_hlo_instr_t *i, ts_sharding_value_t *param_sharding) {
   ts_sharding_value_t *s = param_sharding ? param_sharding : sharding_of(p, i);
@@ -292,33 +269,7 @@ static void partition_instr(part_t *p, const ts_hlo_instr_t *i, ts_sharding_valu
     ts_part_set(p, i, v, s);
     return;
   }
-  if (i->op == TS_OP_CUSTOM_CALL) {
-    const char *t = target_of(i);
-    if (!strcmp(t, "Sharding")) {
-      /* A sharding constraint: the value, resharded. A manual one keeps the
-       * local value. */
-      if (is_manual(s)) ts_part_set(p, i, p->val[i->ops[0]->id], s);
-      else ts_part_set(p, i, ts_part_operand(p, i, 0, s), s);
-      return;
-    }
-    if (!strcmp(t, "SPMDFullToShardShape")) {
-      const ts_hlo_instr_t *o = i->ops[0];
-      ts_sharding_value_t *os = sharding_of(p, o);
-      ts_hlo_instr_t *x = ts_part_operand(p, i, 0, os);
-      if (x && !ts_shape_equal(x->shape, i->shape, false))
-        x = ts_part_reshape(p, x, i->shape->rank, i->shape->dims); /* same elements: shard shape == region shape */
-      ts_part_set(p, i, x, s);
-      return;
-    }
-    if (!strcmp(t, "SPMDShardToFullShape")) {
-      ts_part_set(p, i, p->val[i->ops[0]->id], s);
-      return;
-    }
-  }
-  if (is_manual(s) && i->op != TS_OP_GET_TUPLE_ELEMENT && i->op != TS_OP_TUPLE) {
-    manual(p, i, s);
-    return;
-  }
+  if (ts_part_manual(p, i, s)) return;
   if (s->kind == TS_SHARD_TUPLE && i->op != TS_OP_TUPLE && i->op != TS_OP_GET_TUPLE_ELEMENT &&
       i->op != TS_OP_WHILE && i->op != TS_OP_CALL && i->op != TS_OP_CONDITIONAL && i->op != TS_OP_REDUCE) {
     ts_part_fallback(p, i, s);

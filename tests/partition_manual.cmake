@@ -1,0 +1,29 @@
+# Manual and subgroup-manual regions, and collectives the user wrote
+# (partitioner/manual.c). Included after partition.cmake: uses its
+# ts_partition_strategy / ts_collectives_test / ts_xla_bytes_test. Each
+# module is checked numerically by `tessera check` and must show the
+# collectives its header works out by hand.
+
+# Variadic argmax reduce inside a subgroup-manual region: partial results
+# gathered inside each manual group (2 and 4 devices per group), never the
+# operands.
+ts_partition_strategy(manual_tuple_reduce_2 "all-gather 2 96")
+ts_partition_strategy(manual_tuple_reduce_4 "all-gather 2 64")
+ts_check_test(partition.manual_tuple_reduce_2.seed3 ${ts_partition_dir}/manual_tuple_reduce_2.hlo ok unit
+              --random-inputs 3)
+# A user all-reduce across manual groups stays on the shard (iota and
+# explicit groups); one whose groups join different tiles gathers first.
+ts_partition_strategy(manual_all_reduce_iota "all-reduce 1 48")
+ts_partition_strategy(manual_all_reduce_explicit "all-reduce 1 48")
+ts_partition_strategy(manual_all_reduce_cross_tiles "all-reduce 1 48,all-gather 1 48")
+# A cross-replica all-reduce on a tiled operand stays on the shard.
+ts_partition_strategy(manual_tiled_all_reduce "all-reduce 1 48")
+ts_partition_strategy(manual_tiled_all_reduce_iota "all-reduce 1 40")
+
+# Corpus cases at XLA's bytes (expectations.jsonl). 058: XLA all-reduces a
+# dynamic-update-slice of the partials into f32[28,2] and s32[28,2] (448 B);
+# ours all-gathers the same [28,2] buffers. 142: the f32[1,2] shard
+# all-reduced with the user's two groups. 011: the f32[2,3] shard.
+ts_xla_bytes_test(058 058_tuple_reduce_subgroup_manual.hlo "all-gather 2 448" --num-partitions 4)
+ts_xla_bytes_test(142 142_subgroup_manual_all_reduce.hlo "all-reduce 1 8" --num-partitions 4)
+ts_xla_bytes_test(011 011_tiled_all_reduce.hlo "all-reduce 1 24" --num-partitions 2)
