@@ -1,11 +1,14 @@
 /* select-and-scatter along a tiled dim by halo exchange (GSPMD section 4.3,
  * as for reduce-window): every device evaluates, whole, each window that
  * reaches into its output tile, and keeps what lands in the tile. Padding
- * is never a candidate, whatever the select computation: each device runs
- * the op on its real rows only, with the window's padding attribute
- * standing for the rows it lacks (one variant per distinct edge). */
+ * is never a candidate, whatever the select computation, and no device
+ * evaluates a window that does not exist, whatever the scatter: each
+ * device runs the op on its real rows and existing windows only, with the
+ * window's padding attribute standing for the rows it lacks (one variant
+ * per distinct edge, picked by a conditional on the partition). */
 #include "partitioner_internal.h"
 
+#include <stdio.h>
 #include <string.h>
 
 /* The geometry of the one tiled windowed dim d: N operand (= result) rows
@@ -211,6 +214,49 @@ static ts_hlo_instr_t *keep_rows(part_t *p, ts_hlo_instr_t *y, int d, const int6
                      3, "select");
 }
 
+/* Variant v on the device's operand rows xw and windows' source rows sw:
+ * the result over the buffer's L rows, padded by out_pad[0] / out_pad[1]
+ * more (zeros outside the rows the variant computes). */
+static ts_hlo_instr_t *run_variant(part_t *p, const ts_hlo_instr_t *i, const sas_variant_t *v, const sas_geom_t *g,
+                                   int64_t L, const int64_t *out_pad, int d, ts_hlo_instr_t *xw, ts_hlo_instr_t *sw,
+                                   ts_hlo_instr_t *init) {
+  ts_hlo_instr_t *y = local_sas(p, i, rows_d(p, xw, d, v->r0, v->r1), rows_d(p, sw, d, v->k0, v->k1), init, d,
+                                v->r0 - v->k0 * g->st, (v->k1 - 1) * g->st + g->E - v->r1);
+  return pad_d(p, y, d, v->r0 + out_pad[0], L - v->r1 + out_pad[1]);
+}
+
+/* run_variant as a computation of one tuple (xw, sw, init) of shape ts, a
+ * branch of the conditional that picks each device's variant. */
+static ts_hlo_comp_t *variant_comp(part_t *p, const ts_hlo_instr_t *i, const sas_variant_t *v, const sas_geom_t *g,
+                                   int64_t L, const int64_t *out_pad, int d, const ts_shape_t *ts) {
+  char name[64];
+  ts_hlo_comp_t *c = NULL;
+  if (p->st != TS_OK) return NULL;
+  for (int n = 0; !c && n < 1 << 20; n++) {
+    snprintf(name, sizeof name, "select_and_scatter_variant.%d", n);
+    if (!ts_hlo_module_find_comp(p->dst, name) && ts_hlo_comp_add(p->dst, name, &c) != TS_OK) {
+      ts_part_fail(p, i, TS_ERR_NOMEM, "out of memory");
+      return NULL;
+    }
+  }
+  ts_hlo_comp_t *saved = p->cur;
+  ts_hlo_instr_t *saved_pid = p->pid;
+  p->cur = c;
+  p->pid = NULL;
+  ts_hlo_instr_t *arg = ts_part_add(p, TS_OP_PARAMETER, ts, NULL, 0, "arg"), *el[3];
+  if (arg) arg->param_number = 0;
+  for (int k = 0; k < 3; k++) {
+    el[k] = arg ? ts_part_add(p, TS_OP_GET_TUPLE_ELEMENT, ts->tuple[k], &arg, 1, "get-tuple-element") : NULL;
+    ts_part_attr_int(p, el[k], "index", k);
+  }
+  ts_hlo_instr_t *y = run_variant(p, i, v, g, L, out_pad, d, el[0], el[1], el[2]);
+  if (y) ts_hlo_comp_set_root(c, y);
+  if (p->st == TS_OK && ts_hlo_comp_index_params(c) != TS_OK) ts_part_fail(p, i, TS_ERR_INTERNAL, "branch parameters");
+  p->cur = saved;
+  p->pid = saved_pid;
+  return p->st == TS_OK ? c : NULL;
+}
+
 bool ts_part_select_and_scatter(part_t *p, const ts_hlo_instr_t *i, const ts_sharding_value_t *s) {
   const ts_hlo_attr_t *wa = ts_hlo_instr_attr(i, "window");
   if (s->kind != TS_SHARD_TILED || i->nops != 3 || !wa || wa->kind != TS_ATTR_WINDOW || i->shape->elem == TS_TUPLE)
@@ -302,7 +348,7 @@ bool ts_part_select_and_scatter(part_t *p, const ts_hlo_instr_t *i, const ts_sha
   }
 
   ts_hlo_instr_t *x = ts_part_operand(p, i, 0, s), *sx = ts_part_operand(p, i, 1, s);
-  ts_hlo_instr_t *init = ts_part_operand(p, i, 2, rep), *xw = NULL, *sw = NULL;
+  ts_hlo_instr_t *init = ts_part_operand(p, i, 2, rep), *xw = NULL, *sw = NULL, *y = NULL;
   if (!x || !sx || !init) return true;
   ts_part_halo_window(p, x, s, d, g.N, best.x.A, best.x.B, best.x.len, g.nq, NULL, &xw);
   ts_part_halo_window(p, sx, s, d, g.M, best.src.A, best.src.B, best.src.len, g.nq, NULL, &sw);
@@ -310,25 +356,34 @@ bool ts_part_select_and_scatter(part_t *p, const ts_hlo_instr_t *i, const ts_sha
   if (best.src.len > best.K) sw = slice_at(p, sw, d, soff, best.K);
   if (!xw || !sw) return true;
 
-  /* One select-and-scatter per variant; each result back at its place in
-   * the buffer's rows, chosen by partition. */
-  ts_hlo_instr_t *y = NULL, *vid = nv > 1 ? ts_part_table_lookup(p, var) : NULL;
-  for (int64_t k = 0; k < nv; k++) {
-    const sas_variant_t *v = &vs[k];
-    ts_hlo_instr_t *yv = local_sas(p, i, rows_d(p, xw, d, v->r0, v->r1), rows_d(p, sw, d, v->k0, v->k1), init, d,
-                                   v->r0 - v->k0 * g.st, (v->k1 - 1) * g.st + g.E - v->r1);
-    yv = pad_d(p, yv, d, v->r0 + plo, best.L - v->r1 + phi);
-    if (!yv) return true;
-    if (k == 0) {
-      y = yv;
-      continue;
+  /* Each device runs its variant only (a conditional on the variant when
+   * there are several), the result back at its place in the buffer's
+   * rows. */
+  const int64_t out_pad[2] = {plo, phi};
+  if (nv == 1) {
+    y = run_variant(p, i, &vs[0], &g, best.L, out_pad, d, xw, sw, init);
+  } else if (nv > 1) {
+    ts_hlo_instr_t *args[3] = {xw, sw, init}, *ops[MAX_VARIANTS + 1];
+    ts_shape_t *el[3] = {(ts_shape_t *)xw->shape, (ts_shape_t *)sw->shape, (ts_shape_t *)init->shape};
+    const ts_shape_t *ts = ts_hlo_shape_tuple(p->dst, 3, el);
+    ts_hlo_comp_t **br = ts_arena_alloc(p->dst->arena, sizeof *br * (size_t)nv);
+    if (!ts || !br) {
+      ts_part_fail(p, i, TS_ERR_NOMEM, "out of memory");
+      return true;
     }
-    const ts_shape_t *ps = ts_part_shape(p, TS_PRED, 0, NULL);
-    ts_hlo_instr_t *eq = ts_part_add(p, TS_OP_COMPARE, ps, (ts_hlo_instr_t *[]){vid, ts_part_const_s32(p, -1, &k)},
-                                     2, "compare");
-    ts_part_attr_ident(p, eq, "direction", "EQ");
-    y = ts_part_add(p, TS_OP_SELECT, yv->shape,
-                    (ts_hlo_instr_t *[]){ts_part_broadcast_scalar(p, eq, r, yv->shape->dims), yv, y}, 3, "select");
+    ops[0] = ts_part_table_lookup(p, var);
+    ops[1] = ts_part_add(p, TS_OP_TUPLE, ts, args, 3, "tuple");
+    for (int64_t k = 0; k < nv; k++) {
+      ops[1 + k] = ops[1];
+      br[k] = variant_comp(p, i, &vs[k], &g, best.L, out_pad, d, ts);
+    }
+    y = ts_part_add(p, TS_OP_CONDITIONAL, br[nv - 1] ? br[nv - 1]->root->shape : NULL, ops, (int)nv + 1,
+                    "conditional");
+    ts_hlo_attr_t a = {.name = "branch_computations", .kind = TS_ATTR_COMP_LIST};
+    a.v.comps.n = (int)nv;
+    a.v.comps.comps = br;
+    ts_status_t st = y ? ts_hlo_instr_add_attr(y, &a) : TS_OK;
+    if (st != TS_OK) ts_part_fail(p, i, st, "out of memory");
   }
   if (nv == 0) { /* no device reads a real row: the result is init */
     int64_t dims[TS_PART_MAX_RANK];
