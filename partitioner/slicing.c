@@ -304,11 +304,35 @@ bool ts_part_slice_halo(part_t *p, const ts_hlo_instr_t *i, const ts_sharding_va
   return true;
 }
 
-/* A convolution whose result is tiled on one spatial dim: the lhs takes the
- * same tiling, every device reads the input window its output tile needs
- * (halo exchange, zeros outside the input: the convolution's padding), and
- * convolves without padding on that dim. Batch and output-feature tiles
- * pass through as in ts_part_convolution. */
+/* How the output positions of a convolution along spatial dim k read the
+ * input. CONV_WINDOW: through a window (halo exchange when tiled).
+ * CONV_PAR_LHS: window size 1, stride 1, no padding or dilation: output o
+ * reads input o (and the kernel's one position). CONV_PAR_BOTH: XLA's
+ * batch dim written as a spatial dim (dot_as_convolution_util): n input
+ * positions, a window of n over an lhs dilated by n with stride n-1 (or
+ * stride 1 and rhs_dilate n-1), no padding: output o reads input o and
+ * kernel position o alone. Parallel dims split like batch dims: no halo. */
+enum { CONV_WINDOW, CONV_PAR_LHS, CONV_PAR_BOTH };
+
+static int conv_dim_kind(const ts_hlo_instr_t *i, const ts_conv_dnums_t *c, const ts_window_dim_t *wd, int k) {
+  int64_t n = i->ops[0]->shape->dims[c->in_spatial[k]], K = i->ops[1]->shape->dims[c->k_spatial[k]];
+  int64_t m = n - 1 > 1 ? n - 1 : 1;
+  if (wd->pad_lo || wd->pad_hi || (wd->reversal && wd->size > 1)) return CONV_WINDOW;
+  if (wd->size == 1 && wd->stride == 1 && wd->lhs_dilate == 1) return CONV_PAR_LHS;
+  if (wd->size == n && K == n && wd->lhs_dilate == n &&
+      ((wd->stride == m && wd->rhs_dilate == 1) || (wd->rhs_dilate == m && wd->stride == 1)))
+    return CONV_PAR_BOTH;
+  return CONV_WINDOW;
+}
+
+/* A convolution whose result is tiled on spatial dims: parallel ones
+ * (conv_dim_kind) split like batch dims (for CONV_PAR_BOTH the kernel
+ * takes the same tiles on its matching dim, and each device's window is
+ * rewritten for its shard length), and at most one other, for which the
+ * lhs takes the same tiling, every device reads the input window its
+ * output tile needs (halo exchange, zeros outside the input: the
+ * convolution's padding), and convolves without padding on that dim.
+ * Batch and output-feature tiles pass through as in ts_part_convolution. */
 bool ts_part_conv_halo(part_t *p, const ts_hlo_instr_t *i, const ts_sharding_value_t *s) {
   const ts_hlo_attr_t *dn = ts_hlo_instr_attr(i, "dim_labels"), *wa = ts_hlo_instr_attr(i, "window");
   const ts_hlo_attr_t *fg = ts_hlo_instr_attr(i, "feature_group_count"), *bg = ts_hlo_instr_attr(i, "batch_group_count");
@@ -316,39 +340,63 @@ bool ts_part_conv_halo(part_t *p, const ts_hlo_instr_t *i, const ts_sharding_val
   if ((fg && fg->v.i != 1) || (bg && bg->v.i != 1)) return false;
   const ts_conv_dnums_t *c = dn->v.conv;
   const ts_window_t *w = wa->v.window;
-  int r = i->shape->rank, ks = -1;
-  for (int k = 0; k < c->nspatial; k++)
-    if (s->dims[c->out_spatial[k]] > 1) {
-      if (ks >= 0) return false; /* one tiled spatial dim */
-      ks = k;
-    }
-  if (ks < 0 || ks >= w->n) return false;
-  const ts_window_dim_t *wd = &w->dims[ks];
-  if (wd->lhs_dilate > 1 || wd->reversal) return false;
+  int r = i->shape->rank, ks = -1, kind[TS_PART_MAX_RANK], nl = 0, nr = 0;
   bool keep[TS_PART_MAX_RANK] = {false};
-  keep[c->out_batch] = keep[c->out_feature] = keep[c->out_spatial[ks]] = true;
+  int64_t od[TS_PART_MAX_RANK], id[TS_PART_MAX_RANK], rod[TS_PART_MAX_RANK], rid[TS_PART_MAX_RANK];
+  if (c->nspatial > w->n || c->nspatial > TS_PART_MAX_RANK - 2) return false;
+  for (int k = 0; k < c->nspatial; k++) {
+    kind[k] = conv_dim_kind(i, c, &w->dims[k], k);
+    if (s->dims[c->out_spatial[k]] == 1) continue;
+    keep[c->out_spatial[k]] = true;
+    od[nl] = c->out_spatial[k], id[nl++] = c->in_spatial[k];
+    if (kind[k] == CONV_PAR_BOTH) rod[nr] = c->out_spatial[k], rid[nr++] = c->k_spatial[k];
+    if (kind[k] != CONV_WINDOW) continue;
+    if (ks >= 0) return false; /* one tiled windowed dim */
+    ks = k;
+  }
+  if (nl == 0) return false;
+  if (ks >= 0 && (w->dims[ks].lhs_dilate > 1 || w->dims[ks].reversal)) return false;
+  keep[c->out_batch] = keep[c->out_feature] = true;
+  od[nl] = c->out_batch, id[nl++] = c->in_batch;
+  rod[nr] = c->out_feature, rid[nr++] = c->k_out_feature;
   ts_sharding_value_t *sp = ts_part_replicate_dims(p, s, r, keep);
-  int64_t od[2] = {c->out_batch, c->out_spatial[ks]}, id[2] = {c->in_batch, c->in_spatial[ks]};
-  int64_t of = c->out_feature, kf = c->k_out_feature;
   const ts_shape_t *lhs = i->ops[0]->shape;
-  ts_sharding_value_t *ls = ts_part_operand_sharding(p, sp, r, 2, od, id, lhs->rank);
-  ts_sharding_value_t *rs = ts_part_operand_sharding(p, sp, r, 1, &of, &kf, i->ops[1]->shape->rank);
-  int d = (int)c->in_spatial[ks];
-  int64_t t = sp->dims[c->out_spatial[ks]], nout = i->shape->dims[c->out_spatial[ks]];
-  int64_t co = (nout + t - 1) / t, nq = (nout + co - 1) / co;
-  int64_t L = (co - 1) * wd->stride + (wd->size - 1) * wd->rhs_dilate + 1;
-  int64_t ci = (lhs->dims[d] + t - 1) / t, smin, smax;
-  if (!ts_part_halo_span(t, ci, co * wd->stride, -wd->pad_lo, L, nq, &smin, &smax)) return false;
-  ts_hlo_instr_t *x = ts_part_operand(p, i, 0, ls), *win = NULL;
-  if (x) ts_part_halo_window(p, x, ls, d, lhs->dims[d], co * wd->stride, -wd->pad_lo, L, nq, ts_part_zero(p, lhs->elem), &win);
+  ts_sharding_value_t *ls = ts_part_operand_sharding(p, sp, r, nl, od, id, lhs->rank);
+  ts_sharding_value_t *rs = ts_part_operand_sharding(p, sp, r, nr, rod, rid, i->ops[1]->shape->rank);
+  if (!sp || !ls || !rs) return false;
+  ts_hlo_instr_t *x = NULL, *win = NULL;
+  if (ks >= 0) {
+    const ts_window_dim_t *wd = &w->dims[ks];
+    int d = (int)c->in_spatial[ks];
+    int64_t t = sp->dims[c->out_spatial[ks]], nout = i->shape->dims[c->out_spatial[ks]];
+    int64_t co = (nout + t - 1) / t, nq = (nout + co - 1) / co;
+    int64_t L = (co - 1) * wd->stride + (wd->size - 1) * wd->rhs_dilate + 1;
+    int64_t ci = (lhs->dims[d] + t - 1) / t, smin, smax;
+    if (!ts_part_halo_span(t, ci, co * wd->stride, -wd->pad_lo, L, nq, &smin, &smax)) return false;
+    x = ts_part_operand(p, i, 0, ls);
+    if (x) ts_part_halo_window(p, x, ls, d, lhs->dims[d], co * wd->stride, -wd->pad_lo, L, nq, ts_part_zero(p, lhs->elem), &win);
+  } else {
+    win = ts_part_operand(p, i, 0, ls);
+  }
   if (!win) return true;
   ts_hlo_instr_t *ops[2] = {win, ts_part_operand(p, i, 1, rs)};
-  ts_hlo_instr_t *y = ts_part_emit_like(p, i, ops, ts_part_local_shape(p, i->shape, sp));
-  for (int k = 0; y && k < y->nattrs; k++)
-    if (y->attrs[k].kind == TS_ATTR_WINDOW) {
-      y->attrs[k].v.window->dims[ks].pad_lo = 0;
-      y->attrs[k].v.window->dims[ks].pad_hi = 0;
+  const ts_shape_t *ys = ts_part_local_shape(p, i->shape, sp);
+  ts_hlo_instr_t *y = ys ? ts_part_emit_like(p, i, ops, ys) : NULL;
+  for (int a = 0; y && a < y->nattrs; a++) {
+    if (y->attrs[a].kind != TS_ATTR_WINDOW) continue;
+    ts_window_dim_t *wk = y->attrs[a].v.window->dims;
+    if (ks >= 0) wk[ks].pad_lo = wk[ks].pad_hi = 0;
+    for (int k = 0; k < c->nspatial; k++) {
+      if (kind[k] != CONV_PAR_BOTH || s->dims[c->out_spatial[k]] == 1) continue;
+      /* The shard's own length n: window n, lhs_dilate n, and the
+       * source's choice of stride or rhs_dilate n - 1. */
+      int64_t n = ys->dims[c->out_spatial[k]], m = n - 1 > 1 ? n - 1 : 1;
+      bool by_stride = wk[k].rhs_dilate == 1;
+      wk[k].size = wk[k].lhs_dilate = n;
+      wk[k].stride = by_stride ? m : 1;
+      wk[k].rhs_dilate = by_stride ? 1 : m;
     }
+  }
   ts_part_set(p, i, ts_part_reshard(p, y, i->shape, sp, s), s);
   return true;
 }
