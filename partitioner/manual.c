@@ -107,11 +107,11 @@ static bool custom_call(part_t *p, const ts_hlo_instr_t *i, const ts_sharding_va
 
 /* ---- user all-reduce ---------------------------------------------------- */
 
-/* The device ids of an all-reduce's groups, and whether they are partition
- * ids (flattened ids with one replica, as here): false for a cross-replica
- * all-reduce, whose groups never leave a device in a one-replica program.
- * XLA's GetCollectiveOpGroupMode; a channel_id without global ids spans all
- * partitions per replica group (returned as one group of every device). */
+/* Whether the all-reduce combines partitions (it has a channel_id; XLA's
+ * GetCollectiveOpGroupMode), and then its groups of partition ids (one
+ * replica here): the user's groups with use_global_device_ids, else one
+ * group of every device (*all). Without a channel_id it is cross-replica:
+ * with one replica each device is its own group. */
 static bool partition_groups(const ts_hlo_instr_t *i, int64_t *ng, const ts_i64_list_t **groups, bool *all) {
   const ts_hlo_attr_t *ch = ts_hlo_instr_attr(i, "channel_id");
   const ts_hlo_attr_t *g = ts_hlo_instr_attr(i, "use_global_device_ids");
