@@ -254,12 +254,6 @@ static void control_flow(part_t *p, const ts_hlo_instr_t *i, const ts_sharding_v
   ts_part_set(p, i, c, s);
 }
 
-/* manual.c: manual and subgroup-manual regions, their boundaries, and user
- * collectives kept on shards; false (having emitted nothing) when i is
- * none of those. Declared here, its one caller, until
- * partitioner_internal.h lists it. */
-bool ts_part_manual(part_t *p, const ts_hlo_instr_t *i, const ts_sharding_value_t *s);
-
 static void partition_instr(part_t *p, const ts_hlo_instr_t *i, ts_sharding_value_t *param_sharding) {
   ts_sharding_value_t *s = param_sharding ? param_sharding : sharding_of(p, i);
   if (!s) return;

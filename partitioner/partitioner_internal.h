@@ -189,6 +189,10 @@ bool ts_part_halo_span(int64_t t, int64_t ci, int64_t A, int64_t B, int64_t L, i
                        int64_t *smax);
 void ts_part_halo_window(part_t *p, ts_hlo_instr_t *x, const ts_sharding_value_t *s, int d, int64_t n_in,
                          int64_t A, int64_t B, int64_t L, int64_t nq, ts_hlo_instr_t *fill, ts_hlo_instr_t **out);
+/* manual.c: manual and subgroup-manual regions, their boundaries, and user
+ * collectives kept on shards; false (having emitted nothing) when i is
+ * none of those. */
+bool ts_part_manual(part_t *p, const ts_hlo_instr_t *i, const ts_sharding_value_t *s);
 bool ts_part_select_and_scatter(part_t *p, const ts_hlo_instr_t *i, const ts_sharding_value_t *s); /* select_scatter.c */
 bool ts_part_concat_sum(part_t *p, const ts_hlo_instr_t *i, const ts_sharding_value_t *s);
 bool ts_part_pad_halo(part_t *p, const ts_hlo_instr_t *i, const ts_sharding_value_t *s);
