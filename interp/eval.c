@@ -422,6 +422,139 @@ static const ts_sharding_value_t *sharding_leaf(const ts_sharding_value_t *sv, i
   return sv->kind == TS_SHARD_TUPLE ? sv->tuple[k] : sv;
 }
 
+/* ---- subgroup-manual regions ---------------------------------------------
+ * A region whose sharding has a manual subgroup (`last_tile_dims={manual}`)
+ * gives each manual group its own copy of the region's value, tiled over the
+ * group's devices by the data dims of that sharding. XLA's partitioner
+ * passes shards through the boundary unchanged (SPMDFullToShardShape's
+ * result is its operand's shard), so the copy is defined by the shards: the
+ * group's copy holds, at each member's tile of the region sharding, that
+ * member's shard of the full value under the operand's sharding. Which part
+ * of the full value a group sees therefore follows the tile assignments (it
+ * need not be one contiguous block: a group may own interleaved tiles). */
+
+static bool manual_subgroup_dim(const ts_sharding_value_t *s, int *dim) {
+  if (!s || s->kind != TS_SHARD_TILED) return false;
+  for (int k = 0; k < s->nsubgroups; k++)
+    if (s->subgroups[k] == TS_SUBGROUP_MANUAL) {
+      *dim = s->data_rank + k;
+      return true;
+    }
+  return false;
+}
+
+/* The per-device (padded) shard shape of `full` under s, in the arena. */
+static const ts_shape_t *shard_shape_of(ts_interp_t *it, const ts_sharding_value_t *s, const ts_shape_t *full) {
+  ts_shape_t *sh = ts_arena_alloc(it->arena, sizeof *sh);
+  int64_t *dims = ts_arena_alloc(it->arena, sizeof *dims * (size_t)(full->rank + 1));
+  if (!sh || !dims) return NULL;
+  *sh = (ts_shape_t){.elem = full->elem, .rank = full->rank, .dims = dims};
+  if (s->kind != TS_SHARD_TILED) {
+    memcpy(dims, full->dims, sizeof *dims * (size_t)full->rank);
+    return sh;
+  }
+  return ts_sharding_shard_dims(s, full, dims) == TS_OK ? sh : NULL;
+}
+
+/* The device with q's data tile and p's manual group under s (manual
+ * subgroup dim md); -1 when either is not in s. */
+static int64_t group_partner(const ts_sharding_value_t *s, int md, int64_t q, int64_t p) {
+  int64_t iq[TS_MAX_RANK + 8], ip[TS_MAX_RANK + 8], dev;
+  if (s->ndims > TS_MAX_RANK + 8 || ts_sharding_tile_index(s, q, iq) != TS_OK ||
+      ts_sharding_tile_index(s, p, ip) != TS_OK)
+    return -1;
+  iq[md] = ip[md];
+  return ts_sharding_tile_device(s, iq, &dev) == TS_OK ? dev : -1;
+}
+
+/* Entering: device d's value is its manual group's copy of the region
+ * (shape `region`, sharding rs), built from the members' shards of their
+ * full values (sharding os). Devices of one group share one value. */
+static ts_status_t enter_subgroup_manual(ts_interp_t *it, const ts_hlo_instr_t *i, const ts_sharding_value_t *os,
+                                         const ts_sharding_value_t *rs, int md, int ndev, ts_value_t *const *full,
+                                         ts_value_t **res) {
+  int64_t P = it->partitions;
+  const ts_shape_t *fs = i->ops[0]->shape, *ss = shard_shape_of(it, os, fs);
+  if (!ss) return TS_ERR_NOMEM;
+  if (ts_sharding_num_devices(os) != P || ts_sharding_num_devices(rs) != P)
+    return fail(it, i, TS_ERR_INVALID_ARGUMENT,
+                "the region's shardings span %lld and %lld devices, but %lld partitions run",
+                (long long)ts_sharding_num_devices(os), (long long)ts_sharding_num_devices(rs), (long long)P);
+  ts_value_t **shards = ts_calloc((size_t)(2 * P), sizeof *shards), **view = shards + P;
+  int64_t *first = ts_calloc((size_t)P, sizeof *first); /* per manual group index: its first device, +1 */
+  ts_status_t st = TS_OK;
+  if (!shards || !first) st = TS_ERR_NOMEM;
+  for (int base = 0; st == TS_OK && base < ndev; base += (int)P) {
+    for (int64_t p = 0; p < P; p++) first[p] = 0;
+    for (int64_t p = 0; st == TS_OK && p < P; p++) {
+      st = ts_interp_shard_value(full[base + p], os, p, ss, &shards[p]);
+      if (st != TS_OK) st = fail(it, i, st, "cannot cut partition %lld's shard of the operand", (long long)p);
+    }
+    for (int64_t p = 0; st == TS_OK && p < P; p++) {
+      int64_t ip[TS_MAX_RANK + 8];
+      if (rs->ndims > TS_MAX_RANK + 8 || ts_sharding_tile_index(rs, p, ip) != TS_OK) {
+        st = fail(it, i, TS_ERR_INVALID_ARGUMENT, "partition %lld is not in the region's sharding", (long long)p);
+        break;
+      }
+      int64_t g = ip[md];
+      if (first[g] > 0) {
+        res[base + p] = ts_value_ref(res[base + first[g] - 1]);
+        continue;
+      }
+      first[g] = p + 1;
+      for (int64_t q = 0; q < P; q++) {
+        int64_t e = group_partner(rs, md, q, p);
+        view[q] = e >= 0 ? shards[e] : NULL;
+        if (e < 0) st = TS_ERR_INVALID_ARGUMENT;
+      }
+      if (st == TS_OK) st = ts_interp_unshard_values(view, (int)P, rs, i->shape, &res[base + p]);
+      if (st != TS_OK)
+        st = fail(it, i, st, "the operand's shards do not fit manual group %lld's tiles of the region",
+                  (long long)g);
+    }
+    for (int64_t p = 0; p < P; p++) {
+      ts_value_unref(shards[p]);
+      shards[p] = NULL;
+    }
+  }
+  ts_free(shards);
+  ts_free(first);
+  return st;
+}
+
+/* Leaving: each device's shard of its group's copy (sharding rs) is its
+ * shard of the full value (sharding fs_sv); the shards assemble it. */
+static ts_status_t leave_subgroup_manual(ts_interp_t *it, const ts_hlo_instr_t *i, const ts_sharding_value_t *rs,
+                                         const ts_sharding_value_t *fs_sv, int ndev, ts_value_t *const *local,
+                                         ts_value_t **res) {
+  int64_t P = it->partitions;
+  const ts_shape_t *ss = shard_shape_of(it, rs, i->ops[0]->shape);
+  if (!ss) return TS_ERR_NOMEM;
+  if (ts_sharding_num_devices(rs) != P)
+    return fail(it, i, TS_ERR_INVALID_ARGUMENT, "the region's sharding spans %lld devices, but %lld partitions run",
+                (long long)ts_sharding_num_devices(rs), (long long)P);
+  ts_value_t **shards = ts_calloc((size_t)P, sizeof *shards);
+  if (!shards) return TS_ERR_NOMEM;
+  ts_status_t st = TS_OK;
+  for (int base = 0; st == TS_OK && base < ndev; base += (int)P) {
+    for (int64_t p = 0; st == TS_OK && p < P; p++) {
+      st = ts_interp_shard_value(local[base + p], rs, p, ss, &shards[p]);
+      if (st != TS_OK) st = fail(it, i, st, "cannot cut partition %lld's shard of the region's value", (long long)p);
+    }
+    ts_value_t *v = NULL;
+    if (st == TS_OK && (st = ts_interp_unshard_values(shards, (int)P, fs_sv, i->shape, &v)) != TS_OK)
+      st = fail(it, i, st, "the region's shards do not assemble the full value");
+    for (int64_t p = 0; p < P; p++) {
+      ts_value_unref(shards[p]);
+      shards[p] = NULL;
+      if (v) res[base + p] = ts_value_ref(v);
+    }
+    ts_value_unref(v);
+  }
+  ts_free(shards);
+  return st;
+}
+
 /* Enters a manual region: operand k's full value becomes every device's
  * shard (result leaf k). GSPMD's SPMDFullToShardShape takes the sharding
  * of its operand; Shardy's GlobalToLocalShape lists them. */
@@ -435,6 +568,12 @@ static ts_status_t enter_region(ts_interp_t *it, const ts_hlo_instr_t *i, bool s
   if (sdy) TS_CHECK(sdy_region_shardings(it, i, "xla.sdy.in_shardings", n, full, &sv));
   else if (n != 1) return fail(it, i, TS_ERR_INVALID_ARGUMENT, "SPMDFullToShardShape takes one operand");
   else TS_CHECK(region_sharding(it, i, i->ops[0], full[0], &sv));
+  if (!sdy && i->sharding && ts_shape_is_array(i->shape)) {
+    ts_sharding_value_t *rs;
+    int md;
+    if (ts_sharding_from_syntax(it->arena, i->sharding, i->shape, &rs) == TS_OK && manual_subgroup_dim(rs, &md))
+      return enter_subgroup_manual(it, i, sv, rs, md, ndev, &vals[opos[0] * ndev], res);
+  }
   for (int d = 0; d < ndev; d++) {
     ts_value_t *el[256];
     for (int k = 0; k < n; k++) {
@@ -462,6 +601,13 @@ static ts_status_t leave_region(ts_interp_t *it, const ts_hlo_instr_t *i, bool s
   for (int k = 0; k < n; k++) full[k] = i->shape->elem == TS_TUPLE ? i->shape->tuple[k] : i->shape;
   if (sdy) TS_CHECK(sdy_region_shardings(it, i, "xla.sdy.out_shardings", n, full, &sv));
   else TS_CHECK(region_sharding(it, i, i, i->shape, &sv));
+  const ts_hlo_instr_t *o = i->ops[0];
+  if (!sdy && o->sharding && ts_shape_is_array(o->shape) && ts_shape_is_array(i->shape)) {
+    ts_sharding_value_t *rs;
+    int md;
+    if (ts_sharding_from_syntax(it->arena, o->sharding, o->shape, &rs) == TS_OK && manual_subgroup_dim(rs, &md))
+      return leave_subgroup_manual(it, i, rs, sv, ndev, &vals[opos[0] * ndev], res);
+  }
   /* One partition's shards per tile (replica 0 when there are several). */
   int np = (int)it->partitions;
   ts_value_t *el[256];

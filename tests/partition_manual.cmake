@@ -27,3 +27,23 @@ ts_partition_strategy(manual_tiled_all_reduce_iota "all-reduce 1 40")
 ts_xla_bytes_test(058 058_tuple_reduce_subgroup_manual.hlo "all-gather 2 448" --num-partitions 4)
 ts_xla_bytes_test(142 142_subgroup_manual_all_reduce.hlo "all-reduce 1 8" --num-partitions 4)
 ts_xla_bytes_test(011 011_tiled_all_reduce.hlo "all-reduce 1 24" --num-partitions 2)
+
+# Subgroup-manual regions entered with SPMDFullToShardShape from a value
+# tiled on the dim the region then reduces (2 and 4 devices per manual
+# group; interleaved and contiguous group tiles): the reference cuts each
+# group's copy from its members' shards. Each device sums its shard; one
+# all-reduce inside each group.
+ts_partition_strategy(manual_region_reduce_4 "all-reduce 1 16" --num-partitions 4)
+ts_partition_strategy(manual_region_reduce_8 "all-reduce 1 8" --num-partitions 8)
+ts_check_test(partition.manual_region_reduce_4.seed7 ${ts_partition_dir}/manual_region_reduce_4.hlo ok unit
+              --num-partitions 4 --random-inputs 7)
+ts_check_test(partition.manual_region_reduce_8.seed7 ${ts_partition_dir}/manual_region_reduce_8.hlo ok unit
+              --num-partitions 8 --random-inputs 7)
+# The reference's answer itself, against goldens summed by hand
+# (tests/partition/manual_golden.py).
+foreach(case manual_region_reduce_4 manual_region_reduce_8)
+  add_test(NAME partition.${case}.golden
+           COMMAND sh ${ts_partition_dir}/manual_golden.sh $<TARGET_FILE:tessera> $<TARGET_FILE:npy_allclose>
+                   ${ts_partition_dir}/manual_golden/${case} ${ts_partition_dir}/${case}.hlo)
+  set_tests_properties(partition.${case}.golden PROPERTIES LABELS unit TIMEOUT 60)
+endforeach()
