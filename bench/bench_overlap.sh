@@ -27,7 +27,8 @@
 # 1.0"), DELAY_US (a list; wins over COMM_FRACTIONS), BW_GBPS (adds the
 # knob's bandwidth term), MODE (threads: --devices N in one process; mpi:
 # mpirun -np N), HOST_MODEL (1: also run the schedule of the default host
-# cost model; 0: skip it).
+# cost model; 0: skip it), OVERLAP (the scheduler's --overlap-limit, e.g.
+# all-reduce=4: how many all-reduces may be in flight at once; default 1).
 # A benchmark, never a test: the figures depend on the machine's load.
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
@@ -37,6 +38,7 @@ tessera=$build/launcher/tessera
 layers=${LAYERS:-8} width=${WIDTH:-512} batch=${BATCH:-1024}
 devices=${DEVICES:-4} slices=${SLICES:-2} steps=${STEPS:-10} repeat=${REPEAT:-5}
 fractions=${COMM_FRACTIONS:-0.67 1.0} delays=${DELAY_US:-} bw=${BW_GBPS:-} mode=${MODE:-threads}
+overlap=${OVERLAP:-1}
 [ -x "$tessera" ] || { echo "bench_overlap.sh: no $tessera (build the tessera target)" >&2; exit 2; }
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
@@ -85,7 +87,7 @@ link_model() {
 # predict COST_MODEL: the scheduler's "predicted step" and its program-order
 # time (compute + every collective), in ms.
 predict() {
-  job --compile-only --cost-model "$1" "$module" | awk '
+  job --compile-only --overlap-limit "$overlap" --cost-model "$1" "$module" | awk '
     /^schedule/ { for (i = 1; i <= NF; i++) { v = $(i + 1)
                     if ($i == "step") step = v; if ($i == "collectives" && coll == "") coll = v; if ($i == "which") exp_ = v }
                   print step, step - exp_ + coll }'
@@ -101,6 +103,7 @@ say "# bench_overlap.sh $(date -u +%Y-%m-%dT%H:%MZ), $(nproc) cores ($cpu), load
 say "# workload: bench/gen_overlap.py --layers $layers --width $width --batch $batch --data $devices --no-loss:"
 say "#   $ncoll all-reduces across slices per step; $devices devices as $slices slices ($mode), $steps steps a run;"
 say "#   per repeat one run of each configuration back to back; figures are medians over $repeat repeats"
+say "#   scheduled with --overlap-limit $overlap"
 
 # The delays: COMM_FRACTIONS of the compute time (3 runs with no delay) over the crossing collectives.
 if [ -z "$delays" ]; then
@@ -138,9 +141,9 @@ for d in $delays; do
   for r in $(seq "$repeat"); do
     c0=$(run 0 --no-schedule)
     po=$(run "$spec" --no-schedule)
-    sc=$(run "$spec" --cost-model "$cm")
+    sc=$(run "$spec" --overlap-limit "$overlap" --cost-model "$cm")
     h="0 0 0 0"
-    [ "${HOST_MODEL:-1}" = 0 ] || h=$(run "$spec")
+    [ "${HOST_MODEL:-1}" = 0 ] || h=$(run "$spec" --overlap-limit "$overlap")
     # compute: the step with no delay; comm: program order's collective waits at this delay
     echo "$c0 $po $sc $h" | awk '{ print $1, $1 * ($2 + $4) / 100, $5, $5 * $7 / 100, $9, $13 }' >> "$tmp/rows"
   done
