@@ -1,5 +1,6 @@
 /* Partitioning reductions: local partial results combined by one
- * all-reduce or reduce-scatter (GSPMD section 4.5). */
+ * all-reduce or reduce-scatter (GSPMD section 4.5), or, for reducers that
+ * pick one of their operands (argmax / argmin), gathered and reduced again. */
 #include "partitioner_internal.h"
 
 #include <math.h>
@@ -144,11 +145,171 @@ static bool reduce_partial(part_t *p, const ts_hlo_instr_t *i, const ts_sharding
   return true;
 }
 
+/* ---- reducers that pick one of their operands ------------------------- */
+
+/* Whether output k of the n-output reducer c is one of its two candidates
+ * lhs = parameter k, rhs = parameter n + k, or a choice between them
+ * (select, maximum, minimum, and, or): then c(x, x) = x, so a partial
+ * result that already holds the init value may be reduced again with it,
+ * and padding that reads as the init value changes nothing. */
+static bool picks(const ts_hlo_comp_t *c, int n, int k, const ts_hlo_instr_t *e) {
+  const ts_hlo_instr_t *l = c->params[k], *r = c->params[n + k];
+  if (e == l || e == r) return true;
+  const ts_hlo_instr_t *const *o = (const ts_hlo_instr_t *const *)e->ops;
+  switch (e->op) {
+  case TS_OP_SELECT: return e->nops == 3 && ((o[1] == l && o[2] == r) || (o[1] == r && o[2] == l));
+  case TS_OP_MAXIMUM: case TS_OP_MINIMUM: case TS_OP_AND: case TS_OP_OR:
+    return e->nops == 2 && ((o[0] == l && o[1] == r) || (o[0] == r && o[1] == l));
+  default: return false;
+  }
+}
+
+static bool idempotent_reducer(const ts_hlo_comp_t *c, int n) {
+  if (!c || c->nparams != 2 * n) return false;
+  const ts_hlo_instr_t *root = c->root;
+  if (n == 1) return picks(c, 1, 0, root);
+  if (root->op != TS_OP_TUPLE || root->nops != n) return false;
+  for (int k = 0; k < n; k++)
+    if (!picks(c, n, k, root->ops[k])) return false;
+  return true;
+}
+
+/* pred[dims]: true where the element is real along every dim d with
+ * valid[d] (per partition: how many of the shard's leading elements along
+ * d lie inside the array), false in the padding of uneven tiles. */
+static ts_hlo_instr_t *in_bounds(part_t *p, int r, const int64_t *dims, int64_t *const *valid) {
+  const ts_shape_t *is = ts_part_shape(p, TS_S32, r, dims), *ps = ts_part_shape(p, TS_PRED, r, dims);
+  ts_hlo_instr_t *all = NULL;
+  for (int d = 0; d < r; d++) {
+    if (!valid[d]) continue;
+    ts_hlo_instr_t *io = ts_part_add(p, TS_OP_IOTA, is, NULL, 0, "iota");
+    ts_part_attr_int(p, io, "iota_dimension", d);
+    ts_hlo_instr_t *lim = ts_part_broadcast_scalar(p, ts_part_table_lookup(p, valid[d]), r, dims);
+    ts_hlo_instr_t *lt = ts_part_add(p, TS_OP_COMPARE, ps, (ts_hlo_instr_t *[]){io, lim}, 2, "compare");
+    ts_part_attr_ident(p, lt, "direction", "LT");
+    all = all ? ts_part_add(p, TS_OP_AND, ps, (ts_hlo_instr_t *[]){all, lt}, 2, "and") : lt;
+  }
+  return all;
+}
+
+/* A reduce over tiled dims whose init need not be the reducer's identity
+ * (a parameter, as in variadic argmax), with a reducer that tolerates
+ * reducing it in twice (idempotent_reducer): each device reduces its shard
+ * (padding of uneven tiles read as the init value), the partial results
+ * (one per device of a group over the reduced tiled dims) are gathered
+ * along a new minor dim and reduced again; a single-operand reduce combines
+ * them with an all-reduce of the reducer instead. Moves the result's size
+ * times the group size rather than the operands: used when that is fewer
+ * bytes than gathering the operands (ts_part_reduce's way). */
+static bool reduce_gathered_partials(part_t *p, const ts_hlo_instr_t *i, const ts_sharding_value_t *s) {
+  int n = i->nops / 2;
+  const ts_hlo_attr_t *a = ts_hlo_instr_attr(i, "dimensions");
+  if (n < 1 || n > 64 || i->nops != 2 * n || i->ncalled != 1 || !a || !idempotent_reducer(i->called[0], n))
+    return false;
+  const ts_hlo_instr_t *in = i->ops[0];
+  const ts_sharding_value_t *O = p->sh[in->id];
+  int r = in->shape->rank, m = 0;
+  if (!O || O->kind != TS_SHARD_TILED || r > TS_PART_MAX_RANK) return false;
+  for (int k = 0; k < n; k++)
+    if (!p->sh[i->ops[k]->id] || !ts_sharding_equal(ts_part_leaf(s, k), ts_part_leaf(s, 0))) return false;
+  bool tiled_reduced[TS_PART_MAX_RANK] = {false}, kept_dims[TS_PART_MAX_RANK], any = false;
+  int64_t kept[TS_PART_MAX_RANK], *valid[TS_PART_MAX_RANK] = {NULL};
+  for (int d = 0; d < r; d++) kept_dims[d] = true;
+  for (int k = 0; k < a->v.list.n; k++) {
+    int64_t d = a->v.list.v[k];
+    kept_dims[d] = false;
+    if (O->dims[d] > 1) tiled_reduced[d] = any = true;
+  }
+  if (!any) return false;
+  for (int d = 0; d < r; d++)
+    if (kept_dims[d]) kept[m++] = d;
+  /* Uneven reduced dims: each partition's count of real elements. */
+  for (int d = 0; d < r; d++) {
+    if (!tiled_reduced[d] || in->shape->dims[d] % O->dims[d] == 0) continue;
+    valid[d] = ts_arena_alloc(p->a, sizeof *valid[d] * (size_t)p->n);
+    if (!valid[d]) {
+      ts_part_fail(p, i, TS_ERR_NOMEM, "out of memory");
+      return true;
+    }
+    for (int64_t dev = 0; dev < p->n; dev++) {
+      int64_t off[TS_PART_MAX_RANK], lim[TS_PART_MAX_RANK];
+      if (ts_sharding_shard(O, in->shape, dev, off, lim) != TS_OK) return false;
+      valid[d][dev] = lim[d] - off[d];
+    }
+  }
+  /* ps: the partial results' sharding (O's kept tiles; the reduced dims'
+   * tiles become a subgroup whose members hold partials to combine). */
+  ts_sharding_value_t *ps = ts_part_select_dims(p, ts_part_replicate_dims(p, O, r, kept_dims), m, kept);
+  int64_t ng, gs, *groups;
+  ts_part_groups_over_dims(p, O, tiled_reduced, &ng, &gs, &groups);
+  if (!ps || !groups) return p->st != TS_OK;
+  const ts_shape_t *leaf0 = i->shape->elem == TS_TUPLE ? i->shape->tuple[0] : i->shape;
+  const ts_shape_t *local = ts_part_local_shape(p, leaf0, ps);
+  if (!local) return true;
+
+  /* Bytes per device, against gathering the operands to the result's tiles. */
+  int64_t outdim[TS_PART_MAX_RANK], opdim[TS_PART_MAX_RANK], mine = 0, gather = 0;
+  for (int k = 0; k < m; k++) {
+    outdim[k] = k;
+    opdim[k] = kept[k];
+  }
+  ts_sharding_value_t *os = ts_part_operand_sharding(p, ts_part_leaf(s, 0), m, m, outdim, opdim, r);
+  if (!os) return p->st != TS_OK;
+  for (int k = 0; k < n; k++) {
+    const ts_shape_t *rs = i->shape->elem == TS_TUPLE ? i->shape->tuple[k] : i->shape;
+    const ts_sharding_value_t *ok = p->sh[i->ops[k]->id];
+    int64_t leaf = (int64_t)ts_elem_storage_bytes(rs->elem) * ts_shape_elements(local);
+    mine += (n == 1 ? leaf : leaf * gs) + ts_part_reshard_bytes(p, rs, ps, ts_part_leaf(s, k)) +
+            ts_part_reshard_bytes(p, i->ops[k]->shape, ok, O);
+    gather += ts_part_reshard_bytes(p, i->ops[k]->shape, ok, os);
+  }
+  if (mine >= gather) return false;
+
+  ts_hlo_instr_t *ops[128], *inits[64];
+  for (int k = 0; k < n; k++) ops[k] = ts_part_operand(p, i, k, O);
+  for (int k = n; k < 2 * n; k++) ops[k] = inits[k - n] = ts_part_operand(p, i, k, ts_part_replicated(p));
+  if (!ops[0]) return true;
+  ts_hlo_instr_t *mask = in_bounds(p, r, ops[0]->shape->dims, valid);
+  for (int k = 0; mask && k < n; k++) {
+    ts_hlo_instr_t *fill = ts_part_broadcast_scalar(p, inits[k], r, ops[k] ? ops[k]->shape->dims : NULL);
+    ops[k] = ts_part_add(p, TS_OP_SELECT, ops[k] ? ops[k]->shape : NULL, (ts_hlo_instr_t *[]){mask, ops[k], fill},
+                         3, "select");
+  }
+  ts_hlo_instr_t *partial = ts_part_emit_like(p, i, ops, ts_part_local_shape(p, i->shape, ps));
+  ts_hlo_comp_t *reducer = ts_part_clone_comp(p, i->called[0]);
+  if (!partial || !reducer) return true;
+  if (n == 1) {
+    ts_part_set(p, i, ts_part_sum_partials(p, partial, i->shape, ps, ng, gs, groups, reducer, s), s);
+    return true;
+  }
+  /* The partials side by side along a new minor dim m, then reduced. */
+  int64_t dims[TS_PART_MAX_RANK + 1];
+  for (int d = 0; d < m; d++) dims[d] = local->dims[d];
+  ts_hlo_instr_t *gathered[128];
+  for (int k = 0; k < n; k++) {
+    ts_hlo_instr_t *leaf = ts_part_add(p, TS_OP_GET_TUPLE_ELEMENT, partial->shape->tuple[k], &partial, 1,
+                                       "get-tuple-element");
+    ts_part_attr_int(p, leaf, "index", k);
+    dims[m] = 1;
+    ts_hlo_instr_t *col = ts_part_reshape(p, leaf, m + 1, dims);
+    dims[m] = gs;
+    const ts_shape_t *gshape = ts_part_shape(p, partial->shape->tuple[k]->elem, m + 1, dims);
+    gathered[k] = ts_part_collective(p, TS_OP_ALL_GATHER, gshape, col, ng, gs, groups);
+    ts_part_attr_ints(p, gathered[k], "dimensions", 1, (int64_t[]){m});
+    gathered[n + k] = inits[k];
+  }
+  ts_hlo_instr_t *red = ts_part_add(p, TS_OP_REDUCE, partial->shape, gathered, 2 * n, i->name);
+  ts_part_attr_ints(p, red, "dimensions", 1, (int64_t[]){m});
+  ts_part_attr_comp(p, red, "to_apply", reducer);
+  ts_part_set(p, i, ts_part_reshard(p, red, i->shape, ps, s), s);
+  return true;
+}
+
 /* reduce: the kept operand dims carry the result's tiles; reduced dims are
- * gathered unless reduce_partial applies. */
+ * gathered unless reduce_partial or reduce_gathered_partials applies. */
 void ts_part_reduce(part_t *p, const ts_hlo_instr_t *i, const ts_sharding_value_t *s) {
   int n = i->nops / 2;
-  if (reduce_partial(p, i, s)) return;
+  if (reduce_partial(p, i, s) || reduce_gathered_partials(p, i, s)) return;
   const ts_hlo_attr_t *a = ts_hlo_instr_attr(i, "dimensions");
   const ts_shape_t *in = i->ops[0]->shape;
   const ts_sharding_value_t *s0 = ts_part_leaf(s, 0);

@@ -1,5 +1,6 @@
 # Manual and subgroup-manual regions, and collectives the user wrote
-# (partitioner/manual.c). Included after partition.cmake: uses its
+# (partitioner/manual.c; the reference's region boundaries in
+# interp/eval.c), and argmax-style reduces (partitioner/reduce.c). Included after partition.cmake: uses its
 # ts_partition_strategy / ts_collectives_test / ts_xla_bytes_test. Each
 # module is checked numerically by `tessera check` and must show the
 # collectives its header works out by hand.
@@ -46,4 +47,18 @@ foreach(case manual_region_reduce_4 manual_region_reduce_8)
            COMMAND sh ${ts_partition_dir}/manual_golden.sh $<TARGET_FILE:tessera> $<TARGET_FILE:npy_allclose>
                    ${ts_partition_dir}/manual_golden/${case} ${ts_partition_dir}/${case}.hlo)
   set_tests_properties(partition.${case}.golden PROPERTIES LABELS unit TIMEOUT 60)
+endforeach()
+
+# Argmax-style reduces over a tiled dim outside manual regions
+# (partitioner/reduce.c): each device reduces its shard, the partial
+# results (not the operands) are gathered along a new minor dim and reduced
+# again, where that moves fewer bytes; bytes by hand in each header. Uneven
+# tiles read their padding as the init value: the inputs are chosen so that
+# a zero there would win every row.
+ts_partition_strategy(argmax_tiled_2 "all-gather 2 128" --num-partitions 2)
+ts_partition_strategy(argmax_tiled_4 "all-gather 2 64" --num-partitions 4)
+ts_partition_strategy(argmax_argmin_uneven_2 "all-gather 2 96" --num-partitions 2)
+ts_partition_strategy(argmax_uneven_4 "all-gather 2 128" --num-partitions 4)
+foreach(case argmax_tiled_4 argmax_argmin_uneven_2 argmax_uneven_4)
+  ts_check_test(partition.${case}.seed3 ${ts_partition_dir}/${case}.hlo ok unit --random-inputs 3)
 endforeach()
