@@ -128,6 +128,10 @@ typedef struct {
   ts_sharding_value_t **cand; /* best candidate per leaf of the visited instruction */
   int64_t *cand_score;
   ts_sharding_value_t *replicated, *manual;
+  /* Candidates interned (equal values are one pointer) and their
+   * derivations memoised by input pointer, so a visit costs O(rank), not
+   * O(devices): modules repeat a handful of shardings. */
+  sh_cache_t *cache;
   bool changed;
   uint32_t clock;             /* bumped on every change; orders stamps and visits */
 } ctx_t;
@@ -155,8 +159,8 @@ static int64_t score(const ts_sharding_value_t *v) {
  * its tiling becomes a replicated subgroup). Target dims that no source
  * maps to are untiled. Non-tiled values map to themselves; *out is NULL
  * when v does not fit (rank or map). */
-static ts_status_t remap(ts_arena_t *a, const ts_sharding_value_t *v, int from_rank, int to_rank, const int *map,
-                         ts_sharding_value_t **out) {
+static ts_status_t remap_build(ts_arena_t *a, const ts_sharding_value_t *v, int from_rank, int to_rank,
+                               const int *map, ts_sharding_value_t **out) {
   *out = NULL;
   if (!v) return TS_OK;
   if (v->kind != TS_SHARD_TILED) {
@@ -198,6 +202,70 @@ static ts_status_t remap(ts_arena_t *a, const ts_sharding_value_t *v, int from_r
   ts_status_t st = sh_make_tiled(a, nd, dims, devs, nsub, sub, out);
   ts_free(devs);
   return st;
+}
+
+/* Memo keys: a derivation tag, the input value's address, its arguments. */
+enum { MEMO_REMAP = 1, MEMO_TRANSPOSE, MEMO_RESHAPE, MEMO_SYNTAX };
+#define MEMO_MAX_KEY (2 * SH_MAX_RANK + 8)
+
+static int64_t addr(const void *p) { return (int64_t)(intptr_t)p; }
+
+/* Looks `key` up; on a miss, *out is what `st` (the derivation just run by
+ * the caller) gave, interned and remembered. Failed derivations are not
+ * remembered. */
+static ts_status_t memo_store(ctx_t *x, const int64_t *key, int n, ts_status_t st, ts_sharding_value_t **out) {
+  if (st != TS_OK) return st;
+  TS_CHECK(sh_cache_intern(x->cache, out));
+  return sh_cache_put(x->cache, key, n, *out);
+}
+
+/* remap_build, memoised for tiled values (others map to themselves). */
+static ts_status_t remap(ctx_t *x, const ts_sharding_value_t *v, int from_rank, int to_rank, const int *map,
+                         ts_sharding_value_t **out) {
+  if (!v || v->kind != TS_SHARD_TILED || from_rank > SH_MAX_RANK || from_rank < 0)
+    return remap_build(x->a, v, from_rank, to_rank, map, out);
+  int64_t key[MEMO_MAX_KEY];
+  int n = 0;
+  key[n++] = MEMO_REMAP;
+  key[n++] = addr(v);
+  key[n++] = from_rank;
+  key[n++] = to_rank;
+  for (int k = 0; k < from_rank; k++) key[n++] = map[k];
+  if (sh_cache_get(x->cache, key, n, (void **)out)) return TS_OK;
+  return memo_store(x, key, n, remap_build(x->a, v, from_rank, to_rank, map, out), out);
+}
+
+/* ts_sharding_transpose, memoised for tiled values. */
+static ts_status_t transpose_of(ctx_t *x, ts_sharding_value_t *v, int rank, const int64_t *perm,
+                                ts_sharding_value_t **out) {
+  if (v->kind != TS_SHARD_TILED || rank > SH_MAX_RANK || rank < 0)
+    return ts_sharding_transpose(x->a, v, rank, perm, out);
+  int64_t key[MEMO_MAX_KEY];
+  int n = 0;
+  key[n++] = MEMO_TRANSPOSE;
+  key[n++] = addr(v);
+  key[n++] = rank;
+  for (int k = 0; k < rank; k++) key[n++] = perm[k];
+  if (sh_cache_get(x->cache, key, n, (void **)out)) return TS_OK;
+  return memo_store(x, key, n, ts_sharding_transpose(x->a, v, rank, perm, out), out);
+}
+
+/* ts_sharding_reshape, memoised for tiled values. */
+static ts_status_t reshape_of(ctx_t *x, ts_sharding_value_t *v, const ts_shape_t *from, const ts_shape_t *to,
+                              ts_sharding_value_t **out) {
+  if (v->kind != TS_SHARD_TILED || !ts_shape_is_array(from) || !ts_shape_is_array(to) || from->rank > SH_MAX_RANK ||
+      to->rank > SH_MAX_RANK)
+    return ts_sharding_reshape(x->a, v, from, to, out);
+  int64_t key[MEMO_MAX_KEY];
+  int n = 0;
+  key[n++] = MEMO_RESHAPE;
+  key[n++] = addr(v);
+  key[n++] = from->rank;
+  for (int k = 0; k < from->rank; k++) key[n++] = from->dims[k];
+  key[n++] = to->rank;
+  for (int k = 0; k < to->rank; k++) key[n++] = to->dims[k];
+  if (sh_cache_get(x->cache, key, n, (void **)out)) return TS_OK;
+  return memo_store(x, key, n, ts_sharding_reshape(x->a, v, from, to, out), out);
 }
 
 /* ---- the graph ---------------------------------------------------------- */
@@ -292,7 +360,7 @@ static void offer_all(ctx_t *x, const node_t *n, const ts_hlo_instr_t *y) {
 static ts_status_t offer_remap(ctx_t *x, const node_t *n, int leaf, const ts_sharding_value_t *v, int from_rank,
                                int to_rank, const int *map) {
   ts_sharding_value_t *r = NULL;
-  TS_CHECK(remap(x->a, v, from_rank, to_rank, map, &r));
+  TS_CHECK(remap(x, v, from_rank, to_rank, map, &r));
   offer(x, n, leaf, r);
   return TS_OK;
 }
@@ -546,16 +614,16 @@ static ts_status_t pull_forward(ctx_t *x, ts_hlo_instr_t *i, const node_t *n) {
     ts_sharding_value_t *v = node(x, i->ops[0])->v[0], *r = NULL;
     if (!dims || !v || dims->v.list.n != i->shape->rank) break;
     if (v->kind == TS_SHARD_TILED && v->data_rank != dims->v.list.n) break;
-    TS_CHECK(ts_sharding_transpose(x->a, v, dims->v.list.n, dims->v.list.v, &r));
+    TS_CHECK(transpose_of(x, v, dims->v.list.n, dims->v.list.v, &r));
     offer(x, n, 0, r);
     break;
   }
   case TS_OP_RESHAPE: {
     ts_sharding_value_t *v = node(x, i->ops[0])->v[0], *r = NULL;
     if (!v || v->kind == TS_SHARD_TUPLE) break;
-    ts_status_t st = ts_sharding_reshape(x->a, v, i->ops[0]->shape, i->shape, &r);
+    ts_status_t st = reshape_of(x, v, i->ops[0]->shape, i->shape, &r);
     if (st == TS_ERR_NOMEM) return st;
-    if (st != TS_OK || !r) TS_CHECK(ts_sharding_simple(x->a, TS_SHARD_REPLICATED, &r));
+    if (st != TS_OK || !r) r = x->replicated;
     offer(x, n, 0, r);
     break;
   }
@@ -701,7 +769,7 @@ static ts_status_t from_user(ctx_t *x, const node_t *n, const ts_hlo_instr_t *u,
     for (int d = 0; d < s->rank; d++) inv[d] = -1;
     for (int d = 0; d < s->rank; d++)
       if (dims->v.list.v[d] >= 0 && dims->v.list.v[d] < s->rank) inv[dims->v.list.v[d]] = d;
-    ts_status_t st = ts_sharding_transpose(x->a, v, s->rank, inv, &r);
+    ts_status_t st = transpose_of(x, v, s->rank, inv, &r);
     if (st == TS_ERR_NOMEM) return st;
     if (st == TS_OK) offer(x, n, 0, r);
     break;
@@ -709,7 +777,7 @@ static ts_status_t from_user(ctx_t *x, const node_t *n, const ts_hlo_instr_t *u,
   case TS_OP_RESHAPE: {
     ts_sharding_value_t *v = nu->v[0], *r = NULL;
     if (!v) break;
-    ts_status_t st = ts_sharding_reshape(x->a, v, u->shape, s, &r);
+    ts_status_t st = reshape_of(x, v, u->shape, s, &r);
     if (st == TS_ERR_NOMEM) return st;
     if (st == TS_OK) offer(x, n, 0, r);
     break;
@@ -860,8 +928,12 @@ static ts_status_t init_node(ctx_t *x, ts_hlo_instr_t *i, int *max_leaves) {
   if (st != TS_OK) return TS_OK; /* kept as written; propagates nothing */
   if (v->kind == TS_SHARD_TUPLE) {
     if (v->ntuple == n->n)
-      for (int k = 0; k < n->n; k++) n->v[k] = v->tuple[k];
+      for (int k = 0; k < n->n; k++) {
+        n->v[k] = v->tuple[k];
+        TS_CHECK(sh_cache_intern(x->cache, &n->v[k]));
+      }
   } else {
+    TS_CHECK(sh_cache_intern(x->cache, &v));
     for (int k = 0; k < n->n; k++) n->v[k] = v;
   }
   return TS_OK;
@@ -1003,8 +1075,38 @@ static ts_status_t default_value(ctx_t *x, ts_sharding_value_t **out) {
   return ts_sharding_simple(x->a, TS_SHARD_REPLICATED, out);
 }
 
+/* The syntax of v in the module arena. Leaves are converted once per value
+ * and each instruction gets its own struct sharing the (immutable) arrays:
+ * after interning, a module has a handful of distinct leaves. */
+static ts_status_t syntax_of(ctx_t *x, const ts_sharding_value_t *v, ts_sharding_t **out) {
+  ts_arena_t *a = x->m->arena;
+  if (v->kind == TS_SHARD_TUPLE) return ts_sharding_to_syntax(a, v, out);
+  int64_t key[2] = {MEMO_SYNTAX, addr(v)};
+  ts_sharding_t *s = NULL;
+  if (!sh_cache_get(x->cache, key, 2, (void **)&s)) {
+    TS_CHECK(ts_sharding_to_syntax(a, v, &s));
+    TS_CHECK(sh_cache_put(x->cache, key, 2, s));
+  }
+  if (!(*out = ts_arena_alloc(a, sizeof **out))) return TS_ERR_NOMEM;
+  **out = *s;
+  return TS_OK;
+}
+
+/* A tuple's syntax: its leaves through syntax_of (ts_sharding_to_syntax's
+ * layout: kind, no device, no shard group, one element per leaf). */
+static ts_status_t tuple_syntax(ctx_t *x, int n, ts_sharding_value_t *const *leaves, ts_sharding_t **out) {
+  ts_arena_t *a = x->m->arena;
+  ts_sharding_t *s = ts_arena_alloc(a, sizeof *s);
+  if (!s || !(s->tuple = ts_arena_alloc(a, sizeof *s->tuple * (size_t)(n ? n : 1)))) return TS_ERR_NOMEM;
+  s->kind = TS_SHARD_TUPLE;
+  s->ntuple = n;
+  for (int k = 0; k < n; k++) TS_CHECK(syntax_of(x, leaves[k], &s->tuple[k]));
+  *out = s;
+  return TS_OK;
+}
+
 static ts_status_t write_back(ctx_t *x, ts_sharding_propagate_stats_t *stats) {
-  ts_sharding_value_t *def = NULL, *v = NULL;
+  ts_sharding_value_t *def = NULL;
   TS_CHECK(default_value(x, &def));
   for (int c = 0; c < x->m->ncomps; c++)
     for (int k = 0; k < x->m->comps[c]->ninstrs; k++) {
@@ -1021,9 +1123,8 @@ static ts_status_t write_back(ctx_t *x, ts_sharding_propagate_stats_t *stats) {
       }
       if (any) stats->propagated++;
       else stats->defaulted++;
-      if (i->shape->elem == TS_TUPLE) TS_CHECK(ts_sharding_tuple(x->a, n->n, n->v, &v));
-      else v = n->v[0];
-      TS_CHECK(ts_sharding_to_syntax(x->m->arena, v, &i->sharding));
+      if (i->shape->elem == TS_TUPLE) TS_CHECK(tuple_syntax(x, n->n, n->v, &i->sharding));
+      else TS_CHECK(syntax_of(x, n->v[0], &i->sharding));
     }
   return TS_OK;
 }
@@ -1034,8 +1135,11 @@ ts_status_t ts_sharding_propagate(ts_hlo_module_t *m, const ts_sharding_propagat
   memset(stats, 0, sizeof *stats);
   int max_rounds = opts && opts->max_rounds > 0 ? opts->max_rounds : DEFAULT_ROUNDS;
   ctx_t x = {.m = m, .a = ts_arena_create(), .clock = 1};
-  if (!x.a) return TS_ERR_NOMEM;
-  ts_status_t st;
+  ts_status_t st = x.a ? sh_cache_create(&x.cache) : TS_ERR_NOMEM;
+  if (st != TS_OK) {
+    ts_arena_destroy(x.a);
+    return st;
+  }
   TS_CHECK_GOTO(setup(&x), st, done);
   stats->converged = false;
   for (int round = 0; round < max_rounds && !stats->converged; round++) {
@@ -1052,6 +1156,7 @@ done:
   if (st != TS_OK && diag && !diag->text)
     ts_diag_plain(diag, "sharding propagation of module '%s' failed: %s", m->name ? m->name : "",
                   ts_status_string(st));
+  sh_cache_destroy(x.cache);
   ts_arena_destroy(x.a);
   return st;
 }

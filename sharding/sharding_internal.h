@@ -8,6 +8,9 @@
  * smaller); it keeps index scratch on the stack. */
 #define SH_MAX_RANK 64
 
+/* Device counts up to this keep per-call scratch on the stack (2 x 8 KiB). */
+#define SH_STACK_DEVICES 1024
+
 /* Builds a canonical TILED (or collapsed) value from a tile-assignment
  * array. Inputs are not retained. Checks device ids (>= 0, unique). */
 ts_status_t sh_make_tiled(ts_arena_t *a, int ndims, const int64_t *dims, const int64_t *devices, int nsub,
@@ -34,5 +37,21 @@ void sh_collect_leaves(const ts_shape_t *s, const ts_shape_t **out, int *n);
 /* Arena copies; NULL on OOM (n == 0 gives a non-NULL pointer). */
 int64_t *sh_dup(ts_arena_t *a, const int64_t *v, int64_t n);
 int64_t *sh_alloc(ts_arena_t *a, int64_t n);
+
+/* A cache for one pass that derives many shardings (intern.c): equal
+ * values interned to one pointer, derivations memoised by a key of words.
+ * Values are not owned (they live in the pass's arena, which must outlive
+ * the cache); memo keys are copied. */
+typedef struct sh_cache sh_cache_t;
+ts_status_t sh_cache_create(sh_cache_t **out);
+void sh_cache_destroy(sh_cache_t *c); /* NULL is a no-op */
+/* Replaces *v by the interned value equal to it (same placement and shard
+ * group), interning *v when it is the first. NULL and tuples are left as
+ * they are. */
+ts_status_t sh_cache_intern(sh_cache_t *c, ts_sharding_value_t **v);
+/* The memoised result of `key` (n words): true and *out (possibly NULL)
+ * when present. */
+bool sh_cache_get(sh_cache_t *c, const int64_t *key, int n, void **out);
+ts_status_t sh_cache_put(sh_cache_t *c, const int64_t *key, int n, void *v);
 
 #endif

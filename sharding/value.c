@@ -95,21 +95,38 @@ static int kind_rank(ts_subgroup_t t) {
   return 4;
 }
 
+/* Whether the n device ids are exactly 0..n-1 in some order: the usual
+ * case, where the device -> tile lookup is a direct inverse. */
+static bool ids_dense(const int64_t *devices, int64_t n) {
+  for (int64_t k = 0; k < n; k++)
+    if (devices[k] < 0 || devices[k] >= n) return false;
+  return true; /* with unique ids (checked by the caller), a permutation */
+}
+
 /* Stores a final canonical tile assignment (arrays copied into the arena)
- * and the device -> tile lookup. */
+ * and the device -> tile lookup: (device, flat tile index) pairs sorted by
+ * device, filled directly when the ids are dense (pair d is device d), by
+ * a sort otherwise. */
 static ts_status_t store_tiled(ts_arena_t *a, int ndims, const int64_t *dims, const int64_t *devices, int nsub,
-                               const ts_subgroup_t *sub, ts_sharding_value_t **out) {
+                               const ts_subgroup_t *sub, bool dense, ts_sharding_value_t **out) {
   int64_t n = sh_product(ndims, dims);
   ts_sharding_value_t *v = new_value(a, TS_SHARD_TILED);
   int64_t *d = sh_dup(a, dims, ndims), *devs = sh_dup(a, devices, n), *pairs = sh_alloc(a, 2 * n);
   ts_subgroup_t *s = ts_arena_alloc(a, sizeof *s * (size_t)(nsub ? nsub : 1));
   if (!v || !d || !devs || !pairs || !s) return TS_ERR_NOMEM;
   if (nsub) memcpy(s, sub, sizeof *s * (size_t)nsub);
-  for (int64_t k = 0; k < n; k++) {
-    pairs[2 * k] = devices[k];
-    pairs[2 * k + 1] = k;
+  if (dense) {
+    for (int64_t k = 0; k < n; k++) {
+      pairs[2 * devices[k]] = devices[k];
+      pairs[2 * devices[k] + 1] = k;
+    }
+  } else {
+    for (int64_t k = 0; k < n; k++) {
+      pairs[2 * k] = devices[k];
+      pairs[2 * k + 1] = k;
+    }
+    qsort(pairs, (size_t)n, 2 * sizeof *pairs, sh_cmp_i64); /* by device */
   }
-  qsort(pairs, (size_t)n, 2 * sizeof *pairs, sh_cmp_i64); /* by device */
   v->ndims = ndims;
   v->data_rank = ndims - nsub;
   v->nsubgroups = nsub;
@@ -122,13 +139,28 @@ static ts_status_t store_tiled(ts_arena_t *a, int ndims, const int64_t *dims, co
   return TS_OK;
 }
 
-/* Sorts the devices of each group of the last dim (the replicated one). */
+/* Sorts the devices of each group of the last dim (the replicated one);
+ * groups built from an iota are sorted already. */
 static void sort_last_dim_groups(int64_t n, int64_t group, int64_t *devices) {
-  for (int64_t g = 0; g < n; g += group) qsort(devices + g, (size_t)group, sizeof *devices, sh_cmp_i64);
+  for (int64_t g = 0; g < n; g += group) {
+    int64_t k = 1;
+    while (k < group && devices[g + k - 1] < devices[g + k]) k++;
+    if (k < group) qsort(devices + g, (size_t)group, sizeof *devices, sh_cmp_i64);
+  }
 }
 
-/* Device ids must be >= 0 and unique (scratch: n entries). */
-static bool ids_valid(const int64_t *devices, int64_t n, int64_t *scratch) {
+/* Device ids must be >= 0 and unique (scratch: n entries). Dense ids
+ * (*dense: all below n) are checked in one pass with scratch as a seen
+ * table, others by sorting a copy. */
+static bool ids_valid(const int64_t *devices, int64_t n, int64_t *scratch, bool *dense) {
+  if ((*dense = ids_dense(devices, n))) {
+    memset(scratch, 0, sizeof(int64_t) * (size_t)n);
+    for (int64_t k = 0; k < n; k++) {
+      if (scratch[devices[k]]) return false;
+      scratch[devices[k]] = 1;
+    }
+    return true;
+  }
   memcpy(scratch, devices, sizeof(int64_t) * (size_t)n);
   qsort(scratch, (size_t)n, sizeof *scratch, sh_cmp_i64);
   for (int64_t k = 0; k < n; k++)
@@ -174,10 +206,14 @@ ts_status_t sh_make_tiled(ts_arena_t *a, int ndims, const int64_t *dims, const i
     if (kind_rank(sub[k]) > 3) return TS_ERR_INVALID_ARGUMENT;
   int data = ndims - nsub;
   int64_t data_tiles = sh_product(data, dims);
-  int64_t *scratch = ts_malloc(sizeof(int64_t) * (size_t)n * 2);
+  /* Scratch on the stack for the usual device counts: this runs for
+   * every derived sharding, so a malloc per call shows in profiles. */
+  int64_t local[2 * SH_STACK_DEVICES];
+  int64_t *scratch = n <= SH_STACK_DEVICES ? local : ts_malloc(sizeof(int64_t) * (size_t)n * 2);
   if (!scratch) return TS_ERR_NOMEM;
-  if (!ids_valid(devices, n, scratch)) {
-    ts_free(scratch);
+  bool dense;
+  if (!ids_valid(devices, n, scratch, &dense)) {
+    if (scratch != local) ts_free(scratch);
     return TS_ERR_INVALID_ARGUMENT;
   }
   ts_status_t st;
@@ -186,7 +222,10 @@ ts_status_t sh_make_tiled(ts_arena_t *a, int ndims, const int64_t *dims, const i
   int64_t merged[SH_MAX_RANK];
   ts_subgroup_t types[SH_MAX_RANK];
   int ntypes = canonical_order(data, dims, nsub, sub, perm, merged, types), mrank = data + ntypes;
-  sh_transpose(ndims, dims, devices, perm, devs);
+  bool identity = true;
+  for (int k = 0; k < ndims; k++) identity &= perm[k] == k;
+  if (identity) memcpy(devs, devices, sizeof(int64_t) * (size_t)n);
+  else sh_transpose(ndims, dims, devices, perm, devs);
   if (ntypes == 1 && data_tiles == 1 && types[0] == TS_SUBGROUP_REPLICATED) {
     st = ts_sharding_simple(a, TS_SHARD_REPLICATED, out);
   } else if (ntypes == 1 && data_tiles == 1 && types[0] == TS_SUBGROUP_MANUAL) {
@@ -195,9 +234,9 @@ ts_status_t sh_make_tiled(ts_arena_t *a, int ndims, const int64_t *dims, const i
     st = ts_sharding_simple(a, TS_SHARD_REPLICATED, out); /* one device holds everything */
   } else {
     if (ntypes && types[ntypes - 1] == TS_SUBGROUP_REPLICATED) sort_last_dim_groups(n, merged[mrank - 1], devs);
-    st = store_tiled(a, mrank, merged, devs, ntypes, types, out);
+    st = store_tiled(a, mrank, merged, devs, ntypes, types, dense, out);
   }
-  ts_free(scratch);
+  if (scratch != local) ts_free(scratch);
   return st;
 }
 
