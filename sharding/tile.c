@@ -11,10 +11,10 @@ int64_t ts_sharding_num_devices(const ts_sharding_value_t *v) {
   return v->kind == TS_SHARD_MAXIMAL ? 1 : 0;
 }
 
-/* Flat tile index of a device, or -1. With dense ids (0..ntiles-1, the
- * usual case) pair d is device d's. */
+/* Flat tile index of a device, or -1. */
 static int64_t flat_of(const ts_sharding_value_t *v, int64_t device) {
-  if (device >= 0 && device < v->ntiles && v->by_device_[2 * device] == device) return v->by_device_[2 * device + 1];
+  if (v->tile_of_) return device >= 0 && device < v->ntiles ? v->tile_of_[device] : -1;
+  if (!v->by_device_) return -1;
   const int64_t *p = bsearch(&device, v->by_device_, (size_t)v->ntiles, 2 * sizeof(int64_t), sh_cmp_i64);
   return p ? p[1] : -1;
 }

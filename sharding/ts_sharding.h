@@ -50,7 +50,10 @@ typedef struct ts_sharding_value {
    * propagation: not part of equality. */
   int shard_group;
   int64_t shard_group_id;
-  /* private: (device, flat tile index) pairs sorted by device */
+  /* private: the device -> flat tile index lookup. With dense ids
+   * (devices are 0..ntiles-1, the usual case) tile_of_[device]; else
+   * by_device_, (device, flat tile index) pairs sorted by device. */
+  const int64_t *tile_of_;
   const int64_t *by_device_;
 } ts_sharding_value_t;
 

@@ -104,28 +104,26 @@ static bool ids_dense(const int64_t *devices, int64_t n) {
 }
 
 /* Stores a final canonical tile assignment (arrays copied into the arena)
- * and the device -> tile lookup: (device, flat tile index) pairs sorted by
- * device, filled directly when the ids are dense (pair d is device d), by
- * a sort otherwise. */
+ * and the device -> tile lookup: the inverse permutation when the ids are
+ * dense, else (device, flat tile index) pairs sorted by device. */
 static ts_status_t store_tiled(ts_arena_t *a, int ndims, const int64_t *dims, const int64_t *devices, int nsub,
                                const ts_subgroup_t *sub, bool dense, ts_sharding_value_t **out) {
   int64_t n = sh_product(ndims, dims);
   ts_sharding_value_t *v = new_value(a, TS_SHARD_TILED);
-  int64_t *d = sh_dup(a, dims, ndims), *devs = sh_dup(a, devices, n), *pairs = sh_alloc(a, 2 * n);
+  int64_t *d = sh_dup(a, dims, ndims), *devs = sh_dup(a, devices, n), *lookup = sh_alloc(a, dense ? n : 2 * n);
   ts_subgroup_t *s = ts_arena_alloc(a, sizeof *s * (size_t)(nsub ? nsub : 1));
-  if (!v || !d || !devs || !pairs || !s) return TS_ERR_NOMEM;
+  if (!v || !d || !devs || !lookup || !s) return TS_ERR_NOMEM;
   if (nsub) memcpy(s, sub, sizeof *s * (size_t)nsub);
   if (dense) {
-    for (int64_t k = 0; k < n; k++) {
-      pairs[2 * devices[k]] = devices[k];
-      pairs[2 * devices[k] + 1] = k;
-    }
+    for (int64_t k = 0; k < n; k++) lookup[devices[k]] = k;
+    v->tile_of_ = lookup;
   } else {
     for (int64_t k = 0; k < n; k++) {
-      pairs[2 * k] = devices[k];
-      pairs[2 * k + 1] = k;
+      lookup[2 * k] = devices[k];
+      lookup[2 * k + 1] = k;
     }
-    qsort(pairs, (size_t)n, 2 * sizeof *pairs, sh_cmp_i64); /* by device */
+    qsort(lookup, (size_t)n, 2 * sizeof *lookup, sh_cmp_i64); /* by device */
+    v->by_device_ = lookup;
   }
   v->ndims = ndims;
   v->data_rank = ndims - nsub;
@@ -134,7 +132,6 @@ static ts_status_t store_tiled(ts_arena_t *a, int ndims, const int64_t *dims, co
   v->subgroups = s;
   v->ntiles = n;
   v->devices = devs;
-  v->by_device_ = pairs;
   *out = v;
   return TS_OK;
 }
