@@ -8,8 +8,12 @@
  * smaller); it keeps index scratch on the stack. */
 #define SH_MAX_RANK 64
 
-/* Device counts up to this keep per-call scratch on the stack (2 x 8 KiB). */
-#define SH_STACK_DEVICES 1024
+/* Device counts up to this keep per-call scratch on the stack (2 x 2 KiB). */
+#define SH_STACK_DEVICES 256
+
+/* Values whose device array is 0..n-1 with n up to this share one
+ * read-only array (value.c) for their devices and device -> tile lookup. */
+#define SH_IOTA_DEVICES 1024
 
 /* Builds a canonical TILED (or collapsed) value from a tile-assignment
  * array. Inputs are not retained. Checks device ids (>= 0, unique). */

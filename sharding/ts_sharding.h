@@ -37,7 +37,8 @@ typedef struct ts_sharding_value {
    * data_rank dims tile the array's dimensions; the last nsubgroups dims are
    * subgroups of kind subgroups[k]. devices[] is A row-major: the device
    * holding tile index (i0,...,i_{ndims-1}). ntiles = product of dims =
-   * number of devices. */
+   * number of devices. Read-only: devices may point at an array shared
+   * between values. */
   int ndims, data_rank, nsubgroups;
   const int64_t *dims;
   const ts_subgroup_t *subgroups;

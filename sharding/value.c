@@ -75,6 +75,34 @@ void sh_collect_leaves(const ts_shape_t *s, const ts_shape_t **out, int *n) {
   for (int k = 0; k < s->ntuple; k++) sh_collect_leaves(s->tuple[k], out, n);
 }
 
+/* ---- the shared iota ---- */
+
+/* 0, 1, ..., SH_IOTA_DEVICES-1, read-only and shared by every value whose
+ * device array is the identity (the usual `<=[n]` assignment): such values
+ * then hold no O(devices) array of their own, so deriving one costs
+ * O(rank) memory whatever the device count. */
+#define I1(n) (n)
+#define I2(n) I1(n), I1((n) + 1)
+#define I4(n) I2(n), I2((n) + 2)
+#define I8(n) I4(n), I4((n) + 4)
+#define I16(n) I8(n), I8((n) + 8)
+#define I32(n) I16(n), I16((n) + 16)
+#define I64(n) I32(n), I32((n) + 32)
+#define I128(n) I64(n), I64((n) + 64)
+#define I256(n) I128(n), I128((n) + 128)
+#define I512(n) I256(n), I256((n) + 256)
+#define I1024(n) I512(n), I512((n) + 512)
+static const int64_t iota_table[SH_IOTA_DEVICES] = {I1024(0)};
+_Static_assert(SH_IOTA_DEVICES == 1024, "iota_table is spelled out for 1024 entries");
+
+/* Whether devices[0..n) is 0, 1, ..., n-1 and fits the shared table. */
+static bool is_iota(const int64_t *devices, int64_t n) {
+  if (n > SH_IOTA_DEVICES) return false;
+  for (int64_t k = 0; k < n; k++)
+    if (devices[k] != k) return false;
+  return true;
+}
+
 /* ---- canonical construction ---- */
 
 static ts_sharding_value_t *new_value(ts_arena_t *a, ts_shard_kind_t kind) {
@@ -103,17 +131,32 @@ static bool ids_dense(const int64_t *devices, int64_t n) {
   return true; /* with unique ids (checked by the caller), a permutation */
 }
 
-/* Stores a final canonical tile assignment (arrays copied into the arena)
- * and the device -> tile lookup: the inverse permutation when the ids are
- * dense, else (device, flat tile index) pairs sorted by device. */
+/* Stores a final canonical tile assignment (arrays copied into the arena,
+ * or the shared iota when `iota`) and the device -> tile lookup: the
+ * inverse permutation when the ids are dense (the iota is its own),
+ * else (device, flat tile index) pairs sorted by device. */
 static ts_status_t store_tiled(ts_arena_t *a, int ndims, const int64_t *dims, const int64_t *devices, int nsub,
-                               const ts_subgroup_t *sub, bool dense, ts_sharding_value_t **out) {
+                               const ts_subgroup_t *sub, bool dense, bool iota, ts_sharding_value_t **out) {
   int64_t n = sh_product(ndims, dims);
   ts_sharding_value_t *v = new_value(a, TS_SHARD_TILED);
-  int64_t *d = sh_dup(a, dims, ndims), *devs = sh_dup(a, devices, n), *lookup = sh_alloc(a, dense ? n : 2 * n);
+  int64_t *d = sh_dup(a, dims, ndims);
   ts_subgroup_t *s = ts_arena_alloc(a, sizeof *s * (size_t)(nsub ? nsub : 1));
-  if (!v || !d || !devs || !lookup || !s) return TS_ERR_NOMEM;
+  if (!v || !d || !s) return TS_ERR_NOMEM;
   if (nsub) memcpy(s, sub, sizeof *s * (size_t)nsub);
+  v->ndims = ndims;
+  v->data_rank = ndims - nsub;
+  v->nsubgroups = nsub;
+  v->dims = d;
+  v->subgroups = s;
+  v->ntiles = n;
+  *out = v;
+  if (iota) {
+    v->devices = v->tile_of_ = iota_table;
+    return TS_OK;
+  }
+  int64_t *devs = sh_dup(a, devices, n), *lookup = sh_alloc(a, dense ? n : 2 * n);
+  if (!devs || !lookup) return TS_ERR_NOMEM;
+  v->devices = devs;
   if (dense) {
     for (int64_t k = 0; k < n; k++) lookup[devices[k]] = k;
     v->tile_of_ = lookup;
@@ -125,14 +168,6 @@ static ts_status_t store_tiled(ts_arena_t *a, int ndims, const int64_t *dims, co
     qsort(lookup, (size_t)n, 2 * sizeof *lookup, sh_cmp_i64); /* by device */
     v->by_device_ = lookup;
   }
-  v->ndims = ndims;
-  v->data_rank = ndims - nsub;
-  v->nsubgroups = nsub;
-  v->dims = d;
-  v->subgroups = s;
-  v->ntiles = n;
-  v->devices = devs;
-  *out = v;
   return TS_OK;
 }
 
@@ -203,26 +238,34 @@ ts_status_t sh_make_tiled(ts_arena_t *a, int ndims, const int64_t *dims, const i
     if (kind_rank(sub[k]) > 3) return TS_ERR_INVALID_ARGUMENT;
   int data = ndims - nsub;
   int64_t data_tiles = sh_product(data, dims);
-  /* Scratch on the stack for the usual device counts: this runs for
-   * every derived sharding, so a malloc per call shows in profiles. */
-  int64_t local[2 * SH_STACK_DEVICES];
-  int64_t *scratch = n <= SH_STACK_DEVICES ? local : ts_malloc(sizeof(int64_t) * (size_t)n * 2);
-  if (!scratch) return TS_ERR_NOMEM;
-  bool dense;
-  if (!ids_valid(devices, n, scratch, &dense)) {
-    if (scratch != local) ts_free(scratch);
-    return TS_ERR_INVALID_ARGUMENT;
-  }
-  ts_status_t st;
-  int64_t *devs = scratch + n;
   int perm[SH_MAX_RANK];
   int64_t merged[SH_MAX_RANK];
   ts_subgroup_t types[SH_MAX_RANK];
   int ntypes = canonical_order(data, dims, nsub, sub, perm, merged, types), mrank = data + ntypes;
   bool identity = true;
   for (int k = 0; k < ndims; k++) identity &= perm[k] == k;
-  if (identity) memcpy(devs, devices, sizeof(int64_t) * (size_t)n);
-  else sh_transpose(ndims, dims, devices, perm, devs);
+  /* The common case, an iota already in canonical order: valid, dense and
+   * sorted, nothing to copy. */
+  bool iota = identity && is_iota(devices, n), dense = true;
+  /* Scratch on the stack for the usual device counts: this runs for
+   * every derived sharding, so a malloc per call shows in profiles. */
+  int64_t local[2 * SH_STACK_DEVICES];
+  int64_t *scratch = iota || n <= SH_STACK_DEVICES ? local : ts_malloc(sizeof(int64_t) * (size_t)n * 2);
+  if (!scratch) return TS_ERR_NOMEM;
+  const int64_t *devs = devices;
+  if (!iota) {
+    if (!ids_valid(devices, n, scratch, &dense)) {
+      if (scratch != local) ts_free(scratch);
+      return TS_ERR_INVALID_ARGUMENT;
+    }
+    int64_t *canon = scratch + n;
+    if (identity) memcpy(canon, devices, sizeof(int64_t) * (size_t)n);
+    else sh_transpose(ndims, dims, devices, perm, canon);
+    if (ntypes && types[ntypes - 1] == TS_SUBGROUP_REPLICATED) sort_last_dim_groups(n, merged[mrank - 1], canon);
+    devs = canon;
+    iota = is_iota(canon, n);
+  }
+  ts_status_t st;
   if (ntypes == 1 && data_tiles == 1 && types[0] == TS_SUBGROUP_REPLICATED) {
     st = ts_sharding_simple(a, TS_SHARD_REPLICATED, out);
   } else if (ntypes == 1 && data_tiles == 1 && types[0] == TS_SUBGROUP_MANUAL) {
@@ -230,8 +273,7 @@ ts_status_t sh_make_tiled(ts_arena_t *a, int ndims, const int64_t *dims, const i
   } else if (ntypes == 0 && n == 1) {
     st = ts_sharding_simple(a, TS_SHARD_REPLICATED, out); /* one device holds everything */
   } else {
-    if (ntypes && types[ntypes - 1] == TS_SUBGROUP_REPLICATED) sort_last_dim_groups(n, merged[mrank - 1], devs);
-    st = store_tiled(a, mrank, merged, devs, ntypes, types, dense, out);
+    st = store_tiled(a, mrank, merged, devs, ntypes, types, dense, iota, out);
   }
   if (scratch != local) ts_free(scratch);
   return st;
