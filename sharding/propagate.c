@@ -196,6 +196,7 @@ static ts_status_t remap_build(ts_arena_t *a, const ts_sharding_value_t *v, int 
     dims[nd++] = dropped;
     sub[nsub++] = TS_SUBGROUP_REPLICATED;
   }
+  if (sh_perm_moves_nothing(v->ndims, v->dims, perm)) return sh_make_tiled(a, nd, dims, v->devices, nsub, sub, out);
   int64_t *devs = ts_malloc(sizeof(int64_t) * (size_t)v->ntiles);
   if (!devs) return TS_ERR_NOMEM;
   sh_transpose(v->ndims, v->dims, v->devices, perm, devs);

@@ -24,6 +24,10 @@ ts_status_t sh_make_tiled(ts_arena_t *a, int ndims, const int64_t *dims, const i
  * perm[i]. dst must not alias src. */
 void sh_transpose(int r, const int64_t *dims, const int64_t *src, const int *perm, int64_t *dst);
 
+/* Whether transposing by perm leaves a row-major array of shape dims as it
+ * is: the dims of size > 1 keep their relative order. */
+bool sh_perm_moves_nothing(int r, const int64_t *dims, const int *perm);
+
 /* Row-major flat index <-> multi-index. */
 int64_t sh_flat(int r, const int64_t *dims, const int64_t *index);
 void sh_unflat(int r, const int64_t *dims, int64_t flat, int64_t *index);

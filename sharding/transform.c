@@ -21,6 +21,8 @@ ts_status_t ts_sharding_transpose(ts_arena_t *a, const ts_sharding_value_t *v, i
   }
   for (int k = rank; k < v->ndims; k++) p[k] = k; /* subgroup dims stay last */
   for (int k = 0; k < v->ndims; k++) dims[k] = v->dims[p[k]];
+  if (sh_perm_moves_nothing(v->ndims, v->dims, p)) /* only untiled dims move: the devices stay in place */
+    return sh_make_tiled(a, v->ndims, dims, v->devices, v->nsubgroups, v->subgroups, out);
   int64_t *devs = ts_malloc(sizeof(int64_t) * (size_t)v->ntiles);
   if (!devs) return TS_ERR_NOMEM;
   sh_transpose(v->ndims, v->dims, v->devices, p, devs);

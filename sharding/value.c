@@ -62,6 +62,16 @@ void sh_transpose(int r, const int64_t *dims, const int64_t *src, const int *per
   }
 }
 
+bool sh_perm_moves_nothing(int r, const int64_t *dims, const int *perm) {
+  int last = -1;
+  for (int k = 0; k < r; k++)
+    if (dims[perm[k]] > 1) {
+      if (perm[k] < last) return false;
+      last = perm[k];
+    }
+  return true;
+}
+
 int sh_cmp_i64(const void *x, const void *y) {
   int64_t a = *(const int64_t *)x, b = *(const int64_t *)y;
   return (a > b) - (a < b);
@@ -97,6 +107,7 @@ _Static_assert(SH_IOTA_DEVICES == 1024, "iota_table is spelled out for 1024 entr
 
 /* Whether devices[0..n) is 0, 1, ..., n-1 and fits the shared table. */
 static bool is_iota(const int64_t *devices, int64_t n) {
+  if (devices == iota_table) return true; /* derived from an iota value */
   if (n > SH_IOTA_DEVICES) return false;
   for (int64_t k = 0; k < n; k++)
     if (devices[k] != k) return false;
@@ -242,8 +253,7 @@ ts_status_t sh_make_tiled(ts_arena_t *a, int ndims, const int64_t *dims, const i
   int64_t merged[SH_MAX_RANK];
   ts_subgroup_t types[SH_MAX_RANK];
   int ntypes = canonical_order(data, dims, nsub, sub, perm, merged, types), mrank = data + ntypes;
-  bool identity = true;
-  for (int k = 0; k < ndims; k++) identity &= perm[k] == k;
+  bool identity = sh_perm_moves_nothing(ndims, dims, perm); /* the array is already in canonical order */
   /* The common case, an iota already in canonical order: valid, dense and
    * sorted, nothing to copy. */
   bool iota = identity && is_iota(devices, n), dense = true;
