@@ -476,10 +476,11 @@ static ts_status_t enter_subgroup_manual(ts_interp_t *it, const ts_hlo_instr_t *
   int64_t P = it->partitions;
   const ts_shape_t *fs = i->ops[0]->shape, *ss = shard_shape_of(it, os, fs);
   if (!ss) return TS_ERR_NOMEM;
-  if (ts_sharding_num_devices(os) != P || ts_sharding_num_devices(rs) != P)
+  if (os->kind != TS_SHARD_TILED || ts_sharding_num_devices(os) != P || ts_sharding_num_devices(rs) != P)
     return fail(it, i, TS_ERR_INVALID_ARGUMENT,
-                "the region's shardings span %lld and %lld devices, but %lld partitions run",
-                (long long)ts_sharding_num_devices(os), (long long)ts_sharding_num_devices(rs), (long long)P);
+                "entering a subgroup-manual region needs the operand and the region tiled over the %lld partitions "
+                "that run (they span %lld and %lld)",
+                (long long)P, (long long)ts_sharding_num_devices(os), (long long)ts_sharding_num_devices(rs));
   ts_value_t **shards = ts_calloc((size_t)(2 * P), sizeof *shards), **view = shards + P;
   int64_t *first = ts_calloc((size_t)P, sizeof *first); /* per manual group index: its first device, +1 */
   ts_status_t st = TS_OK;
