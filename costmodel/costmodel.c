@@ -306,6 +306,10 @@ fail:
 
 const ts_roofline_t *ts_costmodel_roofline(const ts_costmodel_t *m) { return &m->roofline; }
 
+void ts_costmodel_share_host(ts_costmodel_t *m, double cores, int devices) {
+  ts_roofline_share_host(&m->roofline, cores, devices);
+}
+
 int64_t ts_costmodel_slice_size(const ts_costmodel_t *m) {
   for (size_t i = 0; i < m->n; i++) {
     if (m->src[i].ops != &analytical_ops) continue;

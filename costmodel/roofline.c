@@ -11,8 +11,10 @@
  * 1.8 TB/s both ways. The per-step and launch latencies are our assumption
  * (a few microseconds, the order NCCL's small-message times show).
  * host: measured once on the development machine (AMD EPYC, 2 cores):
- * the interpreter's f32 dot at 100 GFLOP/s (bench_dot, 512^3), memcpy at
- * 18.5 GB/s with every core copying (bench_elementwise); the in-process
+ * the interpreter's f32 dot at 100 GFLOP/s on one core (bench_dot, 512^3,
+ * the same with OPENBLAS_NUM_THREADS=1 and 2), memcpy at 18.5 GB/s with
+ * every core copying (bench_elementwise): per core and per host, which
+ * ts_roofline_share_host divides among the devices of a host; the in-process
  * collectives move data at memory speed, with tens of microseconds per
  * step of synchronisation. */
 static const ts_roofline_t presets[] = {
@@ -28,6 +30,15 @@ ts_status_t ts_roofline_preset(const char *name, ts_roofline_t *out) {
       return TS_OK;
     }
   return TS_ERR_INVALID_ARGUMENT;
+}
+
+void ts_roofline_share_host(ts_roofline_t *r, double cores, int devices) {
+  if (strcmp(r->name, "host") != 0 || devices < 1 || cores <= 0) return;
+  double share = cores / devices;
+  r->matmul_flops *= share;
+  r->matmul_f32_flops *= share;
+  r->vector_flops *= share;
+  r->mem_bytes_per_sec /= devices;
 }
 
 double ts_roofline_time(const ts_roofline_t *r, double flops, double flops_per_sec, double bytes) {

@@ -344,6 +344,13 @@ typedef struct {
 /* "h100", "b200", "host"; TS_ERR_INVALID_ARGUMENT for other names. */
 ts_status_t ts_roofline_preset(const char *name, ts_roofline_t *out);
 
+/* The host preset describes one core's compute and the whole host's
+ * memory bandwidth. When `devices` devices share a host of `cores` cores,
+ * each computes on cores / devices of them (a fraction when they
+ * outnumber the cores) and gets 1 / devices of the bandwidth. Other
+ * presets describe one device each and are left as they are. */
+void ts_roofline_share_host(ts_roofline_t *r, double cores, int devices);
+
 /* max(bytes / mem_bytes_per_sec, flops / flops_per_sec), in seconds. */
 double ts_roofline_time(const ts_roofline_t *r, double flops, double flops_per_sec, double bytes);
 
@@ -356,6 +363,10 @@ double ts_roofline_collective_time(const ts_roofline_t *r, const ts_coll_query_t
 
 /* The preset's roofline (set by ts_costmodel_set_preset), else the host's. */
 const ts_roofline_t *ts_costmodel_roofline(const ts_costmodel_t *m);
+
+/* ts_roofline_share_host on the model's roofline: `devices` devices run on
+ * this host's `cores` cores. */
+void ts_costmodel_share_host(ts_costmodel_t *m, double cores, int devices);
 
 /* Devices per slice (fast-interconnect domain) as the first analytical
  * source sees it: its partition_size, else its gpus_per_node; 0 when the

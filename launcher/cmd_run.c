@@ -805,6 +805,9 @@ static ts_status_t schedule(job_t *j, ts_diag_t *diag) {
   const run_flags_t *f = j->f;
   ts_costmodel_t *cm = NULL;
   TS_CHECK(ts_costmodel_parse_spec(f->cost_model, f->cost_preset ? f->cost_preset : "host", &cm, diag));
+  /* the host's cores are shared by the devices that run on it */
+  int per_host = j->env.mode == RUN_THREADS ? j->env.ndevices : j->env.local_size;
+  ts_costmodel_share_host(cm, run_host_cores(), per_host > 0 ? per_host : 1);
   ts_sched_opts_t so = f->sched;
   so.cost = cm;
   ts_status_t st = ts_schedule(j->pm, &so, &j->sched, diag);

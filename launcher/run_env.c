@@ -111,13 +111,26 @@ ts_status_t run_env_detect(int64_t devices, int64_t task_id, int64_t num_nodes, 
   return TS_OK;
 }
 
+static bool load_topology(hwloc_topology_t *topo) {
+  if (hwloc_topology_init(topo) != 0) return false;
+  if (hwloc_topology_load(*topo) != 0) {
+    hwloc_topology_destroy(*topo);
+    return false;
+  }
+  return true;
+}
+
+int run_host_cores(void) {
+  hwloc_topology_t topo;
+  if (!load_topology(&topo)) return 1;
+  int ncores = hwloc_get_nbobjs_by_type(topo, HWLOC_OBJ_CORE);
+  hwloc_topology_destroy(topo);
+  return ncores > 0 ? ncores : 1;
+}
+
 int run_bind(int slot, int nslots, bool whole_process) {
   hwloc_topology_t topo;
-  if (hwloc_topology_init(&topo) != 0) return 1;
-  if (hwloc_topology_load(topo) != 0) {
-    hwloc_topology_destroy(topo);
-    return 1;
-  }
+  if (!load_topology(&topo)) return 1;
   int ncores = hwloc_get_nbobjs_by_type(topo, HWLOC_OBJ_CORE);
   if (ncores <= 0) ncores = 1;
   int per = ncores / (nslots > 0 ? nslots : 1);

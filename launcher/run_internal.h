@@ -43,6 +43,8 @@ ts_status_t run_env_detect(int64_t devices, int64_t task_id, int64_t num_nodes, 
  * the cores (oversubscribed: the kernel spreads them better than a fixed
  * pinning would). */
 int run_bind(int slot, int nslots, bool whole_process);
+/* This host's cores (hwloc; 1 when it cannot tell). */
+int run_host_cores(void);
 
 /* The number of distinct hosts in the world (hostnames gathered over
  * `world`), when the ranks of each host are contiguous and equally many;

@@ -1,5 +1,6 @@
 /* The combined cost model: --cost-model / --cost-model-preset values, the
- * order sources answer in, and the errors a user gets. */
+ * order sources answer in, the errors a user gets, and the host roofline
+ * shared by the devices of one host. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -122,8 +123,40 @@ static void test_errors(void) {
   expect_error(spec, NULL, want);
 }
 
+/* The host preset is one core's compute and the host's bandwidth: 4
+ * devices on 2 cores compute at half a core and get a quarter of the
+ * bandwidth; 2 on 8 cores at 4 cores; GPU presets stay per device. */
+static void test_share_host(void) {
+  ts_roofline_t host, r;
+  EXPECT(ts_roofline_preset("host", &host) == TS_OK);
+  r = host;
+  ts_roofline_share_host(&r, 2, 4);
+  EXPECT(NEAR(r.matmul_f32_flops, 0.5 * host.matmul_f32_flops) && NEAR(r.vector_flops, 0.5 * host.vector_flops));
+  EXPECT(NEAR(r.mem_bytes_per_sec, host.mem_bytes_per_sec / 4));
+  EXPECT(NEAR(ts_roofline_time(&r, 1e9, r.matmul_f32_flops, 0), 2 * ts_roofline_time(&host, 1e9, host.matmul_f32_flops, 0)));
+  r = host;
+  ts_roofline_share_host(&r, 8, 2);
+  EXPECT(NEAR(r.matmul_flops, 4 * host.matmul_flops) && NEAR(r.mem_bytes_per_sec, host.mem_bytes_per_sec / 2));
+  r = host;
+  ts_roofline_share_host(&r, 2, 0); /* no devices: unchanged */
+  EXPECT(NEAR(r.matmul_flops, host.matmul_flops));
+  ts_roofline_t h100, g;
+  EXPECT(ts_roofline_preset("h100", &h100) == TS_OK);
+  g = h100;
+  ts_roofline_share_host(&g, 2, 8);
+  EXPECT(NEAR(g.matmul_flops, h100.matmul_flops) && NEAR(g.mem_bytes_per_sec, h100.mem_bytes_per_sec));
+  ts_costmodel_t *m = NULL;
+  EXPECT(ts_costmodel_parse_spec(NULL, "host", &m, NULL) == TS_OK && m);
+  if (m) {
+    ts_costmodel_share_host(m, 2, 4);
+    EXPECT(NEAR(ts_costmodel_roofline(m)->matmul_f32_flops, 0.5 * host.matmul_f32_flops));
+    ts_costmodel_destroy(m);
+  }
+}
+
 int main(void) {
   write_tables();
+  test_share_host();
   test_combined();
   test_errors();
   unlink(coll_path);
