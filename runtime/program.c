@@ -349,9 +349,12 @@ static ts_status_t lower_instr(lower_t *L, int k) {
         int c = op_nslots(i->ops[o]);
         for (int j = 0; j < c; j++)
           if (leaf_bytes(rc->slot_shape[op_slot(L, i->ops[o]) + j]) != leaf_bytes(rc->slot_shape[base + at + j]))
-            return rt_fail(m, i, L->diag, TS_ERR_INVALID_ARGUMENT,
-                        "custom-call target \"%s\" changes the shape; a per-device program has no manual region "
-                        "boundaries (partition the module first)", t);
+            /* not a per-device program (a verify error: `tessera run`
+             * partitions such modules, and only asks first whether
+             * every op has a meaning, TS_ERR_INVALID_ARGUMENT) */
+            return rt_fail(m, i, L->diag, TS_ERR_VERIFY,
+                           "custom-call target \"%s\" changes the shape; a per-device program has no manual region "
+                           "boundaries (partition the module first)", t);
         TS_CHECK(alias_slots(L, k, at, op_slot(L, i->ops[o]), c));
         at += c;
       }

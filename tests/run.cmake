@@ -21,6 +21,10 @@ ts_job_test(run.mlp.devices4.no_loop unit ok,match 0 --devices 4 --steps 3 --che
 ts_job_test(run.mlp.wrong_devices unit "rc=2:the module runs on 4 devices (num_partitions=4 x replica_count=1) but the job has 2" 0
             --devices 2 ${mlp})
 ts_job_test(run.mlp.compile_only unit ok 0 --compile-only ${mlp})
+# Manual-region boundaries: partitioned first, then run (the runtime's
+# question "does every op have a meaning" must not stop them).
+ts_job_test(run.manual_region.devices4 unit ok,match 0 --devices 4 --check
+            ${CMAKE_CURRENT_SOURCE_DIR}/partition/manual_region_reduce_4.hlo)
 
 find_package(MPI COMPONENTS C QUIET)
 if(MPI_C_FOUND)
