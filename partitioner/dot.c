@@ -7,6 +7,16 @@
 #include <math.h>
 #include <string.h>
 
+/* windowed.c. (Belongs in partitioner_internal.h, next to
+ * ts_part_windowed_dot; declared here while that header is not ours to
+ * edit.) Estimated seconds per device of dot i run as plan pl, by the
+ * nominal time model of choose_faster_windowed_einsum_over_mem: plain, or
+ * as a windowed loop where one is allowed (*can_loop: above the threshold,
+ * and the plan gathers an operand or scatters partial sums) and faster
+ * (*loop). */
+double ts_part_dot_seconds(part_t *p, const ts_hlo_instr_t *i, const dot_space_t *sp, const dot_plan_t *pl,
+                           const ts_sharding_value_t *s, bool *can_loop, bool *loop);
+
 /* ---- the dot's iteration space ----------------------------------------- */
 
 static int attr_len(const ts_hlo_attr_t *a) { return a && a->kind == TS_ATTR_INT_LIST ? a->v.list.n : 0; }
@@ -216,9 +226,38 @@ static void dot_aligned(part_t *p, const ts_hlo_instr_t *i, const ts_sharding_va
   ts_part_set(p, i, ts_part_emit_like(p, i, ops, ts_part_local_shape(p, i->shape, s)), s);
 }
 
+/* choose_faster_windowed_einsum_over_mem: where some candidate could run
+ * as a windowed loop, the one estimated fastest (ts_part_dot_seconds; at
+ * equal time the earlier, *best, if `have`, first), so that an all-gather
+ * loop can beat a reduce-scatter loop that moves fewer bytes, and a plain
+ * collective a loop. Where none could loop, the option is about nothing:
+ * the fewest bytes, as without it. Returns whether *best is set. */
+static bool choose_faster(part_t *p, const ts_hlo_instr_t *i, const dot_space_t *sp, const ts_sharding_value_t *s,
+                          int nc, ts_sharding_value_t **cand, bool have, dot_plan_t *best) {
+  dot_plan_t fewest = *best, fastest = *best, pl;
+  bool any_loop = false, can_loop, loop;
+  double t_fastest = have ? ts_part_dot_seconds(p, i, sp, best, s, &any_loop, &loop) : 0;
+  bool have_fastest = have;
+  for (int k = 0; k < nc; k++) {
+    if (!make_plan(p, i, sp, cand[k], s, &pl)) continue;
+    if (!have || pl.cost < fewest.cost) fewest = pl;
+    have = true;
+    double t = ts_part_dot_seconds(p, i, sp, &pl, s, &can_loop, &loop);
+    any_loop |= can_loop;
+    if (!have_fastest || t < t_fastest) {
+      fastest = pl;
+      t_fastest = t;
+      have_fastest = true;
+    }
+  }
+  if (have) *best = any_loop ? fastest : fewest;
+  return have;
+}
+
 /* dot: among the candidate space shardings, the one whose collectives move
  * the fewest bytes per device (resharding the operands, summing partial
- * results, resharding the result). */
+ * results, resharding the result); with
+ * choose_faster_windowed_einsum_over_mem, see choose_faster. */
 void ts_part_dot(part_t *p, const ts_hlo_instr_t *i, const ts_sharding_value_t *s) {
   dot_space_t sp;
   if (i->nops != 2 || s->kind == TS_SHARD_MAXIMAL || s->kind == TS_SHARD_TUPLE || !dot_space(i, &sp)) {
@@ -234,11 +273,15 @@ void ts_part_dot(part_t *p, const ts_hlo_instr_t *i, const ts_sharding_value_t *
   if (!have || best.cost > 0) {
     ts_sharding_value_t *cand[16];
     int nc = candidates(p, i, &sp, s, cand);
-    for (int k = 0; k < nc; k++)
-      if (make_plan(p, i, &sp, cand[k], s, &pl) && (!have || pl.cost < best.cost)) {
-        best = pl;
-        have = true;
-      }
+    if (p->opts.choose_faster_windowed_einsum_over_mem) {
+      have = choose_faster(p, i, &sp, s, nc, cand, have, &best);
+    } else {
+      for (int k = 0; k < nc; k++)
+        if (make_plan(p, i, &sp, cand[k], s, &pl) && (!have || pl.cost < best.cost)) {
+          best = pl;
+          have = true;
+        }
+    }
   }
   if (p->st != TS_OK) return;
   if (!have) {

@@ -256,10 +256,26 @@ static ts_hlo_instr_t *gather_step(gather_t *G, ts_hlo_instr_t *acc, ts_hlo_inst
   return contracting ? binop(p, TS_OP_ADD, acc, d) : update_dim(p, acc, d, G->t, start);
 }
 
-/* The plan all-gathers one operand along one dim over whole groups while
- * the other stays where it is: loop over its blocks instead. */
-static bool windowed_gather(part_t *p, const ts_hlo_instr_t *i, const dot_space_t *sp, const dot_plan_t *pl,
-                            const ts_sharding_value_t *s) {
+/* How a plan would run as a loop (probe_* fill it in, emitting nothing;
+ * emit_* build the loop from it). */
+typedef struct {
+  bool gather;         /* gather loop (else scatter loop) */
+  int side;            /* gather: the windowed operand */
+  ts_reshard_t r;      /* gather: its all-gather */
+  int64_t g, ng;       /* ring size, number of rings */
+  int t;               /* scatter: the output dim the sums are split on */
+  int64_t *ordered;    /* scatter: ring members in block order */
+  bool bidir, unroll;  /* the variant the options ask for */
+} window_t;
+
+static void variant(const part_t *p, window_t *w) {
+  w->bidir = p->opts.bidirectional_windowed_einsum && w->g % 2 == 0;
+  w->unroll = !w->bidir && p->opts.unroll_windowed_einsum && w->g % 2 == 0;
+}
+
+/* Whether the plan all-gathers one operand along one dim over whole groups
+ * while the other stays where it is: it can loop over its blocks instead. */
+static bool probe_gather(part_t *p, const ts_hlo_instr_t *i, const dot_plan_t *pl, window_t *win) {
   for (int side = 0; side < 2; side++) {
     const ts_hlo_instr_t *w = i->ops[side], *o = i->ops[1 - side];
     const ts_sharding_value_t *F = p->sh[w->id], *T = side ? pl->rs : pl->ls, *OT = side ? pl->ls : pl->rs;
@@ -277,48 +293,58 @@ static bool windowed_gather(part_t *p, const ts_hlo_instr_t *i, const dot_space_
     bool shared = false;
     for (int u = 0; u < w->nusers; u++) shared |= w->users[u] != i && w->users[u]->op == TS_OP_DOT;
     if (shared) continue;
-
-    bool bidir = p->opts.bidirectional_windowed_einsum && g % 2 == 0;
-    bool unroll = !bidir && p->opts.unroll_windowed_einsum && g % 2 == 0;
-    gather_t G = {p, i, sp, side, (int)(side ? sp->rmap : sp->lmap)[r.dim], w->shape->dims[r.dim] / g,
-                  ts_part_local_shape(p, i->shape, pl->ps)};
-    int64_t *q = positions(p, r.ngroups, g, r.groups);
-    int64_t *down = ring_pairs(p, r.ngroups, g, r.groups, -1), *up = ring_pairs(p, r.ngroups, g, r.groups, 1);
-    if (!q || !down || !up || !G.acc_shape) return p->st != TS_OK;
-    loop_t L = {.p = p, .name = i->name, .n = bidir ? 4 : 3};
-    L.init[0] = ts_part_operand(p, i, 1 - side, OT);
-    L.init[1] = p->val[w->id];
-    L.init[2] = zeros(p, G.acc_shape);
-    if (bidir) L.init[3] = ts_part_permute(p, L.init[1], g * r.ngroups, up); /* block q - 1 */
-    if (!loop_begin(&L)) return p->st != TS_OK;
-    ts_hlo_instr_t *pos = ts_part_table_lookup(p, q), *other = L.cur[0], *acc = L.cur[2];
-    ts_hlo_instr_t *blk = L.cur[1], *blk2 = bidir ? L.cur[3] : NULL;
-    for (int step = 0; step < (unroll ? 2 : 1); step++) {
-      acc = gather_step(&G, acc, other, blk, ring_index(p, pos, L.k, 1, step, 0, g));
-      blk = ts_part_permute(p, blk, g * r.ngroups, down);
-    }
-    if (bidir) {
-      acc = gather_step(&G, acc, other, blk2, ring_index(p, pos, L.k, -1, 0, -1, g));
-      L.cur[3] = ts_part_permute(p, blk2, g * r.ngroups, up);
-    }
-    L.cur[1] = blk;
-    L.cur[2] = acc;
-    if (!loop_end(&L, bidir ? g / 2 : g, unroll ? 2 : 1)) return p->st != TS_OK;
-    ts_hlo_instr_t *v = loop_result(&L, 2);
-    if (pl->partial) {
-      bool mask[2 * TS_PART_MAX_RANK] = {false};
-      for (int c = sp->nout; c < sp->rank; c++) mask[c] = true;
-      int64_t ng, gs, *groups;
-      ts_part_groups_over_dims(p, pl->I, mask, &ng, &gs, &groups);
-      if (!groups) return p->st != TS_OK;
-      v = ts_part_sum_partials(p, v, i->shape, pl->ps, ng, gs, groups, ts_part_sum_comp(p, i->shape->elem), s);
-    } else {
-      v = ts_part_reshard(p, v, i->shape, pl->ps, s);
-    }
-    ts_part_set(p, i, v, s);
+    *win = (window_t){.gather = true, .side = side, .r = r, .g = g, .ng = r.ngroups};
+    variant(p, win);
     return true;
   }
   return false;
+}
+
+static bool emit_gather(part_t *p, const ts_hlo_instr_t *i, const dot_space_t *sp, const dot_plan_t *pl,
+                        const ts_sharding_value_t *s, const window_t *win) {
+  int side = win->side;
+  const ts_hlo_instr_t *w = i->ops[side];
+  const ts_sharding_value_t *OT = side ? pl->ls : pl->rs;
+  const ts_reshard_t r = win->r;
+  int64_t g = win->g;
+  bool bidir = win->bidir, unroll = win->unroll;
+  gather_t G = {p, i, sp, side, (int)(side ? sp->rmap : sp->lmap)[r.dim], w->shape->dims[r.dim] / g,
+                ts_part_local_shape(p, i->shape, pl->ps)};
+  int64_t *q = positions(p, r.ngroups, g, r.groups);
+  int64_t *down = ring_pairs(p, r.ngroups, g, r.groups, -1), *up = ring_pairs(p, r.ngroups, g, r.groups, 1);
+  if (!q || !down || !up || !G.acc_shape) return p->st != TS_OK;
+  loop_t L = {.p = p, .name = i->name, .n = bidir ? 4 : 3};
+  L.init[0] = ts_part_operand(p, i, 1 - side, OT);
+  L.init[1] = p->val[w->id];
+  L.init[2] = zeros(p, G.acc_shape);
+  if (bidir) L.init[3] = ts_part_permute(p, L.init[1], g * r.ngroups, up); /* block q - 1 */
+  if (!loop_begin(&L)) return p->st != TS_OK;
+  ts_hlo_instr_t *pos = ts_part_table_lookup(p, q), *other = L.cur[0], *acc = L.cur[2];
+  ts_hlo_instr_t *blk = L.cur[1], *blk2 = bidir ? L.cur[3] : NULL;
+  for (int step = 0; step < (unroll ? 2 : 1); step++) {
+    acc = gather_step(&G, acc, other, blk, ring_index(p, pos, L.k, 1, step, 0, g));
+    blk = ts_part_permute(p, blk, g * r.ngroups, down);
+  }
+  if (bidir) {
+    acc = gather_step(&G, acc, other, blk2, ring_index(p, pos, L.k, -1, 0, -1, g));
+    L.cur[3] = ts_part_permute(p, blk2, g * r.ngroups, up);
+  }
+  L.cur[1] = blk;
+  L.cur[2] = acc;
+  if (!loop_end(&L, bidir ? g / 2 : g, unroll ? 2 : 1)) return p->st != TS_OK;
+  ts_hlo_instr_t *v = loop_result(&L, 2);
+  if (pl->partial) {
+    bool mask[2 * TS_PART_MAX_RANK] = {false};
+    for (int c = sp->nout; c < sp->rank; c++) mask[c] = true;
+    int64_t ng, gs, *groups;
+    ts_part_groups_over_dims(p, pl->I, mask, &ng, &gs, &groups);
+    if (!groups) return p->st != TS_OK;
+    v = ts_part_sum_partials(p, v, i->shape, pl->ps, ng, gs, groups, ts_part_sum_comp(p, i->shape->elem), s);
+  } else {
+    v = ts_part_reshard(p, v, i->shape, pl->ps, s);
+  }
+  ts_part_set(p, i, v, s);
+  return true;
 }
 
 /* ---- scattering partial sums block by block ----------------------------- */
@@ -343,10 +369,11 @@ static ts_hlo_instr_t *scatter_dot(scatter_t *S, ts_hlo_instr_t *const *ops, ts_
   return ts_part_emit_like(p, S->i, sl, S->blk_shape);
 }
 
-/* The plan sums partial results over groups that split the result's tiles
- * further on one dim (a reduce-scatter): pass partial sums round instead. */
-static bool windowed_scatter(part_t *p, const ts_hlo_instr_t *i, const dot_space_t *sp, const dot_plan_t *pl,
-                             const ts_sharding_value_t *s) {
+/* Whether the plan sums partial results over groups that split the
+ * result's tiles further on one dim (a reduce-scatter): it can pass
+ * partial sums round instead. */
+static bool probe_scatter(part_t *p, const ts_hlo_instr_t *i, const dot_space_t *sp, const dot_plan_t *pl,
+                          const ts_sharding_value_t *s, window_t *win) {
   if (!pl->partial || global_bytes(i->shape) < threshold_bytes(p)) return false;
   bool mask[2 * TS_PART_MAX_RANK] = {false};
   for (int c = sp->nout; c < sp->rank; c++) mask[c] = true;
@@ -355,11 +382,19 @@ static bool windowed_scatter(part_t *p, const ts_hlo_instr_t *i, const dot_space
   ts_part_groups_over_dims(p, pl->I, mask, &ng, &g, &groups);
   if (!groups || g < 2 || !ts_part_scatter_order(p, i->shape, pl->ps, ng, g, groups, s, true, &t, &ordered))
     return false;
+  *win = (window_t){.gather = false, .g = g, .ng = ng, .t = t, .ordered = ordered};
+  variant(p, win);
+  return true;
+}
+
+static bool emit_scatter(part_t *p, const ts_hlo_instr_t *i, const dot_space_t *sp, const dot_plan_t *pl,
+                         const ts_sharding_value_t *s, const window_t *win) {
+  int64_t ng = win->ng, g = win->g, *ordered = win->ordered;
+  int t = win->t;
   const ts_shape_t *ps_local = ts_part_local_shape(p, i->shape, pl->ps);
   if (!ps_local) return p->st != TS_OK;
   int64_t c = (ps_local->dims[t] + g - 1) / g;
-  bool bidir = p->opts.bidirectional_windowed_einsum && g % 2 == 0;
-  bool unroll = !bidir && p->opts.unroll_windowed_einsum && g % 2 == 0;
+  bool bidir = win->bidir, unroll = win->unroll;
   scatter_t S = {p, i, sp, t, c, with_dim(p, ps_local, t, c)};
   int64_t *q = positions(p, ng, g, ordered);
   int64_t *down = ring_pairs(p, ng, g, ordered, -1), *up = ring_pairs(p, ng, g, ordered, 1);
@@ -406,8 +441,109 @@ static bool windowed_scatter(part_t *p, const ts_hlo_instr_t *i, const dot_space
   return true;
 }
 
+/* ---- the time model (choose_faster_windowed_einsum_over_mem) ----------- */
+
+/* With choose_faster_windowed_einsum_over_mem XLA weighs each way to run a
+ * dot by its estimated time (compute plus communication) rather than by
+ * the memory it needs. Here, a nominal device: dots at NOMINAL_FLOP_RATE,
+ * collectives at NOMINAL_LINK_RATE per direction plus NOMINAL_LATENCY each.
+ * Outside a loop nothing overlaps: a plan costs its dot plus each of its
+ * collectives (the byte counts of ts_part_reshard_bytes, one collective
+ * per resharded value or sum). A windowed loop of n steps costs
+ * n x max(dot / n, one step's collective-permutes): each step's transfer
+ * overlaps a partial dot. The figures rank plans; they predict no machine
+ * (costmodel/ does that, for the runtime). */
+#define NOMINAL_FLOP_RATE 1e14 /* FLOP/s per device */
+#define NOMINAL_LINK_RATE 1e11 /* B/s per device, each direction */
+#define NOMINAL_LATENCY 1e-5   /* s per collective, and per loop step */
+
+static double transfer_seconds(int64_t bytes) { return bytes > 0 ? bytes / NOMINAL_LINK_RATE + NOMINAL_LATENCY : 0; }
+
+static int64_t local_bytes(part_t *p, const ts_shape_t *shape, const ts_sharding_value_t *s) {
+  const ts_shape_t *l = ts_part_local_shape(p, shape, s);
+  return l ? global_bytes(l) : 0;
+}
+
+/* One device's share of the plan's multiply-adds, in seconds. */
+static double dot_seconds(const dot_space_t *sp, const dot_plan_t *pl) {
+  double flops = 2;
+  for (int d = 0; d < sp->rank; d++) {
+    int64_t t = pl->I->kind == TS_SHARD_TILED && d < pl->I->data_rank ? pl->I->dims[d] : 1;
+    flops *= (double)((sp->size[d] + t - 1) / t);
+  }
+  return flops / NOMINAL_FLOP_RATE;
+}
+
+/* The collectives of the plan run plainly, in seconds, per term of
+ * make_plan's byte count: [0] lhs and [1] rhs resharded, [2] the result
+ * resharded, [3] the partial sums. */
+static void plain_terms(part_t *p, const ts_hlo_instr_t *i, const dot_plan_t *pl, const ts_sharding_value_t *s,
+                        double term[4]) {
+  const ts_hlo_instr_t *l = i->ops[0], *r = i->ops[1];
+  term[0] = transfer_seconds(ts_part_reshard_bytes(p, l->shape, p->sh[l->id], pl->ls));
+  term[1] = transfer_seconds(ts_part_reshard_bytes(p, r->shape, p->sh[r->id], pl->rs));
+  term[2] = transfer_seconds(ts_part_reshard_bytes(p, i->shape, pl->ps, s));
+  term[3] = pl->partial ? transfer_seconds(local_bytes(p, i->shape, pl->ps)) : 0;
+}
+
+/* n steps each computing dot/n while `per_step` bytes move on a link. */
+static double loop_seconds(double dot, int64_t n, int64_t per_step) {
+  double step = dot / (double)n, move = transfer_seconds(per_step);
+  return (double)n * (step > move ? step : move);
+}
+
+static double window_seconds(part_t *p, const ts_hlo_instr_t *i, const dot_space_t *sp, const dot_plan_t *pl,
+                             const double term[4], const window_t *w) {
+  double dot = dot_seconds(sp, pl);
+  int64_t g = w->g;
+  if (w->gather) {
+    /* Blocks of the windowed operand as it is sharded now; bidirectional:
+     * two per step, one each way, and one moved before the loop. */
+    const ts_hlo_instr_t *x = i->ops[w->side];
+    int64_t blk = local_bytes(p, x->shape, p->sh[x->id]), n = w->bidir ? g / 2 : g;
+    return term[2] + term[3] + loop_seconds(dot, n, blk) + (w->bidir ? transfer_seconds(blk) : 0);
+  }
+  /* Partial-sum blocks of the result; unrolled: two per step the same way,
+   * bidirectional: one each way; both then bring the second sums home. */
+  const ts_shape_t *ps = ts_part_local_shape(p, i->shape, pl->ps);
+  int64_t blk = ps ? global_bytes(ps) / ps->dims[w->t] * ((ps->dims[w->t] + g - 1) / g) : 0;
+  int64_t n = w->bidir || w->unroll ? g / 2 : g;
+  double last = w->bidir || w->unroll ? transfer_seconds(blk) : 0;
+  return term[0] + term[1] + loop_seconds(dot, n, w->unroll ? 2 * blk : blk) + last;
+}
+
+/* The loop plan pl can run as, if any (*w); false when none. */
+static bool probe(part_t *p, const ts_hlo_instr_t *i, const dot_space_t *sp, const dot_plan_t *pl,
+                  const ts_sharding_value_t *s, window_t *w) {
+  if (i->shape->elem == TS_PRED || p->st != TS_OK) return false;
+  return probe_gather(p, i, pl, w) || probe_scatter(p, i, sp, pl, s, w);
+}
+
+double ts_part_dot_seconds(part_t *p, const ts_hlo_instr_t *i, const dot_space_t *sp, const dot_plan_t *pl,
+                           const ts_sharding_value_t *s, bool *can_loop, bool *loop) {
+  double term[4];
+  plain_terms(p, i, pl, s, term);
+  double plain = dot_seconds(sp, pl) + term[0] + term[1] + term[2] + term[3];
+  window_t w;
+  *can_loop = probe(p, i, sp, pl, s, &w);
+  double windowed = *can_loop ? window_seconds(p, i, sp, pl, term, &w) : plain;
+  *loop = windowed < plain;
+  return *loop ? windowed : plain;
+}
+
+/* Default (XLA's): above the threshold, the loop, which never holds the
+ * gathered operand or the whole partial result. With
+ * choose_faster_windowed_einsum_over_mem: the loop only where the time
+ * model says it is faster than the plain collectives. */
 bool ts_part_windowed_dot(part_t *p, const ts_hlo_instr_t *i, const dot_space_t *sp, const dot_plan_t *pl,
                           const ts_sharding_value_t *s) {
   if (i->shape->elem == TS_PRED || p->st != TS_OK) return false;
-  return windowed_gather(p, i, sp, pl, s) || windowed_scatter(p, i, sp, pl, s);
+  if (p->opts.choose_faster_windowed_einsum_over_mem) {
+    bool can_loop, loop;
+    ts_part_dot_seconds(p, i, sp, pl, s, &can_loop, &loop);
+    if (!loop) return false;
+  }
+  window_t w;
+  if (probe_gather(p, i, pl, &w) && emit_gather(p, i, sp, pl, s, &w)) return true;
+  return probe_scatter(p, i, sp, pl, s, &w) && emit_scatter(p, i, sp, pl, s, &w);
 }
