@@ -1,7 +1,9 @@
 /* Partitioning dot and convolution. A dot runs the cheapest of a few
  * shardings of its loop nest (operands following the result, or kept in
  * place with partial products summed across devices), costed in bytes
- * per device; windowed.c may turn the chosen one into a loop. */
+ * per device, or, with choose_faster_windowed_einsum_over_mem where a
+ * windowed loop is possible, in estimated time; windowed.c may turn the
+ * chosen one into a loop. */
 #include "partitioner_internal.h"
 
 #include <math.h>
