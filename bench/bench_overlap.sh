@@ -46,7 +46,10 @@ module=$tmp/step.hlo
 python3 "$here/gen_overlap.py" --layers "$layers" --width "$width" --batch "$batch" --data "$devices" --no-loss \
   -o "$module"
 
-# The job: N threads, or N ranks under mpirun (the knob travels with -x).
+# The job: N threads, or N ranks under mpirun (the knob travels with -x;
+# set, empty, where a call has no delay, so that mpirun finds it).
+TESSERA_CROSS_SLICE_DELAY_US=
+export TESSERA_CROSS_SLICE_DELAY_US
 job() {
   if [ "$mode" = mpi ]; then
     root=
