@@ -9,16 +9,6 @@
 #include <math.h>
 #include <string.h>
 
-/* windowed.c. (Belongs in partitioner_internal.h, next to
- * ts_part_windowed_dot; declared here while that header is not ours to
- * edit.) Estimated seconds per device of dot i run as plan pl, by the
- * nominal time model of choose_faster_windowed_einsum_over_mem: plain, or
- * as a windowed loop where one is allowed (*can_loop: above the threshold,
- * and the plan gathers an operand or scatters partial sums) and faster
- * (*loop). */
-double ts_part_dot_seconds(part_t *p, const ts_hlo_instr_t *i, const dot_space_t *sp, const dot_plan_t *pl,
-                           const ts_sharding_value_t *s, bool *can_loop, bool *loop);
-
 /* ---- the dot's iteration space ----------------------------------------- */
 
 static int attr_len(const ts_hlo_attr_t *a) { return a && a->kind == TS_ATTR_INT_LIST ? a->v.list.n : 0; }

@@ -75,6 +75,13 @@ ts_hlo_instr_t *ts_part_permute(part_t *p, ts_hlo_instr_t *x, int64_t npairs, co
 /* The per-device shape of `shape` under sharding `s` (tuples recursively;
  * tiled dims ceil(N/t); everything else the full shape). */
 const ts_shape_t *ts_part_local_shape(part_t *p, const ts_shape_t *shape, const ts_sharding_value_t *s);
+static inline bool ts_part_tiled(const ts_sharding_value_t *s) { return s && s->kind == TS_SHARD_TILED; }
+/* Row-major position of idx[0..n) in an array of dims. */
+static inline int64_t ts_part_linear(int n, const int64_t *dims, const int64_t *idx) {
+  int64_t l = 0;
+  for (int k = 0; k < n; k++) l = l * dims[k] + idx[k];
+  return l;
+}
 ts_sharding_value_t *ts_part_replicated(part_t *p);
 /* `s` (over `rank` dims) with the tiles of dims where keep[d] is false
  * folded into a replicated subgroup. */
@@ -162,6 +169,14 @@ typedef struct {
  * emitted nothing) otherwise. */
 bool ts_part_windowed_dot(part_t *p, const ts_hlo_instr_t *i, const dot_space_t *sp, const dot_plan_t *pl,
                           const ts_sharding_value_t *s);
+
+/* windowed.c: estimated seconds per device of dot i run as plan pl, by the
+ * nominal time model of choose_faster_windowed_einsum_over_mem: plain, or
+ * as a windowed loop where one is allowed (*can_loop: above the threshold,
+ * and the plan gathers an operand or scatters partial sums) and faster
+ * (*loop). */
+double ts_part_dot_seconds(part_t *p, const ts_hlo_instr_t *i, const dot_space_t *sp, const dot_plan_t *pl,
+                           const ts_sharding_value_t *s, bool *can_loop, bool *loop);
 
 /* Handlers: void ones always partition i; bool ones return false (having
  * emitted nothing) when their strategy does not apply. */
