@@ -419,6 +419,74 @@ static int64_t general_bytes(part_t *p, const ts_shape_t *shape, const ts_shardi
   }
 }
 
+/* ---- partial replication to a moved tiling ----------------------------- */
+
+/* A reshard from a partially replicated `from` to a `to` whose tiling of
+ * some dim i has moved to another dim j (GSPMD section 4.2: a local
+ * dynamic-slice takes partial replication to tiling, then one all-to-all
+ * moves the tiles). The all-reduced partial sum of a dot whose batch dim
+ * stays tiled while the output wants it on a non-contracting dim is the
+ * usual source (corpus case 134). Returns the sharding in between, `mid`:
+ * `to` with the tiles of j put on i (each device keeping its tile index),
+ * such that from -> mid is a local slice and mid -> to one all-to-all; NULL
+ * when there is none. Every such mid costs the same one all-to-all of the
+ * target shard, so the first found is taken. */
+static ts_sharding_value_t *slice_then_all_to_all(part_t *p, const ts_shape_t *shape, const ts_sharding_value_t *from,
+                                                  const ts_sharding_value_t *to) {
+  int r = shape->rank;
+  int64_t reps = 1;
+  if (!ts_part_tiled(from) || !ts_part_tiled(to) || from->ntiles != p->n || to->ntiles != p->n ||
+      from->data_rank != r || to->data_rank != r || r < 2)
+    return NULL;
+  for (int k = 0; k < from->nsubgroups; k++) {
+    if (from->subgroups[k] != TS_SUBGROUP_REPLICATED) return NULL;
+    reps *= from->dims[from->data_rank + k];
+  }
+  for (int k = 0; k < to->nsubgroups; k++)
+    if (to->subgroups[k] != TS_SUBGROUP_REPLICATED) return NULL;
+  /* A fully tiled `from` is refined only by itself: the one-collective
+   * classification has already seen that case. */
+  if (reps == 1) return NULL;
+  for (int e = 0; e < r; e++)
+    if (shape->dims[e] % from->dims[e] != 0 || shape->dims[e] % to->dims[e] != 0) return NULL;
+  int64_t *idx = NULL, *devices = NULL, dims[TS_PART_MAX_RANK + 8];
+  for (int i = 0; i < r; i++) {
+    if (to->dims[i] != 1) continue;
+    for (int j = 0; j < r; j++) {
+      if (j == i || to->dims[j] == 1) continue;
+      for (int e = 0; e < to->ndims; e++) dims[e] = to->dims[e];
+      dims[i] = to->dims[j];
+      dims[j] = 1;
+      if (shape->dims[i] % dims[i] != 0) continue;
+      bool refines = true; /* a local slice needs mid's tiles inside from's */
+      for (int e = 0; e < r && refines; e++) refines = dims[e] % from->dims[e] == 0;
+      if (!refines) continue;
+      if (!idx) {
+        idx = ts_arena_alloc(p->a, sizeof *idx * (size_t)(TS_PART_MAX_RANK + 8));
+        devices = ts_arena_alloc(p->a, sizeof *devices * (size_t)p->n);
+        if (!idx || !devices) return NULL;
+      }
+      bool ok = true;
+      for (int64_t dev = 0; dev < p->n && ok; dev++) {
+        ok = ts_sharding_tile_index(to, dev, idx) == TS_OK;
+        int64_t t = idx[i];
+        idx[i] = idx[j];
+        idx[j] = t;
+        if (ok) devices[ts_part_linear(to->ndims, dims, idx)] = dev;
+      }
+      ts_sharding_value_t *mid;
+      ts_reshard_t a, b;
+      if (!ok || ts_sharding_tiled(p->a, to->ndims, dims, devices, to->nsubgroups, to->subgroups, &mid) != TS_OK ||
+          ts_sharding_reshard(p->a, from, mid, shape, &a) != TS_OK || a.kind != TS_RESHARD_DYNAMIC_SLICE ||
+          ts_sharding_reshard(p->a, mid, to, shape, &b) != TS_OK || b.kind != TS_RESHARD_ALL_TO_ALL ||
+          b.dim != i || b.split_dim != j)
+        continue;
+      return mid;
+    }
+  }
+  return NULL;
+}
+
 /* After the one-collective cases: a gather of the one changed dim, or a
  * halo exchange where it moves fewer bytes than the general path
  * (ts_part_reshard decides the same way). */
@@ -469,7 +537,13 @@ int64_t ts_part_reshard_bytes(part_t *p, const ts_shape_t *shape, const ts_shard
       }
     }
   }
-  return halo_or_general_bytes(p, shape, from, to);
+  int64_t b = halo_or_general_bytes(p, shape, from, to);
+  if (b > 0 && slice_then_all_to_all(p, shape, from, to)) {
+    if (ts_sharding_shard_dims(to, shape, dims) != TS_OK) return INT64_MAX / 4;
+    int64_t a2a = dims_bytes(shape->elem, shape->rank, dims);
+    if (a2a < b) return a2a;
+  }
+  return b;
 }
 
 ts_hlo_instr_t *ts_part_reshard(part_t *p, ts_hlo_instr_t *x, const ts_shape_t *shape,
@@ -582,6 +656,13 @@ ts_hlo_instr_t *ts_part_reshard(part_t *p, ts_hlo_instr_t *x, const ts_shape_t *
     }
   }
   if (from->kind == TS_SHARD_REPLICATED) return from_full(p, x, shape, to);
+  ts_sharding_value_t *mid = slice_then_all_to_all(p, shape, from, to);
+  if (mid) { /* taken where ts_part_reshard_bytes takes it */
+    int64_t dims[TS_PART_MAX_RANK];
+    if (ts_sharding_shard_dims(to, shape, dims) == TS_OK &&
+        dims_bytes(shape->elem, shape->rank, dims) < halo_or_general_bytes(p, shape, from, to))
+      return ts_part_reshard(p, ts_part_reshard(p, x, shape, from, mid), shape, mid, to);
+  }
   int d = changed_dim(p, shape, from, to);
   if (d >= 0 && to->dims[d] == 1) return gather_dim(p, x, shape, from, d);
   halo_plan_t h;
