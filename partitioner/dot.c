@@ -144,9 +144,9 @@ static bool make_plan(part_t *p, const ts_hlo_instr_t *i, const dot_space_t *sp,
   pl->ps = project(p, sp, I, sp->nout, sp->omap);
   if (!pl->ls || !pl->rs || !pl->ps) return false;
   const ts_hlo_instr_t *l = i->ops[0], *r = i->ops[1];
-  pl->cost = ts_part_reshard_bytes(p, l->shape, p->sh[l->id], pl->ls) +
-             ts_part_reshard_bytes(p, r->shape, p->sh[r->id], pl->rs) +
-             ts_part_reshard_bytes(p, i->shape, pl->ps, S);
+  pl->cost = ts_part_reshard_cost(p, l->shape, p->sh[l->id], pl->ls) +
+             ts_part_reshard_cost(p, r->shape, p->sh[r->id], pl->rs) +
+             ts_part_reshard_cost(p, i->shape, pl->ps, S);
   if (pl->partial) {
     const ts_shape_t *local = ts_part_local_shape(p, i->shape, pl->ps);
     if (!local) return false;
@@ -246,10 +246,59 @@ static bool choose_faster(part_t *p, const ts_hlo_instr_t *i, const dot_space_t 
   return have;
 }
 
+/* The key of a dot's plan choice: everything make_plan and candidates
+ * read (the operand and result shardings, by address; the space, from the
+ * dimension numbers; the shapes and element types). n words, n returned. */
+static int plan_key(part_t *p, const ts_hlo_instr_t *i, const dot_space_t *sp, const ts_sharding_value_t *s,
+                    int64_t *key) {
+  int n = 0;
+  key[n++] = TS_PART_MEMO_DOT_PLAN;
+  key[n++] = ts_part_key_ptr(p->sh[i->ops[0]->id]);
+  key[n++] = ts_part_key_ptr(p->sh[i->ops[1]->id]);
+  key[n++] = ts_part_key_ptr(s);
+  key[n++] = i->ops[0]->shape->elem;
+  key[n++] = i->ops[1]->shape->elem;
+  key[n++] = i->shape->elem;
+  key[n++] = sp->nb;
+  key[n++] = sp->nc;
+  key[n++] = sp->lr;
+  key[n++] = sp->rr;
+  for (int d = 0; d < sp->lr; d++) key[n++] = sp->lmap[d];
+  for (int d = 0; d < sp->rr; d++) key[n++] = sp->rmap[d];
+  for (int d = 0; d < sp->rank; d++) key[n++] = sp->size[d];
+  return n;
+}
+
+/* The plan of least cost (see ts_part_dot); false when none applies. */
+static bool fewest_bytes(part_t *p, const ts_hlo_instr_t *i, const dot_space_t *sp, const ts_sharding_value_t *s,
+                         dot_plan_t *best) {
+  /* Most dots in a model already have operands that follow the result:
+   * nothing to move, nothing to weigh. */
+  dot_plan_t pl;
+  source_t own = source(s, sp->omap, sp, 0, sp->nout);
+  bool have = make_plan(p, i, sp, combine(p, sp, 1, &own), s, best);
+  if (!have || best->cost > 0) {
+    ts_sharding_value_t *cand[16];
+    int nc = candidates(p, i, sp, s, cand);
+    if (p->opts.choose_faster_windowed_einsum_over_mem) {
+      have = choose_faster(p, i, sp, s, nc, cand, have, best);
+    } else {
+      for (int k = 0; k < nc; k++)
+        if (make_plan(p, i, sp, cand[k], s, &pl) && (!have || pl.cost < best->cost)) {
+          *best = pl;
+          have = true;
+        }
+    }
+  }
+  return have;
+}
+
 /* dot: among the candidate space shardings, the one whose collectives move
  * the fewest bytes per device (resharding the operands, summing partial
  * results, resharding the result); with
- * choose_faster_windowed_einsum_over_mem, see choose_faster. */
+ * choose_faster_windowed_einsum_over_mem, see choose_faster. The choice
+ * (none included) is memoised: a model repeats a few dots many times, and
+ * weighing the candidates walks every device. */
 void ts_part_dot(part_t *p, const ts_hlo_instr_t *i, const ts_sharding_value_t *s) {
   dot_space_t sp;
   if (i->nops != 2 || s->kind == TS_SHARD_MAXIMAL || s->kind == TS_SHARD_TUPLE || !dot_space(i, &sp)) {
@@ -257,23 +306,21 @@ void ts_part_dot(part_t *p, const ts_hlo_instr_t *i, const ts_sharding_value_t *
     else ts_part_fallback(p, i, s);
     return;
   }
-  /* Most dots in a model already have operands that follow the result:
-   * nothing to move, nothing to weigh. */
-  dot_plan_t best = {0}, pl;
-  source_t own = source(s, sp.omap, &sp, 0, sp.nout);
-  bool have = make_plan(p, i, &sp, combine(p, &sp, 1, &own), s, &best);
-  if (!have || best.cost > 0) {
-    ts_sharding_value_t *cand[16];
-    int nc = candidates(p, i, &sp, s, cand);
-    if (p->opts.choose_faster_windowed_einsum_over_mem) {
-      have = choose_faster(p, i, &sp, s, nc, cand, have, &best);
-    } else {
-      for (int k = 0; k < nc; k++)
-        if (make_plan(p, i, &sp, cand[k], s, &pl) && (!have || pl.cost < best.cost)) {
-          best = pl;
-          have = true;
-        }
-    }
+  dot_plan_t best = {0};
+  bool have;
+  /* choose_faster's time model reads more of i than the key holds. */
+  bool memo = !p->opts.choose_faster_windowed_einsum_over_mem;
+  int64_t key[12 + 4 * TS_PART_MAX_RANK];
+  int nkey = memo ? plan_key(p, i, &sp, s, key) : 0;
+  void *hit;
+  if (memo && ts_part_memo_get(p, key, nkey, &hit)) {
+    have = hit != NULL;
+    if (have) best = *(const dot_plan_t *)hit;
+  } else {
+    have = fewest_bytes(p, i, &sp, s, &best);
+    dot_plan_t *keep = memo && p->st == TS_OK && have ? ts_arena_alloc(p->a, sizeof *keep) : NULL;
+    if (keep) *keep = best;
+    if (memo && (keep || !have)) ts_part_memo_put(p, key, nkey, keep);
   }
   if (p->st != TS_OK) return;
   if (!have) {

@@ -37,6 +37,9 @@ static ts_sharding_value_t *sharding_of(part_t *p, const ts_hlo_instr_t *i) {
       ts_part_fail(p, i, st == TS_ERR_NOMEM ? st : TS_ERR_INVALID_ARGUMENT, "its sharding does not fit its shape");
       return NULL;
     }
+    /* One pointer per value (two spellings of one sharding alike): the
+     * run's memo (derive.c) is keyed by address. */
+    if (i->shape->elem != TS_TUPLE) s = ts_part_intern(p, s);
     const char *k = key.oom ? NULL : ts_arena_strndup(p->a, key.data, key.len);
     if (k && i->shape->elem != TS_TUPLE) ts_strmap_put(&p->cache, k, key.len, s);
   }
@@ -467,7 +470,8 @@ ts_status_t ts_partition(ts_hlo_module_t *m, const ts_partition_opts_t *opts, ts
   p.sh = ts_calloc((size_t)m->next_id + 1, sizeof *p.sh);
   p.clone = ts_calloc((size_t)m->ncomps + 1, sizeof *p.clone);
   p.next_channel = 1;
-  if (!p.dst || !p.a || !p.val || !p.sh || !p.clone) {
+  if (ts_sharding_cache_create(&p.memo) != TS_OK) p.memo = NULL;
+  if (!p.dst || !p.a || !p.val || !p.sh || !p.clone || !p.memo) {
     st = TS_ERR_NOMEM;
     goto done;
   }
@@ -502,6 +506,7 @@ done:
   ts_free(p.sh);
   ts_free(p.clone);
   ts_strmap_free(&p.cache);
+  ts_sharding_cache_destroy(p.memo); /* before p.a: its values live there */
   ts_arena_destroy(p.a);
   if (st != TS_OK) {
     ts_hlo_module_destroy(p.dst);

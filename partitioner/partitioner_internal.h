@@ -27,6 +27,12 @@ typedef struct {
   int64_t next_channel;
   ts_hlo_comp_t *reducers[TS_ELEM_COUNT][2]; /* [elem][0 add / 1 or] */
   ts_strmap_t cache;            /* "rank:sharding text" -> value */
+  /* Derived shardings, device groups, reshard costs and dot plans of this
+   * run, memoised by the addresses of interned inputs (derive.c), so that a
+   * handler costs O(rank) however many devices there are once its inputs
+   * have been seen. */
+  ts_sharding_cache_t *memo;
+  ts_sharding_value_t *replicated; /* the one REPLICATED value of the run */
 } part_t;
 
 /* Records the first error (naming `i` when given) and returns it. */
@@ -70,6 +76,28 @@ ts_hlo_instr_t *ts_part_collective(part_t *p, ts_opcode_t op, const ts_shape_t *
 /* A collective-permute of x along pairs[2k] -> pairs[2k+1], k < npairs. */
 ts_hlo_instr_t *ts_part_permute(part_t *p, ts_hlo_instr_t *x, int64_t npairs, const int64_t *pairs);
 
+/* ---- the run's memo (derive.c) ----------------------------------------- */
+
+/* Memo keys are words: a tag naming the function first, then its inputs
+ * (values by address: they live in p->a or are interned, and never change). */
+enum {
+  TS_PART_MEMO_REPLICATE = 1,
+  TS_PART_MEMO_SELECT,
+  TS_PART_MEMO_EMBED,
+  TS_PART_MEMO_OPERAND,
+  TS_PART_MEMO_GROUPS,
+  TS_PART_MEMO_RESHARD_BYTES,
+  TS_PART_MEMO_DOT_PLAN,
+};
+static inline int64_t ts_part_key_ptr(const void *x) { return (int64_t)(intptr_t)x; }
+bool ts_part_memo_get(part_t *p, const int64_t *key, int n, void **out);
+void ts_part_memo_put(part_t *p, const int64_t *key, int n, void *v); /* sets p->st on OOM */
+/* The run's one value equal to v (v itself the first time); NULL stays NULL. */
+ts_sharding_value_t *ts_part_intern(part_t *p, ts_sharding_value_t *v);
+/* ts_part_reshard_bytes, memoised. */
+int64_t ts_part_reshard_cost(part_t *p, const ts_shape_t *shape, const ts_sharding_value_t *from,
+                             const ts_sharding_value_t *to);
+
 /* ---- shardings and resharding (reshard.c) ------------------------------- */
 
 /* The per-device shape of `shape` under sharding `s` (tuples recursively;
@@ -93,7 +121,8 @@ ts_sharding_value_t *ts_part_embed(part_t *p, const ts_sharding_value_t *s, int 
                                    const int64_t *map);
 /* Groups of devices that differ only in their tile index along the data
  * dims where mask[d] (same index elsewhere, subgroups included), each in
- * row-major tile order over those dims; arrays in p->a. */
+ * row-major tile order over those dims; arrays in p->a, memoised: shared
+ * between callers, read-only. */
 void ts_part_groups_over_dims(part_t *p, const ts_sharding_value_t *s, const bool *mask, int64_t *ngroups,
                               int64_t *group_size, int64_t **groups);
 /* Bytes per device the collectives of ts_part_reshard(from -> to) would

@@ -130,7 +130,7 @@ static bool reduce_partial(part_t *p, const ts_hlo_instr_t *i, const ts_sharding
     ps[w] = ts_part_select_dims(p, ts_part_replicate_dims(p, os[w], r, kept_dims), m, kept);
     const ts_shape_t *local = ps[w] ? ts_part_local_shape(p, i->shape, ps[w]) : NULL;
     if (!local) return p->st != TS_OK;
-    cost[w] = ts_part_reshard_bytes(p, in->shape, O, os[w]) + ts_part_reshard_bytes(p, i->shape, ps[w], s) +
+    cost[w] = ts_part_reshard_cost(p, in->shape, O, os[w]) + ts_part_reshard_cost(p, i->shape, ps[w], s) +
               (int64_t)ts_elem_storage_bytes(local->elem) * ts_shape_elements(local);
   }
   int w = cost[0] <= cost[1] ? 0 : 1;
@@ -259,9 +259,9 @@ static bool reduce_gathered_partials(part_t *p, const ts_hlo_instr_t *i, const t
     const ts_shape_t *rs = i->shape->elem == TS_TUPLE ? i->shape->tuple[k] : i->shape;
     const ts_sharding_value_t *ok = p->sh[i->ops[k]->id];
     int64_t leaf = (int64_t)ts_elem_storage_bytes(rs->elem) * ts_shape_elements(local);
-    mine += (n == 1 ? leaf : leaf * gs) + ts_part_reshard_bytes(p, rs, ps, ts_part_leaf(s, k)) +
-            ts_part_reshard_bytes(p, i->ops[k]->shape, ok, O);
-    gather += ts_part_reshard_bytes(p, i->ops[k]->shape, ok, os);
+    mine += (n == 1 ? leaf : leaf * gs) + ts_part_reshard_cost(p, rs, ps, ts_part_leaf(s, k)) +
+            ts_part_reshard_cost(p, i->ops[k]->shape, ok, O);
+    gather += ts_part_reshard_cost(p, i->ops[k]->shape, ok, os);
   }
   if (mine >= gather) return false;
 

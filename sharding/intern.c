@@ -2,7 +2,8 @@
  * hash-consed so that equal values are one pointer, and derivations
  * (remap, transpose, reshape of an interned value) memoised by a key of
  * words. A derivation then costs O(rank) however many devices the tile
- * assignment lists; only the first derivation of a key touches them. */
+ * assignment lists; only the first derivation of a key touches them.
+ * ts_sharding.h gives the same cache to other modules (the partitioner). */
 #include "sharding_internal.h"
 
 #include <string.h>
@@ -159,4 +160,16 @@ ts_status_t sh_cache_put(sh_cache_t *c, const int64_t *key, int n, void *v) {
   }
   s->v = v;
   return TS_OK;
+}
+
+/* ---- the public names (ts_sharding.h) ----------------------------------- */
+
+ts_status_t ts_sharding_cache_create(ts_sharding_cache_t **out) { return sh_cache_create(out); }
+void ts_sharding_cache_destroy(ts_sharding_cache_t *c) { sh_cache_destroy(c); }
+ts_status_t ts_sharding_cache_intern(ts_sharding_cache_t *c, ts_sharding_value_t **v) { return sh_cache_intern(c, v); }
+bool ts_sharding_cache_get(ts_sharding_cache_t *c, const int64_t *key, int n, void **out) {
+  return sh_cache_get(c, key, n, out);
+}
+ts_status_t ts_sharding_cache_put(ts_sharding_cache_t *c, const int64_t *key, int n, void *v) {
+  return sh_cache_put(c, key, n, v);
 }

@@ -263,6 +263,27 @@ ts_status_t ts_sharding_sdy_module_meshes(ts_arena_t *a, const ts_hlo_module_t *
 ts_status_t ts_sharding_from_sdy(ts_arena_t *a, const ts_sdy_meshes_t *meshes, const char *text, int nshapes,
                                  const ts_shape_t *const *shapes, ts_sharding_value_t **out);
 
+/* ---- a cache for passes that derive many shardings ---------------------- */
+
+/* For one pass (propagation, a partitioner run): values interned so that
+ * equal values are one pointer, and derivations memoised by a key of words
+ * (a pass's own tag, input values' addresses, arguments). Keyed by
+ * address, a memo is only as good as the values' lifetime: they must live
+ * in an arena that outlives the cache, and never change. Values are not
+ * owned; keys are copied. Not thread-safe. */
+typedef struct sh_cache ts_sharding_cache_t;
+ts_status_t ts_sharding_cache_create(ts_sharding_cache_t **out);
+void ts_sharding_cache_destroy(ts_sharding_cache_t *c); /* NULL is a no-op */
+/* Replaces *v by the interned value equal to it (same placement and shard
+ * group), interning *v when it is the first; O(devices) to hash. NULL and
+ * tuples are left as they are. */
+ts_status_t ts_sharding_cache_intern(ts_sharding_cache_t *c, ts_sharding_value_t **v);
+/* The memoised result of `key` (n words): true and *out (possibly NULL)
+ * when present. */
+bool ts_sharding_cache_get(ts_sharding_cache_t *c, const int64_t *key, int n, void **out);
+/* Records (or replaces) the result of `key`. */
+ts_status_t ts_sharding_cache_put(ts_sharding_cache_t *c, const int64_t *key, int n, void *v);
+
 /* ---- propagation -------------------------------------------------------- */
 
 /* What a propagation run did, counted over instructions. */
