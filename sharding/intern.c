@@ -1,9 +1,9 @@
-/* A cache for one pass that derives many shardings (propagation): values
- * hash-consed so that equal values are one pointer, and derivations
- * (remap, transpose, reshape of an interned value) memoised by a key of
- * words. A derivation then costs O(rank) however many devices the tile
- * assignment lists; only the first derivation of a key touches them.
- * ts_sharding.h gives the same cache to other modules (the partitioner). */
+/* A cache for one pass that derives many shardings (propagation, a
+ * partitioner run; contract in ts_sharding.h): values hash-consed so that
+ * equal values are one pointer, and derivations (remap, transpose, reshape
+ * of an interned value) memoised by a key of words. A derivation then
+ * costs O(rank) however many devices the tile assignment lists; only the
+ * first derivation of a key touches them. */
 #include "sharding_internal.h"
 
 #include <string.h>
@@ -100,8 +100,8 @@ static bool match_key(const slot_t *s, const void *arg) {
   return s->nkey == k->n && !memcmp(s->key, k->key, sizeof *k->key * (size_t)k->n);
 }
 
-ts_status_t sh_cache_create(sh_cache_t **out) {
-  sh_cache_t *c = ts_calloc(1, sizeof *c);
+ts_status_t ts_sharding_cache_create(ts_sharding_cache_t **out) {
+  ts_sharding_cache_t *c = ts_calloc(1, sizeof *c);
   if (!c || !(c->a = ts_arena_create())) {
     ts_free(c);
     return TS_ERR_NOMEM;
@@ -110,7 +110,7 @@ ts_status_t sh_cache_create(sh_cache_t **out) {
   return TS_OK;
 }
 
-void sh_cache_destroy(sh_cache_t *c) {
+void ts_sharding_cache_destroy(ts_sharding_cache_t *c) {
   if (!c) return;
   ts_free(c->values.slots);
   ts_free(c->memo.slots);
@@ -118,7 +118,7 @@ void sh_cache_destroy(sh_cache_t *c) {
   ts_free(c);
 }
 
-ts_status_t sh_cache_intern(sh_cache_t *c, ts_sharding_value_t **v) {
+ts_status_t ts_sharding_cache_intern(ts_sharding_cache_t *c, ts_sharding_value_t **v) {
   if (!*v || (*v)->kind == TS_SHARD_TUPLE) return TS_OK; /* tuples hold interned leaves, not interned themselves */
   uint64_t h = value_hash(*v);
   slot_t *s = find(&c->values, h, match_value, *v);
@@ -132,7 +132,7 @@ ts_status_t sh_cache_intern(sh_cache_t *c, ts_sharding_value_t **v) {
   return TS_OK;
 }
 
-bool sh_cache_get(sh_cache_t *c, const int64_t *key, int n, void **out) {
+bool ts_sharding_cache_get(ts_sharding_cache_t *c, const int64_t *key, int n, void **out) {
   if (!c->memo.cap) return false;
   words_t k = {key, n};
   uint64_t h = key_hash(key, n);
@@ -147,7 +147,7 @@ bool sh_cache_get(sh_cache_t *c, const int64_t *key, int n, void **out) {
   }
 }
 
-ts_status_t sh_cache_put(sh_cache_t *c, const int64_t *key, int n, void *v) {
+ts_status_t ts_sharding_cache_put(ts_sharding_cache_t *c, const int64_t *key, int n, void *v) {
   words_t k = {key, n};
   uint64_t h = key_hash(key, n);
   slot_t *s = find(&c->memo, h, match_key, &k);
@@ -160,16 +160,4 @@ ts_status_t sh_cache_put(sh_cache_t *c, const int64_t *key, int n, void *v) {
   }
   s->v = v;
   return TS_OK;
-}
-
-/* ---- the public names (ts_sharding.h) ----------------------------------- */
-
-ts_status_t ts_sharding_cache_create(ts_sharding_cache_t **out) { return sh_cache_create(out); }
-void ts_sharding_cache_destroy(ts_sharding_cache_t *c) { sh_cache_destroy(c); }
-ts_status_t ts_sharding_cache_intern(ts_sharding_cache_t *c, ts_sharding_value_t **v) { return sh_cache_intern(c, v); }
-bool ts_sharding_cache_get(ts_sharding_cache_t *c, const int64_t *key, int n, void **out) {
-  return sh_cache_get(c, key, n, out);
-}
-ts_status_t ts_sharding_cache_put(ts_sharding_cache_t *c, const int64_t *key, int n, void *v) {
-  return sh_cache_put(c, key, n, v);
 }

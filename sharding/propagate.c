@@ -131,7 +131,7 @@ typedef struct {
   /* Candidates interned (equal values are one pointer) and their
    * derivations memoised by input pointer, so a visit costs O(rank), not
    * O(devices): modules repeat a handful of shardings. */
-  sh_cache_t *cache;
+  ts_sharding_cache_t *cache;
   bool changed;
   uint32_t clock;             /* bumped on every change; orders stamps and visits */
 } ctx_t;
@@ -216,8 +216,8 @@ static int64_t addr(const void *p) { return (int64_t)(intptr_t)p; }
  * remembered. */
 static ts_status_t memo_store(ctx_t *x, const int64_t *key, int n, ts_status_t st, ts_sharding_value_t **out) {
   if (st != TS_OK) return st;
-  TS_CHECK(sh_cache_intern(x->cache, out));
-  return sh_cache_put(x->cache, key, n, *out);
+  TS_CHECK(ts_sharding_cache_intern(x->cache, out));
+  return ts_sharding_cache_put(x->cache, key, n, *out);
 }
 
 /* remap_build, memoised for tiled values (others map to themselves). */
@@ -232,7 +232,7 @@ static ts_status_t remap(ctx_t *x, const ts_sharding_value_t *v, int from_rank, 
   key[n++] = from_rank;
   key[n++] = to_rank;
   for (int k = 0; k < from_rank; k++) key[n++] = map[k];
-  if (sh_cache_get(x->cache, key, n, (void **)out)) return TS_OK;
+  if (ts_sharding_cache_get(x->cache, key, n, (void **)out)) return TS_OK;
   return memo_store(x, key, n, remap_build(x->a, v, from_rank, to_rank, map, out), out);
 }
 
@@ -247,7 +247,7 @@ static ts_status_t transpose_of(ctx_t *x, ts_sharding_value_t *v, int rank, cons
   key[n++] = addr(v);
   key[n++] = rank;
   for (int k = 0; k < rank; k++) key[n++] = perm[k];
-  if (sh_cache_get(x->cache, key, n, (void **)out)) return TS_OK;
+  if (ts_sharding_cache_get(x->cache, key, n, (void **)out)) return TS_OK;
   return memo_store(x, key, n, ts_sharding_transpose(x->a, v, rank, perm, out), out);
 }
 
@@ -265,7 +265,7 @@ static ts_status_t reshape_of(ctx_t *x, ts_sharding_value_t *v, const ts_shape_t
   for (int k = 0; k < from->rank; k++) key[n++] = from->dims[k];
   key[n++] = to->rank;
   for (int k = 0; k < to->rank; k++) key[n++] = to->dims[k];
-  if (sh_cache_get(x->cache, key, n, (void **)out)) return TS_OK;
+  if (ts_sharding_cache_get(x->cache, key, n, (void **)out)) return TS_OK;
   return memo_store(x, key, n, ts_sharding_reshape(x->a, v, from, to, out), out);
 }
 
@@ -931,10 +931,10 @@ static ts_status_t init_node(ctx_t *x, ts_hlo_instr_t *i, int *max_leaves) {
     if (v->ntuple == n->n)
       for (int k = 0; k < n->n; k++) {
         n->v[k] = v->tuple[k];
-        TS_CHECK(sh_cache_intern(x->cache, &n->v[k]));
+        TS_CHECK(ts_sharding_cache_intern(x->cache, &n->v[k]));
       }
   } else {
-    TS_CHECK(sh_cache_intern(x->cache, &v));
+    TS_CHECK(ts_sharding_cache_intern(x->cache, &v));
     for (int k = 0; k < n->n; k++) n->v[k] = v;
   }
   return TS_OK;
@@ -1084,9 +1084,9 @@ static ts_status_t syntax_of(ctx_t *x, const ts_sharding_value_t *v, ts_sharding
   if (v->kind == TS_SHARD_TUPLE) return ts_sharding_to_syntax(a, v, out);
   int64_t key[2] = {MEMO_SYNTAX, addr(v)};
   ts_sharding_t *s = NULL;
-  if (!sh_cache_get(x->cache, key, 2, (void **)&s)) {
+  if (!ts_sharding_cache_get(x->cache, key, 2, (void **)&s)) {
     TS_CHECK(ts_sharding_to_syntax(a, v, &s));
-    TS_CHECK(sh_cache_put(x->cache, key, 2, s));
+    TS_CHECK(ts_sharding_cache_put(x->cache, key, 2, s));
   }
   if (!(*out = ts_arena_alloc(a, sizeof **out))) return TS_ERR_NOMEM;
   **out = *s;
@@ -1136,7 +1136,7 @@ ts_status_t ts_sharding_propagate(ts_hlo_module_t *m, const ts_sharding_propagat
   memset(stats, 0, sizeof *stats);
   int max_rounds = opts && opts->max_rounds > 0 ? opts->max_rounds : DEFAULT_ROUNDS;
   ctx_t x = {.m = m, .a = ts_arena_create(), .clock = 1};
-  ts_status_t st = x.a ? sh_cache_create(&x.cache) : TS_ERR_NOMEM;
+  ts_status_t st = x.a ? ts_sharding_cache_create(&x.cache) : TS_ERR_NOMEM;
   if (st != TS_OK) {
     ts_arena_destroy(x.a);
     return st;
@@ -1157,7 +1157,7 @@ done:
   if (st != TS_OK && diag && !diag->text)
     ts_diag_plain(diag, "sharding propagation of module '%s' failed: %s", m->name ? m->name : "",
                   ts_status_string(st));
-  sh_cache_destroy(x.cache);
+  ts_sharding_cache_destroy(x.cache);
   ts_arena_destroy(x.a);
   return st;
 }

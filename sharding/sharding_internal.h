@@ -46,20 +46,5 @@ void sh_collect_leaves(const ts_shape_t *s, const ts_shape_t **out, int *n);
 int64_t *sh_dup(ts_arena_t *a, const int64_t *v, int64_t n);
 int64_t *sh_alloc(ts_arena_t *a, int64_t n);
 
-/* A cache for one pass that derives many shardings (intern.c): equal
- * values interned to one pointer, derivations memoised by a key of words.
- * Values are not owned (they live in the pass's arena, which must outlive
- * the cache); memo keys are copied. */
-typedef struct sh_cache sh_cache_t;
-ts_status_t sh_cache_create(sh_cache_t **out);
-void sh_cache_destroy(sh_cache_t *c); /* NULL is a no-op */
-/* Replaces *v by the interned value equal to it (same placement and shard
- * group), interning *v when it is the first. NULL and tuples are left as
- * they are. */
-ts_status_t sh_cache_intern(sh_cache_t *c, ts_sharding_value_t **v);
-/* The memoised result of `key` (n words): true and *out (possibly NULL)
- * when present. */
-bool sh_cache_get(sh_cache_t *c, const int64_t *key, int n, void **out);
-ts_status_t sh_cache_put(sh_cache_t *c, const int64_t *key, int n, void *v);
 
 #endif
