@@ -39,7 +39,7 @@ import sys
 
 sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "examples"))
-from hlo_emit import Builder, Mesh  # noqa: E402
+from hlo_emit import Builder, Mesh, write_module  # noqa: E402
 
 
 def build(layers, width, batch, data, lr, with_loss):
@@ -111,14 +111,7 @@ def main(argv):
     if a.batch % a.data:
         ap.error("--batch %d is not divisible by --data %d" % (a.batch, a.data))
     text = build(a.layers, a.width, a.batch, a.data, a.lr, a.loss)
-    if a.output is None:
-        sys.stdout.write(text)
-        return 0
-    # Atomic: a reader never sees a half-written module.
-    tmp = "%s.tmp.%d" % (a.output, os.getpid())
-    with open(tmp, "w") as f:
-        f.write(text)
-    os.replace(tmp, a.output)
+    write_module(text, a.output)
     return 0
 
 

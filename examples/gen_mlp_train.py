@@ -34,7 +34,7 @@ import sys
 
 sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from hlo_emit import Builder, Mesh  # noqa: E402
+from hlo_emit import Builder, Mesh, write_module  # noqa: E402
 
 
 def build(batch, n_in, hidden, classes, lr, data, model):
@@ -155,14 +155,7 @@ def main(argv):
     if a.hidden % a.model:
         ap.error("--hidden %d is not divisible by --model %d" % (a.hidden, a.model))
     text = build(a.batch, a.n_in, a.hidden, a.classes, a.lr, a.data, a.model)
-    if a.output is None:
-        sys.stdout.write(text)
-        return 0
-    # Atomic: a reader never sees a half-written module.
-    tmp = "%s.tmp.%d" % (a.output, os.getpid())
-    with open(tmp, "w") as f:
-        f.write(text)
-    os.replace(tmp, a.output)
+    write_module(text, a.output)
     return 0
 
 

@@ -56,7 +56,7 @@ import sys
 
 sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from hlo_emit import Builder, Mesh  # noqa: E402
+from hlo_emit import Builder, Mesh, write_module  # noqa: E402
 
 EPS = 1e-5
 GELU_C = math.sqrt(2 / math.pi)
@@ -369,14 +369,7 @@ def main(argv):
     if a.mlp % a.model:
         ap.error("--mlp %d is not divisible by --model %d" % (a.mlp, a.model))
     text = build(a.batch, a.seq, a.n_in, a.dim, a.heads, a.mlp, a.classes, a.lr, a.data, a.model)
-    if a.output is None:
-        sys.stdout.write(text)
-        return 0
-    # Atomic: a reader never sees a half-written module.
-    tmp = "%s.tmp.%d" % (a.output, os.getpid())
-    with open(tmp, "w") as f:
-        f.write(text)
-    os.replace(tmp, a.output)
+    write_module(text, a.output)
     return 0
 
 

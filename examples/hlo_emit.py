@@ -1,6 +1,6 @@
 """A small writer of XLA HLO text in the style of a JAX `before_optimizations`
 dump, shared by the example generators (gen_mlp_train.py,
-gen_transformer_train.py). Standard library only.
+gen_transformer_train.py, bench/gen_overlap.py). Standard library only.
 
 What it imitates (see ../shared/corpus/real_hlo, e.g. the pjit dumps there):
 instructions named `<opcode>.<N>` from one counter that runs across the whole
@@ -9,7 +9,21 @@ parameters, layouts on every array shape, `metadata={op_name=...}`, and GSPMD
 shardings (`sharding={...}`) on the parameters and the root only, written in
 XLA's canonical iota (V2) form over a named device mesh.
 """
+import os
 import struct
+import sys
+
+
+def write_module(text, path):
+    """Writes the module text to `path` atomically (a reader never sees a
+    half-written module), or to standard output when path is None."""
+    if path is None:
+        sys.stdout.write(text)
+        return
+    tmp = "%s.tmp.%d" % (path, os.getpid())
+    with open(tmp, "w") as f:
+        f.write(text)
+    os.replace(tmp, path)
 
 
 def f32_text(x):
