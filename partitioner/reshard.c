@@ -502,6 +502,21 @@ static int64_t halo_or_general_bytes(part_t *p, const ts_shape_t *shape, const t
   return b < g ? b : g;
 }
 
+/* One collective (or a local slice) may do, when the shapes divide evenly
+ * into both tilings of the same tile count: *r says which (the sharding
+ * module's classification). */
+static bool one_collective(part_t *p, const ts_shape_t *shape, const ts_sharding_value_t *from,
+                           const ts_sharding_value_t *to, ts_reshard_t *r) {
+  if (!ts_part_tiled(to) || !(ts_part_tiled(from) || from->kind == TS_SHARD_REPLICATED) ||
+      from->ntiles != to->ntiles)
+    return false;
+  for (int d = 0; d < shape->rank; d++) {
+    if (ts_part_tiled(from) && shape->dims[d] % from->dims[d] != 0) return false;
+    if (shape->dims[d] % to->dims[d] != 0) return false;
+  }
+  return ts_sharding_reshard(p->a, from, to, shape, r) == TS_OK;
+}
+
 /* Mirrors the choices ts_part_reshard makes below, without emitting: the
  * one-collective cases cost their local result, the general path an
  * all-gather per tiled dimension (each the size of what it has gathered so
@@ -514,27 +529,20 @@ int64_t ts_part_reshard_bytes(part_t *p, const ts_shape_t *shape, const ts_shard
       to->kind == TS_SHARD_TUPLE)
     return INT64_MAX / 4;
   int64_t dims[TS_PART_MAX_RANK];
-  bool even = ts_part_tiled(from) || ts_part_tiled(to);
-  for (int d = 0; d < shape->rank && even; d++) {
-    if (ts_part_tiled(from) && shape->dims[d] % from->dims[d] != 0) even = false;
-    if (ts_part_tiled(to) && shape->dims[d] % to->dims[d] != 0) even = false;
-  }
-  if (even && ts_part_tiled(to) && (ts_part_tiled(from) || from->kind == TS_SHARD_REPLICATED) && from->ntiles == to->ntiles) {
-    ts_reshard_t r;
-    if (ts_sharding_reshard(p->a, from, to, shape, &r) == TS_OK) {
-      if (ts_sharding_shard_dims(to, shape, dims) != TS_OK) return INT64_MAX / 4;
-      switch (r.kind) {
-      case TS_RESHARD_NONE: return 0;
-      case TS_RESHARD_DYNAMIC_SLICE: if (ts_part_tiled(from)) return 0; break;
-      case TS_RESHARD_ALL_GATHER:
-      case TS_RESHARD_COLLECTIVE_PERMUTE: return dims_bytes(shape->elem, shape->rank, dims);
-      case TS_RESHARD_ALL_TO_ALL:
-        if (ts_part_tiled(from) && r.dim != r.split_dim &&
-            shape->dims[r.split_dim] / from->dims[r.split_dim] % r.group_size == 0)
-          return dims_bytes(shape->elem, shape->rank, dims);
-        break;
-      default: break;
-      }
+  ts_reshard_t r;
+  if (one_collective(p, shape, from, to, &r)) {
+    if (ts_sharding_shard_dims(to, shape, dims) != TS_OK) return INT64_MAX / 4;
+    switch (r.kind) {
+    case TS_RESHARD_NONE: return 0;
+    case TS_RESHARD_DYNAMIC_SLICE: if (ts_part_tiled(from)) return 0; break;
+    case TS_RESHARD_ALL_GATHER:
+    case TS_RESHARD_COLLECTIVE_PERMUTE: return dims_bytes(shape->elem, shape->rank, dims);
+    case TS_RESHARD_ALL_TO_ALL:
+      if (ts_part_tiled(from) && r.dim != r.split_dim &&
+          shape->dims[r.split_dim] / from->dims[r.split_dim] % r.group_size == 0)
+        return dims_bytes(shape->elem, shape->rank, dims);
+      break;
+    default: break;
     }
   }
   int64_t b = halo_or_general_bytes(p, shape, from, to);
@@ -570,89 +578,81 @@ ts_hlo_instr_t *ts_part_reshard(part_t *p, ts_hlo_instr_t *x, const ts_shape_t *
     return NULL;
   }
   if (to->kind == TS_SHARD_UNKNOWN) return x;
-  /* One collective (or a local slice) when the shapes divide evenly. */
-  bool even = ts_part_tiled(from) || ts_part_tiled(to);
-  for (int d = 0; d < shape->rank && even; d++) {
-    if (ts_part_tiled(from) && shape->dims[d] % from->dims[d] != 0) even = false;
-    if (ts_part_tiled(to) && shape->dims[d] % to->dims[d] != 0) even = false;
-  }
-  if (even && ts_part_tiled(to) && (ts_part_tiled(from) || from->kind == TS_SHARD_REPLICATED) && from->ntiles == to->ntiles) {
-    ts_reshard_t r;
-    if (ts_sharding_reshard(p->a, from, to, shape, &r) == TS_OK) {
-      const ts_shape_t *ls = ts_part_local_shape(p, shape, to);
-      switch (r.kind) {
-      case TS_RESHARD_NONE: return x;
-      case TS_RESHARD_DYNAMIC_SLICE: {
-        /* Each device already holds its new shard: slice it out locally, at
-         * (tile index in `to` x chunk) - (tile index in `from` x chunk). */
-        if (!ts_part_tiled(from)) break;
-        int rk = shape->rank;
-        int64_t fi[TS_PART_MAX_RANK + 8], ti[TS_PART_MAX_RANK + 8];
-        int64_t *table = ts_arena_alloc(p->a, sizeof *table * (size_t)p->n);
-        ts_hlo_instr_t *ops[TS_PART_MAX_RANK + 1];
-        if (!table) return NULL;
-        ops[0] = x;
-        for (int d = 0; d < rk; d++) {
-          int64_t fc = shape->dims[d] / from->dims[d], tc = shape->dims[d] / to->dims[d];
-          for (int64_t dev = 0; dev < p->n; dev++) {
-            if (ts_sharding_tile_index(from, dev, fi) != TS_OK || ts_sharding_tile_index(to, dev, ti) != TS_OK) {
-              ts_part_fail(p, NULL, TS_ERR_INVALID_ARGUMENT, "device %lld is not in the sharding", (long long)dev);
-              return NULL;
-            }
-            table[dev] = ti[d] * tc - fi[d] * fc;
+  ts_reshard_t r;
+  if (one_collective(p, shape, from, to, &r)) {
+    const ts_shape_t *ls = ts_part_local_shape(p, shape, to);
+    switch (r.kind) {
+    case TS_RESHARD_NONE: return x;
+    case TS_RESHARD_DYNAMIC_SLICE: {
+      /* Each device already holds its new shard: slice it out locally, at
+       * (tile index in `to` x chunk) - (tile index in `from` x chunk). */
+      if (!ts_part_tiled(from)) break;
+      int rk = shape->rank;
+      int64_t fi[TS_PART_MAX_RANK + 8], ti[TS_PART_MAX_RANK + 8];
+      int64_t *table = ts_arena_alloc(p->a, sizeof *table * (size_t)p->n);
+      ts_hlo_instr_t *ops[TS_PART_MAX_RANK + 1];
+      if (!table) return NULL;
+      ops[0] = x;
+      for (int d = 0; d < rk; d++) {
+        int64_t fc = shape->dims[d] / from->dims[d], tc = shape->dims[d] / to->dims[d];
+        for (int64_t dev = 0; dev < p->n; dev++) {
+          if (ts_sharding_tile_index(from, dev, fi) != TS_OK || ts_sharding_tile_index(to, dev, ti) != TS_OK) {
+            ts_part_fail(p, NULL, TS_ERR_INVALID_ARGUMENT, "device %lld is not in the sharding", (long long)dev);
+            return NULL;
           }
-          ops[1 + d] = ts_part_table_lookup(p, table);
+          table[dev] = ti[d] * tc - fi[d] * fc;
         }
-        ts_hlo_instr_t *ds = ts_part_add(p, TS_OP_DYNAMIC_SLICE, ls, ops, rk + 1, "dynamic-slice");
-        ts_part_attr_ints(p, ds, "dynamic_slice_sizes", rk, ls->dims);
-        return ds;
+        ops[1 + d] = ts_part_table_lookup(p, table);
       }
-      case TS_RESHARD_ALL_GATHER: {
-        ts_hlo_instr_t *g = ts_part_collective(p, TS_OP_ALL_GATHER, ls, x, r.ngroups, r.group_size, r.groups);
-        ts_part_attr_ints(p, g, "dimensions", 1, (int64_t[]){r.dim});
-        return g;
-      }
-      case TS_RESHARD_ALL_TO_ALL: {
-        /* Tiles move from dim a to dim b. HLO's all-to-all splits and
-         * concatenates the same dimension, so: split b into [G, b/G], swap
-         * the G parts (part k to group member k), then move the G dim, now
-         * indexed by the sender's tile along a, in front of a and merge. */
-        int a = r.dim, b = r.split_dim, rk = shape->rank;
-        int64_t G = r.group_size, d1[TS_PART_MAX_RANK + 1], perm[TS_PART_MAX_RANK + 1], d2[TS_PART_MAX_RANK + 1];
-        const ts_shape_t *xs = x->shape;
-        if (a == b || xs->dims[b] % G != 0) break;
-        int n1 = 0;
-        for (int d = 0; d < rk; d++) {
-          if (d == b) {
-            d1[n1++] = G;
-            d1[n1++] = xs->dims[b] / G;
-          } else {
-            d1[n1++] = xs->dims[d];
-          }
+      ts_hlo_instr_t *ds = ts_part_add(p, TS_OP_DYNAMIC_SLICE, ls, ops, rk + 1, "dynamic-slice");
+      ts_part_attr_ints(p, ds, "dynamic_slice_sizes", rk, ls->dims);
+      return ds;
+    }
+    case TS_RESHARD_ALL_GATHER: {
+      ts_hlo_instr_t *g = ts_part_collective(p, TS_OP_ALL_GATHER, ls, x, r.ngroups, r.group_size, r.groups);
+      ts_part_attr_ints(p, g, "dimensions", 1, (int64_t[]){r.dim});
+      return g;
+    }
+    case TS_RESHARD_ALL_TO_ALL: {
+      /* Tiles move from dim a to dim b. HLO's all-to-all splits and
+       * concatenates the same dimension, so: split b into [G, b/G], swap
+       * the G parts (part k to group member k), then move the G dim, now
+       * indexed by the sender's tile along a, in front of a and merge. */
+      int a = r.dim, b = r.split_dim, rk = shape->rank;
+      int64_t G = r.group_size, d1[TS_PART_MAX_RANK + 1], perm[TS_PART_MAX_RANK + 1], d2[TS_PART_MAX_RANK + 1];
+      const ts_shape_t *xs = x->shape;
+      if (a == b || xs->dims[b] % G != 0) break;
+      int n1 = 0;
+      for (int d = 0; d < rk; d++) {
+        if (d == b) {
+          d1[n1++] = G;
+          d1[n1++] = xs->dims[b] / G;
+        } else {
+          d1[n1++] = xs->dims[d];
         }
-        ts_hlo_instr_t *x1 = ts_part_reshape(p, x, n1, d1);
-        ts_hlo_instr_t *aa = ts_part_add(p, TS_OP_ALL_TO_ALL, x1 ? x1->shape : NULL, &x1, 1, "all-to-all");
-        ts_part_attr_int(p, aa, "channel_id", p->next_channel++);
-        ts_part_attr_groups(p, aa, r.ngroups, r.group_size, r.groups);
-        ts_part_attr_ints(p, aa, "dimensions", 1, (int64_t[]){b});
-        /* Positions in x1: G at b, a at a' (shifted past the split). */
-        int ap = a < b ? a : a + 1, np2 = 0;
-        for (int d = 0; d < n1; d++) {
-          if (d == b) continue;
-          if (d == ap) perm[np2++] = b;
-          perm[np2++] = d;
-        }
-        for (int d = 0; d < n1; d++) d2[d] = d1[perm[d]];
-        ts_hlo_instr_t *t = aa ? ts_part_add(p, TS_OP_TRANSPOSE, ts_part_shape(p, shape->elem, n1, d2), &aa, 1,
-                                             "transpose") : NULL;
-        ts_part_attr_ints(p, t, "dimensions", n1, perm);
-        return ts_part_reshape(p, t, rk, ls->dims);
       }
-      case TS_RESHARD_COLLECTIVE_PERMUTE: {
-        return ts_part_permute(p, x, r.npairs, r.pairs);
+      ts_hlo_instr_t *x1 = ts_part_reshape(p, x, n1, d1);
+      ts_hlo_instr_t *aa = ts_part_add(p, TS_OP_ALL_TO_ALL, x1 ? x1->shape : NULL, &x1, 1, "all-to-all");
+      ts_part_attr_int(p, aa, "channel_id", p->next_channel++);
+      ts_part_attr_groups(p, aa, r.ngroups, r.group_size, r.groups);
+      ts_part_attr_ints(p, aa, "dimensions", 1, (int64_t[]){b});
+      /* Positions in x1: G at b, a at a' (shifted past the split). */
+      int ap = a < b ? a : a + 1, np2 = 0;
+      for (int d = 0; d < n1; d++) {
+        if (d == b) continue;
+        if (d == ap) perm[np2++] = b;
+        perm[np2++] = d;
       }
-      default: break;
-      }
+      for (int d = 0; d < n1; d++) d2[d] = d1[perm[d]];
+      ts_hlo_instr_t *t = aa ? ts_part_add(p, TS_OP_TRANSPOSE, ts_part_shape(p, shape->elem, n1, d2), &aa, 1,
+                                           "transpose") : NULL;
+      ts_part_attr_ints(p, t, "dimensions", n1, perm);
+      return ts_part_reshape(p, t, rk, ls->dims);
+    }
+    case TS_RESHARD_COLLECTIVE_PERMUTE: {
+      return ts_part_permute(p, x, r.npairs, r.pairs);
+    }
+    default: break;
     }
   }
   if (from->kind == TS_SHARD_REPLICATED) return from_full(p, x, shape, to);
