@@ -153,6 +153,35 @@ bool pt_parse_int_list(const char *s, bool sizes, int64_t *out, int max, int *n)
   }
 }
 
+int pt_sweep_flag(int c, const char *arg, pt_sweep_flags_t *f) {
+  int64_t v;
+  int n;
+  switch (c) {
+  case 'n':
+    if (!pt_parse_int_list(arg, false, &v, 1, &n) || v > 100000)
+      return pt_bad("-n wants a positive integer, got '%s'", arg);
+    f->iters = (int)v;
+    return 1;
+  case 'w':
+    if (strcmp(arg, "0") == 0) f->warmup = 0;
+    else if (!pt_parse_int_list(arg, false, &v, 1, &n) || v > 100000)
+      return pt_bad("-w wants an integer >= 0, got '%s'", arg);
+    else f->warmup = (int)v;
+    return 1;
+  case PT_OPT_DEVICE_KEY:
+    if (!*arg || strlen(arg) >= sizeof f->device_key) return pt_bad("--device-key wants a non-empty key");
+    snprintf(f->device_key, sizeof f->device_key, "%s", arg);
+    return 1;
+  case PT_OPT_PROGRESS:
+    if (!pt_progress_mode_from_name(arg, &f->progress))
+      return pt_bad("unknown progress mode '%s' (auto, bar, lines, none)", arg);
+    return 1;
+  case PT_OPT_NO_MERGE: f->out.merge = false; return 1;
+  case 'o': f->out.path = arg; return 1;
+  default: return 0;
+  }
+}
+
 /* ---- output --------------------------------------------------------------- */
 
 static bool has_suffix(const char *s, const char *suf) {

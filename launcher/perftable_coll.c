@@ -24,7 +24,7 @@
 
 typedef struct {
   int64_t minb, maxb, factor;
-  int iters, warmup, rounds;
+  int rounds;
   bool kinds[TS_COST_COLL_COUNT];
   int64_t group_sizes[MAX_GROUP_SIZES];
   int ngroup_sizes;
@@ -34,9 +34,7 @@ typedef struct {
   int ntypes;
   ts_coll_backend_t backend;
   int devices; /* in-process world; 0: the least common multiple of the group sizes */
-  pt_progress_mode_t progress;
-  char device_key[256];
-  pt_output_t out;
+  pt_sweep_flags_t sw;
   /* filled by the run */
   ts_perf_table_t *table; /* world rank 0 adds to it */
   bool root;              /* this process held world rank 0 */
@@ -166,7 +164,7 @@ static size_t plan(const opts_t *o, int W, int64_t maxb, point_t *pts) {
  * operation each (a latency is worth some 64K). */
 static double point_work(const opts_t *o, const point_t *p) {
   double bytes = (double)p->tensor_bytes;
-  return o->iters * (bytes > 1048576 ? bytes : 1048576) + o->warmup * (bytes + 65536);
+  return o->sw.iters * (bytes > 1048576 ? bytes : 1048576) + o->sw.warmup * (bytes + 65536);
 }
 
 /* ---- free memory ---------------------------------------------------------- */
@@ -297,23 +295,23 @@ static ts_status_t measure(rank_t *x, ts_coll_comm_t *sub, const point_t *p, dou
   int npairs = permute ? permute_pairs(p->scheme, p->devices, x->pairs) : 0;
   ts_status_t st = TS_OK;
   double once = 0, agreed = 0;
-  for (int i = 0; i < o->warmup && st == TS_OK; i++) {
+  for (int i = 0; i < o->sw.warmup && st == TS_OK; i++) {
     double t0 = ts_coll_now();
     if (active) st = run_once(x, sub, p, npairs);
     once = ts_coll_now() - t0;
   }
-  if (st == TS_OK && o->warmup > 0) st = ts_coll_allreduce(x->world, &once, &agreed, 1, TS_F64, TS_COLL_MAX);
+  if (st == TS_OK && o->sw.warmup > 0) st = ts_coll_allreduce(x->world, &once, &agreed, 1, TS_F64, TS_COLL_MAX);
   int reps = agreed > 0 && agreed < MIN_RUN_S ? (int)(MIN_RUN_S / agreed) + 1 : 1;
   if (reps > MAX_REPS) reps = MAX_REPS;
-  for (int i = 0; i < o->iters && st == TS_OK; i++) {
+  for (int i = 0; i < o->sw.iters && st == TS_OK; i++) {
     st = ts_coll_barrier(x->world);
     double t0 = ts_coll_now();
     for (int r = 0; r < reps && st == TS_OK && active; r++) st = run_once(x, sub, p, npairs);
     x->times[i] = active ? (ts_coll_now() - t0) / reps : 0;
   }
-  if (st == TS_OK) st = ts_coll_allreduce(x->world, x->times, x->times, (size_t)o->iters, TS_F64, TS_COLL_MAX);
+  if (st == TS_OK) st = ts_coll_allreduce(x->world, x->times, x->times, (size_t)o->sw.iters, TS_F64, TS_COLL_MAX);
   if (st) return st;
-  *median = pt_median(x->times, o->iters);
+  *median = pt_median(x->times, o->sw.iters);
   return TS_OK;
 }
 
@@ -354,7 +352,7 @@ static void record(opts_t *o, const point_t *p, double seconds) {
       .fingerprint = fp,
   };
   ts_diag_t diag = {0};
-  if (ts_perf_table_add_collective(o->table, o->device_key, &m, &diag) < 0)
+  if (ts_perf_table_add_collective(o->table, o->sw.device_key, &m, &diag) < 0)
     fprintf(stderr, PT_CMD ": warning: %s: not recorded: %s", what, diag.text ? diag.text : "\n");
   ts_diag_free(&diag);
 }
@@ -393,7 +391,7 @@ static int sweep(rank_t *x, bool mpi) {
 
   size_t npts = plan(o, x->W, maxb, NULL);
   point_t *pts = ts_calloc(npts ? npts : 1, sizeof *pts);
-  x->times = ts_calloc((size_t)o->iters, sizeof *x->times);
+  x->times = ts_calloc((size_t)o->sw.iters, sizeof *x->times);
   x->pairs = ts_calloc((size_t)x->W, sizeof *x->pairs);
   double *rounds = ts_calloc((npts ? npts : 1) * (size_t)o->rounds, sizeof *rounds);
   int ok = pts && x->times && x->pairs && rounds;
@@ -417,10 +415,10 @@ static int sweep(rank_t *x, bool mpi) {
     for (size_t i = 0; i < npts; i++) work += point_work(o, &pts[i]);
     printf("# tessera perf-table collectives: %d ranks (%s), device '%s', %zu points, %d runs after %d warm-up, "
            "%d round%s\n",
-           x->W, ts_coll_backend_name(ts_coll_comm_backend(x->world)), o->device_key, npts, o->iters, o->warmup,
+           x->W, ts_coll_backend_name(ts_coll_comm_backend(x->world)), o->sw.device_key, npts, o->sw.iters, o->sw.warmup,
            o->rounds, o->rounds == 1 ? "" : "s");
     fflush(stdout);
-    pt_progress_start(&x->progress, o->progress, npts * (size_t)o->rounds, work * o->rounds);
+    pt_progress_start(&x->progress, o->sw.progress, npts * (size_t)o->rounds, work * o->rounds);
   }
   /* Rounds sweep every point again, so that a burst of load from elsewhere
    * (which spoils all the runs of the points it overlaps) is voted out by
@@ -577,20 +575,23 @@ int pt_cmd_collectives(int argc, char **argv) {
       {"warmup", required_argument, NULL, 'w'},     {"collectives", required_argument, NULL, 'C'},
       {"group-sizes", required_argument, NULL, 'G'}, {"schemes", required_argument, NULL, 'S'},
       {"types", required_argument, NULL, 'T'},      {"backend", required_argument, NULL, 'B'},
-      {"devices", required_argument, NULL, 'D'},    {"device-key", required_argument, NULL, 'K'},
-      {"progress", required_argument, NULL, 'P'},   {"no-merge", no_argument, NULL, 'M'},
+      {"devices", required_argument, NULL, 'D'},    {"device-key", required_argument, NULL, PT_OPT_DEVICE_KEY},
+      {"progress", required_argument, NULL, PT_OPT_PROGRESS},   {"no-merge", no_argument, NULL, PT_OPT_NO_MERGE},
       {"output", required_argument, NULL, 'o'},     {"rounds", required_argument, NULL, 'R'},
       {"help", no_argument, NULL, 'h'},             {NULL, 0, NULL, 0},
   };
-  opts_t o = {.minb = 1024, .maxb = (int64_t)2 << 30, .factor = 2, .iters = 20, .warmup = 5, .rounds = 1,
-              .types = {TS_F32}, .ntypes = 1, .out = {.merge = true}};
+  opts_t o = {.minb = 1024, .maxb = (int64_t)2 << 30, .factor = 2, .rounds = 1, .types = {TS_F32}, .ntypes = 1,
+              .sw = {.iters = 20, .warmup = 5, .out = {.merge = true}}};
   bool kinds_given = false, schemes_given = false, backend_given = false, devices_given = false;
-  ts_costmodel_host_device_key(o.device_key, sizeof o.device_key);
+  ts_costmodel_host_device_key(o.sw.device_key, sizeof o.sw.device_key);
   int c, rc;
   opterr = 0;
   while ((c = getopt_long(argc, argv, ":b:e:f:n:w:o:h", opts, NULL)) != -1) {
     int64_t v;
     int n;
+    int shared = pt_sweep_flag(c, optarg, &o.sw);
+    if (shared == 1) continue;
+    if (shared) return shared;
     switch (c) {
     case 'b':
       if (!ts_cli_parse_size(optarg, &o.minb)) return pt_bad("-b wants a positive size such as 4K, got '%s'", optarg);
@@ -602,17 +603,6 @@ int pt_cmd_collectives(int argc, char **argv) {
       if (!pt_parse_int_list(optarg, false, &v, 1, &n) || v < 2 || v > 1024)
         return pt_bad("-f wants an integer factor from 2 to 1024, got '%s'", optarg);
       o.factor = v;
-      break;
-    case 'n':
-      if (!pt_parse_int_list(optarg, false, &v, 1, &n) || v > 100000)
-        return pt_bad("-n wants a positive integer, got '%s'", optarg);
-      o.iters = (int)v;
-      break;
-    case 'w':
-      if (strcmp(optarg, "0") == 0) o.warmup = 0;
-      else if (!pt_parse_int_list(optarg, false, &v, 1, &n) || v > 100000)
-        return pt_bad("-w wants an integer >= 0, got '%s'", optarg);
-      else o.warmup = (int)v;
       break;
     case 'R':
       if (!pt_parse_int_list(optarg, false, &v, 1, &n) || v > 100)
@@ -649,16 +639,6 @@ int pt_cmd_collectives(int argc, char **argv) {
       o.devices = (int)v;
       devices_given = true;
       break;
-    case 'K':
-      if (!*optarg || strlen(optarg) >= sizeof o.device_key) return pt_bad("--device-key wants a non-empty key");
-      snprintf(o.device_key, sizeof o.device_key, "%s", optarg);
-      break;
-    case 'P':
-      if (!pt_progress_mode_from_name(optarg, &o.progress))
-        return pt_bad("unknown progress mode '%s' (auto, bar, lines, none)", optarg);
-      break;
-    case 'M': o.out.merge = false; break;
-    case 'o': o.out.path = optarg; break;
     case 'h': usage(stdout); return 0;
     case ':': return pt_bad("option '%s' needs a value", argv[optind - 1]);
     default: return pt_bad("unknown option '%s'", argv[optind - 1]);
@@ -714,10 +694,10 @@ int pt_cmd_collectives(int argc, char **argv) {
       if (o.devices % o.group_sizes[i])
         return pt_bad("group size %lld does not divide --devices %d", (long long)o.group_sizes[i], o.devices);
   }
-  if ((rc = pt_output_open(&o.out, TS_PERF_TABLE_COLLECTIVES))) return rc;
+  if ((rc = pt_output_open(&o.sw.out, TS_PERF_TABLE_COLLECTIVES))) return rc;
   ts_status_t st = ts_perf_table_create(TS_PERF_TABLE_COLLECTIVES, &o.table);
   if (st) {
-    pt_output_close(&o.out);
+    pt_output_close(&o.sw.out);
     return pt_bad("out of memory");
   }
   if (threads) {
@@ -726,8 +706,8 @@ int pt_cmd_collectives(int argc, char **argv) {
     int sub_argc = argc;
     rc = ts_coll_world_mpi(PT_CMD, o.backend, &sub_argc, &argv, rank_main, &o);
   }
-  if (rc == 0 && o.root) rc = pt_output_write(&o.out, o.table, o.device_key);
+  if (rc == 0 && o.root) rc = pt_output_write(&o.sw.out, o.table, o.sw.device_key);
   ts_perf_table_destroy(o.table);
-  pt_output_close(&o.out);
+  pt_output_close(&o.sw.out);
   return rc;
 }

@@ -23,10 +23,7 @@ typedef struct {
   int nbatch, ndims[3];
   dtype_t types[MAX_TYPES];
   int ntypes;
-  int iters, warmup;
-  pt_progress_mode_t progress;
-  char device_key[256];
-  pt_output_t out;
+  pt_sweep_flags_t sw;
 } opts_t;
 
 static void usage(FILE *f) {
@@ -188,20 +185,23 @@ int pt_cmd_gemm(int argc, char **argv) {
       {"max", required_argument, NULL, 'e'},    {"m", required_argument, NULL, 'M'},
       {"n", required_argument, NULL, 'N'},      {"k", required_argument, NULL, 'K'},
       {"types", required_argument, NULL, 'T'},  {"runs", required_argument, NULL, 'n'},
-      {"warmup", required_argument, NULL, 'w'}, {"device-key", required_argument, NULL, 'D'},
-      {"progress", required_argument, NULL, 'P'}, {"no-merge", no_argument, NULL, 'R'},
+      {"warmup", required_argument, NULL, 'w'}, {"device-key", required_argument, NULL, PT_OPT_DEVICE_KEY},
+      {"progress", required_argument, NULL, PT_OPT_PROGRESS}, {"no-merge", no_argument, NULL, PT_OPT_NO_MERGE},
       {"output", required_argument, NULL, 'o'}, {"help", no_argument, NULL, 'h'},
       {NULL, 0, NULL, 0},
   };
-  opts_t o = {.batch = {1, 2, 4}, .nbatch = 3, .iters = 5, .warmup = 1, .out = {.merge = true}};
+  opts_t o = {.batch = {1, 2, 4}, .nbatch = 3, .sw = {.iters = 5, .warmup = 1, .out = {.merge = true}}};
   int64_t lo = 256, hi = 4096;
   bool dim_given[3] = {false, false, false};
   bool types_given = false;
-  ts_costmodel_host_device_key(o.device_key, sizeof o.device_key);
+  ts_costmodel_host_device_key(o.sw.device_key, sizeof o.sw.device_key);
   int c, rc, nv;
   int64_t v;
   opterr = 0;
   while ((c = getopt_long(argc, argv, ":b:e:n:w:o:h", opts, NULL)) != -1) {
+    int shared = pt_sweep_flag(c, optarg, &o.sw);
+    if (shared == 1) continue;
+    if (shared) return shared;
     switch (c) {
     case 'B':
       if (!pt_parse_int_list(optarg, false, o.batch, MAX_DIMS, &o.nbatch) || !in_range(o.batch, o.nbatch, 1024))
@@ -226,27 +226,6 @@ int pt_cmd_gemm(int argc, char **argv) {
       if ((rc = parse_types(&o, optarg))) return rc;
       types_given = true;
       break;
-    case 'n':
-      if (!pt_parse_int_list(optarg, false, &v, 1, &nv) || v > 100000)
-        return pt_bad("-n wants a positive integer, got '%s'", optarg);
-      o.iters = (int)v;
-      break;
-    case 'w':
-      if (strcmp(optarg, "0") == 0) o.warmup = 0;
-      else if (!pt_parse_int_list(optarg, false, &v, 1, &nv) || v > 100000)
-        return pt_bad("-w wants an integer >= 0, got '%s'", optarg);
-      else o.warmup = (int)v;
-      break;
-    case 'D':
-      if (!*optarg || strlen(optarg) >= sizeof o.device_key) return pt_bad("--device-key wants a non-empty key");
-      snprintf(o.device_key, sizeof o.device_key, "%s", optarg);
-      break;
-    case 'P':
-      if (!pt_progress_mode_from_name(optarg, &o.progress))
-        return pt_bad("unknown progress mode '%s' (auto, bar, lines, none)", optarg);
-      break;
-    case 'R': o.out.merge = false; break;
-    case 'o': o.out.path = optarg; break;
     case 'h': usage(stdout); return 0;
     case ':': return pt_bad("option '%s' needs a value", argv[optind - 1]);
     default: return pt_bad("unknown option '%s'", argv[optind - 1]);
@@ -264,7 +243,7 @@ int pt_cmd_gemm(int argc, char **argv) {
     parse_dtype("bf16", &o.types[1]);
     o.ntypes = 2;
   }
-  if ((rc = pt_output_open(&o.out, TS_PERF_TABLE_GEMM))) return rc;
+  if ((rc = pt_output_open(&o.sw.out, TS_PERF_TABLE_GEMM))) return rc;
 
   /* The largest operands any point needs. */
   int64_t bmax = 0, dmax[3] = {0, 0, 0};
@@ -279,7 +258,7 @@ int pt_cmd_gemm(int argc, char **argv) {
     for (int mi = 0; mi < o.ndims[0]; mi++)
       for (int ni = 0; ni < o.ndims[1]; ni++)
         for (int ki = 0; ki < o.ndims[2]; ki++)
-          work += (double)o.ntypes * (o.iters + o.warmup) *
+          work += (double)o.ntypes * (o.sw.iters + o.sw.warmup) *
                   (2.0 * (double)o.batch[bi] * (double)o.dims[0][mi] * (double)o.dims[1][ni] * (double)o.dims[2][ki] + 1e6);
 
   ts_perf_table_t *table = NULL;
@@ -291,7 +270,7 @@ int pt_cmd_gemm(int argc, char **argv) {
     for (int j = 0; j < 3; j++)
       if ((size_t)ts_elem_storage_bytes(e[j]) > es) es = (size_t)ts_elem_storage_bytes(e[j]);
   }
-  double *times = ts_calloc((size_t)o.iters, sizeof *times);
+  double *times = ts_calloc((size_t)o.sw.iters, sizeof *times);
   buf.lhs = ts_malloc(buf.lhs_n * es);
   buf.rhs = ts_malloc(buf.rhs_n * es);
   buf.out = ts_malloc(buf.out_n * es);
@@ -303,11 +282,11 @@ int pt_cmd_gemm(int argc, char **argv) {
     rc = 3;
     goto done;
   }
-  printf("# tessera perf-table gemm: device '%s', %zu points, %d runs after %d warm-up\n", o.device_key, points, o.iters,
-         o.warmup);
+  printf("# tessera perf-table gemm: device '%s', %zu points, %d runs after %d warm-up\n", o.sw.device_key, points, o.sw.iters,
+         o.sw.warmup);
   fflush(stdout);
   pt_progress_t progress;
-  pt_progress_start(&progress, o.progress, points, work);
+  pt_progress_start(&progress, o.sw.progress, points, work);
   for (int ti = 0; ti < o.ntypes && rc == 0; ti++) {
     const dtype_t *t = &o.types[ti];
     fill(t->lhs, buf.lhs, buf.lhs_n);
@@ -320,7 +299,7 @@ int pt_cmd_gemm(int argc, char **argv) {
             int64_t b = o.batch[bi], m = o.dims[0][mi], n = o.dims[1][ni], k = o.dims[2][ki];
             dot_module_t d;
             ts_status_t st = dot_build(t, b, m, n, k, &d, &diag);
-            for (int i = -o.warmup; i < o.iters && st >= 0; i++) {
+            for (int i = -o.sw.warmup; i < o.sw.iters && st >= 0; i++) {
               double t0 = pt_now();
               st = run_dot(&ctx, &d, t, &buf, b, m, n, k);
               if (i >= 0) times[i] = pt_now() - t0;
@@ -333,26 +312,26 @@ int pt_cmd_gemm(int argc, char **argv) {
               rc = ts_status_exit_code(st);
               break;
             }
-            double med = pt_median(times, o.iters), flops = 2.0 * (double)b * (double)m * (double)n * (double)k;
+            double med = pt_median(times, o.sw.iters), flops = 2.0 * (double)b * (double)m * (double)n * (double)k;
             char what[160];
             snprintf(what, sizeof what, "%s b=%lld m=%lld n=%lld k=%lld: %.3f ms, %.2f GFLOP/s", t->key, (long long)b,
                      (long long)m, (long long)n, (long long)k, med * 1e3, med > 0 ? flops / med / 1e9 : 0);
             if (med > 0 && flops / med >= 1) {
               ts_gemm_measurement_t gm = {b, m, n, k, t->key, (int64_t)(flops / med)};
-              if (ts_perf_table_add_gemm(table, o.device_key, &gm, &diag) < 0) {
+              if (ts_perf_table_add_gemm(table, o.sw.device_key, &gm, &diag) < 0) {
                 fprintf(stderr, "%s", diag.text ? diag.text : "");
                 rc = 4;
               }
             } else {
               strncat(what, " (too fast to time: not recorded)", sizeof what - strlen(what) - 1);
             }
-            double w = (double)(o.iters + o.warmup) * (flops + 1e6);
+            double w = (double)(o.sw.iters + o.sw.warmup) * (flops + 1e6);
             pt_progress_step(&progress, w, what);
           }
   }
   if (rc == 0) {
     pt_progress_finish(&progress);
-    rc = pt_output_write(&o.out, table, o.device_key);
+    rc = pt_output_write(&o.sw.out, table, o.sw.device_key);
   }
 done:
   ts_kernel_ctx_free(&ctx);
@@ -362,6 +341,6 @@ done:
   ts_free(buf.rhs);
   ts_free(buf.out);
   ts_perf_table_destroy(table);
-  pt_output_close(&o.out);
+  pt_output_close(&o.sw.out);
   return rc;
 }

@@ -80,6 +80,23 @@ void pt_progress_step(pt_progress_t *p, double work, const char *what);
 /* The final line ("done: N points in 3m05s"). */
 void pt_progress_finish(pt_progress_t *p);
 
+/* ---- the flags both sweeps take (cmd_perftable.c) ----------------------- */
+
+/* -n RUNS, -w WARMUP, --device-key, --progress, --no-merge, -o TABLE. */
+typedef struct {
+  int iters, warmup;
+  pt_progress_mode_t progress;
+  char device_key[256];
+  pt_output_t out;
+} pt_sweep_flags_t;
+
+/* getopt codes of the long-only ones (the others are their letters). */
+enum { PT_OPT_DEVICE_KEY = 0x100, PT_OPT_PROGRESS, PT_OPT_NO_MERGE };
+
+/* Applies getopt's (c, arg) when it is one of these flags: 1 when applied,
+ * 0 when c is not one of them, 2 after printing the error (bad value). */
+int pt_sweep_flag(int c, const char *arg, pt_sweep_flags_t *f);
+
 /* ---- plots (perftable_svg.c) ------------------------------------------- */
 
 /* Throughput vs tensor size, one panel per collective, one line per device
