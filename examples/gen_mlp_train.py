@@ -61,15 +61,7 @@ def build(batch, n_in, hidden, classes, lr, data, model):
 
     # The teacher's labels: no gradient flows through them.
     g.scope = root + "/labels"
-    ii = g.iota("s32", (I, C), 0)
-    ic = g.iota("s32", (I, C), 1)
-    def imul(a, k):
-        return g.binary("multiply", a, g.full(k, (I, C), "mul", "s32"), "mul")
-    mix = g.binary("add", g.binary("add", imul(ii, 7), imul(ic, 13), "add"),
-                   imul(g.binary("multiply", ii, ic, "mul"), 3), "add")
-    rem = g.binary("remainder", mix, g.full(17, (I, C), "rem", "s32"), "rem")
-    cen = g.binary("subtract", rem, g.full(8, (I, C), "sub", "s32"), "sub")
-    teacher = g.binary("multiply", g.convert(cen, "f32"), g.full(0.125, (I, C), "mul"), "mul")
+    teacher = g.teacher(I, C)
     tlogits = g.dot(xc, teacher, (1,), (0,))
     tmax = g.reduce(tlogits, "maximum", (1,), "reduce_max")
     is_max = g.compare(tlogits, g.broadcast(tmax, (B, C), (0,), "eq"), "EQ", "eq")

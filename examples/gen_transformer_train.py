@@ -192,16 +192,7 @@ def build(batch, seq, n_in, dim, heads, mlp, classes, lr, data, model):
     # Each token's label: the teacher's argmax on the token plus its
     # sequence's mean token (no gradient flows through the labels).
     g.scope = root + "/labels"
-    ii = g.iota("s32", (I, C), 0)
-    ic = g.iota("s32", (I, C), 1)
-
-    def imul(a, k):
-        return g.binary("multiply", a, g.full(k, (I, C), "mul", "s32"), "mul")
-    mix = g.binary("add", g.binary("add", imul(ii, 7), imul(ic, 13), "add"),
-                   imul(g.binary("multiply", ii, ic, "mul"), 3), "add")
-    rem = g.binary("remainder", mix, g.full(17, (I, C), "rem", "s32"), "rem")
-    cen = g.binary("subtract", rem, g.full(8, (I, C), "sub", "s32"), "sub")
-    teacher = g.binary("multiply", g.convert(cen, "f32"), g.full(0.125, (I, C), "mul"), "mul")
+    teacher = g.teacher(I, C)
     xmean = g.binary("divide", g.reduce(xc, "add", (1,), "reduce_sum"), g.full(float(S), (B, I), "div"), "div")
     tin = o.add(xc, g.broadcast(xmean, xc.dims, (0, 2), "add"))
     tlogits = o.matmul(tin, teacher)

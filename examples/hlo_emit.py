@@ -286,6 +286,21 @@ class Builder:
         return self._emit("dot", a.elem, dims, "dot(%s, %s)%s" % (a.name, b.name, attrs), op)
 
     # --- the module -------------------------------------------------------
+    def teacher(self, rows, cols):
+        """The examples' fixed teacher weights, f32[rows, cols], computed in
+        the module (no parameter): ((7i + 13j + 3ij) mod 17 - 8) / 8. The
+        goldens' scripts (tests/examples) compute the same matrix."""
+        ii = self.iota("s32", (rows, cols), 0)
+        ic = self.iota("s32", (rows, cols), 1)
+
+        def imul(a, k):
+            return self.binary("multiply", a, self.full(k, (rows, cols), "mul", "s32"), "mul")
+        mix = self.binary("add", self.binary("add", imul(ii, 7), imul(ic, 13), "add"),
+                          imul(self.binary("multiply", ii, ic, "mul"), 3), "add")
+        rem = self.binary("remainder", mix, self.full(17, (rows, cols), "rem", "s32"), "rem")
+        cen = self.binary("subtract", rem, self.full(8, (rows, cols), "sub", "s32"), "sub")
+        return self.binary("multiply", self.convert(cen, "f32"), self.full(0.125, (rows, cols), "mul"), "mul")
+
     def text(self, results, result_shardings, aliases, num_partitions):
         """The whole module. `results` are the root tuple's elements,
         `result_shardings` their shardings, `aliases` (output index,
