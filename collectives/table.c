@@ -55,51 +55,38 @@ typedef struct {
 #define DIRECT_TUNE_OVERSUB {.nt_from = 8 * MIB, .stage_upto = 4 * KIB}
 #define NO_TUNE {0, 0}
 #define ALGO(name, fn, tune) {name, fn, tune}
+/* Every kind's single-copy rows on one host: eager-sized with more ranks
+ * than cores, eager-sized, then any size. */
+#define DIRECT_ROWS(kind)                                                                              \
+  {kind, NEED_DIRECT | NEED_EAGER | NEED_OVERSUB, ANY_BE, 0,                                          \
+   ALGO("direct-eager", coll_direct_eager, DIRECT_TUNE_OVERSUB)},                                     \
+  {kind, NEED_DIRECT | NEED_EAGER, ANY_BE, 0, ALGO("direct-eager", coll_direct_eager, DIRECT_TUNE)},   \
+  {kind, NEED_DIRECT, ANY_BE, 0, ALGO("direct", coll_direct_run, DIRECT_TUNE)}
 
 static const row_t table[] = {
     {TS_COLL_ALL_REDUCE, NEED_SLICES, ANY_BE, 0, ALGO("hierarchical", coll_hier_allreduce, NO_TUNE)},
-    {TS_COLL_ALL_REDUCE, NEED_DIRECT | NEED_EAGER | NEED_OVERSUB, ANY_BE, 0,
-     ALGO("direct-eager", coll_direct_eager, DIRECT_TUNE_OVERSUB)},
-    {TS_COLL_ALL_REDUCE, NEED_DIRECT | NEED_EAGER, ANY_BE, 0, ALGO("direct-eager", coll_direct_eager, DIRECT_TUNE)},
-    {TS_COLL_ALL_REDUCE, NEED_DIRECT, ANY_BE, 0, ALGO("direct", coll_direct_run, DIRECT_TUNE)},
+    DIRECT_ROWS(TS_COLL_ALL_REDUCE),
     {TS_COLL_ALL_REDUCE, 0, ANY_BE, 16 * KIB, ALGO("recursive-doubling", coll_rd_allreduce, NO_TUNE)},
     {TS_COLL_ALL_REDUCE, 0, ANY_BE, 0, ALGO("ring", coll_ring_allreduce, NO_TUNE)},
 
     {TS_COLL_ALL_GATHER, NEED_SLICES, ANY_BE, 0, ALGO("hierarchical", coll_hier_allgather, NO_TUNE)},
-    {TS_COLL_ALL_GATHER, NEED_DIRECT | NEED_EAGER | NEED_OVERSUB, ANY_BE, 0,
-     ALGO("direct-eager", coll_direct_eager, DIRECT_TUNE_OVERSUB)},
-    {TS_COLL_ALL_GATHER, NEED_DIRECT | NEED_EAGER, ANY_BE, 0, ALGO("direct-eager", coll_direct_eager, DIRECT_TUNE)},
-    {TS_COLL_ALL_GATHER, NEED_DIRECT, ANY_BE, 0, ALGO("direct", coll_direct_run, DIRECT_TUNE)},
+    DIRECT_ROWS(TS_COLL_ALL_GATHER),
     {TS_COLL_ALL_GATHER, NEED_POW2, ANY_BE, 64 * KIB, ALGO("recursive-doubling", coll_rd_allgather, NO_TUNE)},
     {TS_COLL_ALL_GATHER, 0, ANY_BE, 0, ALGO("ring", coll_ring_allgather, NO_TUNE)},
 
     {TS_COLL_REDUCE_SCATTER, NEED_SLICES, ANY_BE, 0, ALGO("hierarchical", coll_hier_reduce_scatter, NO_TUNE)},
-    {TS_COLL_REDUCE_SCATTER, NEED_DIRECT | NEED_EAGER | NEED_OVERSUB, ANY_BE, 0,
-     ALGO("direct-eager", coll_direct_eager, DIRECT_TUNE_OVERSUB)},
-    {TS_COLL_REDUCE_SCATTER, NEED_DIRECT | NEED_EAGER, ANY_BE, 0,
-     ALGO("direct-eager", coll_direct_eager, DIRECT_TUNE)},
-    {TS_COLL_REDUCE_SCATTER, NEED_DIRECT, ANY_BE, 0, ALGO("direct", coll_direct_run, DIRECT_TUNE)},
+    DIRECT_ROWS(TS_COLL_REDUCE_SCATTER),
     {TS_COLL_REDUCE_SCATTER, 0, ANY_BE, 0, ALGO("ring", coll_ring_reduce_scatter, NO_TUNE)},
 
-    {TS_COLL_ALL_TO_ALL, NEED_DIRECT | NEED_EAGER | NEED_OVERSUB, ANY_BE, 0,
-     ALGO("direct-eager", coll_direct_eager, DIRECT_TUNE_OVERSUB)},
-    {TS_COLL_ALL_TO_ALL, NEED_DIRECT | NEED_EAGER, ANY_BE, 0, ALGO("direct-eager", coll_direct_eager, DIRECT_TUNE)},
-    {TS_COLL_ALL_TO_ALL, NEED_DIRECT, ANY_BE, 0, ALGO("direct", coll_direct_run, DIRECT_TUNE)},
+    DIRECT_ROWS(TS_COLL_ALL_TO_ALL),
     /* log2(n) rounds of n/2 blocks against n-1 rounds of one: small blocks */
     {TS_COLL_ALL_TO_ALL, 0, ANY_BE, 16 * KIB, ALGO("bruck", coll_bruck_alltoall, NO_TUNE)},
     {TS_COLL_ALL_TO_ALL, 0, ANY_BE, 0, ALGO("pairwise", coll_pairwise_alltoall, NO_TUNE)},
 
-    {TS_COLL_COLLECTIVE_PERMUTE, NEED_DIRECT | NEED_EAGER | NEED_OVERSUB, ANY_BE, 0,
-     ALGO("direct-eager", coll_direct_eager, DIRECT_TUNE_OVERSUB)},
-    {TS_COLL_COLLECTIVE_PERMUTE, NEED_DIRECT | NEED_EAGER, ANY_BE, 0,
-     ALGO("direct-eager", coll_direct_eager, DIRECT_TUNE)},
-    {TS_COLL_COLLECTIVE_PERMUTE, NEED_DIRECT, ANY_BE, 0, ALGO("direct", coll_direct_run, DIRECT_TUNE)},
+    DIRECT_ROWS(TS_COLL_COLLECTIVE_PERMUTE),
     {TS_COLL_COLLECTIVE_PERMUTE, 0, ANY_BE, 0, ALGO("p2p", coll_p2p_permute, NO_TUNE)},
 
-    {TS_COLL_BROADCAST, NEED_DIRECT | NEED_EAGER | NEED_OVERSUB, ANY_BE, 0,
-     ALGO("direct-eager", coll_direct_eager, DIRECT_TUNE_OVERSUB)},
-    {TS_COLL_BROADCAST, NEED_DIRECT | NEED_EAGER, ANY_BE, 0, ALGO("direct-eager", coll_direct_eager, DIRECT_TUNE)},
-    {TS_COLL_BROADCAST, NEED_DIRECT, ANY_BE, 0, ALGO("direct", coll_direct_run, DIRECT_TUNE)},
+    DIRECT_ROWS(TS_COLL_BROADCAST),
     {TS_COLL_BROADCAST, 0, ANY_BE, 0, ALGO("binomial", coll_binomial_broadcast, NO_TUNE)},
 
     {TS_COLL_SEND, 0, ANY_BE, 0, ALGO("p2p", coll_p2p_send, NO_TUNE)},
