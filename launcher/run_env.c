@@ -4,6 +4,7 @@
 
 #include <errno.h>
 #include <hwloc.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -111,26 +112,36 @@ ts_status_t run_env_detect(int64_t devices, int64_t task_id, int64_t num_nodes, 
   return TS_OK;
 }
 
-static bool load_topology(hwloc_topology_t *topo) {
-  if (hwloc_topology_init(topo) != 0) return false;
-  if (hwloc_topology_load(*topo) != 0) {
-    hwloc_topology_destroy(*topo);
-    return false;
+/* This host's topology, loaded once per process (a load takes ~10 ms and
+ * every device thread binds itself) and kept for the process's life; hwloc
+ * allows concurrent readers of a loaded topology. NULL when it cannot load. */
+static hwloc_topology_t host_topo;
+static pthread_once_t host_topo_once = PTHREAD_ONCE_INIT;
+
+static void load_host_topology(void) {
+  hwloc_topology_t t;
+  if (hwloc_topology_init(&t) != 0) return;
+  if (hwloc_topology_load(t) != 0) {
+    hwloc_topology_destroy(t);
+    return;
   }
-  return true;
+  host_topo = t;
+}
+
+static hwloc_topology_t topology(void) {
+  pthread_once(&host_topo_once, load_host_topology);
+  return host_topo;
 }
 
 int run_host_cores(void) {
-  hwloc_topology_t topo;
-  if (!load_topology(&topo)) return 1;
-  int ncores = hwloc_get_nbobjs_by_type(topo, HWLOC_OBJ_CORE);
-  hwloc_topology_destroy(topo);
+  hwloc_topology_t topo = topology();
+  int ncores = topo ? hwloc_get_nbobjs_by_type(topo, HWLOC_OBJ_CORE) : 0;
   return ncores > 0 ? ncores : 1;
 }
 
 int run_bind(int slot, int nslots, bool whole_process) {
-  hwloc_topology_t topo;
-  if (!load_topology(&topo)) return 1;
+  hwloc_topology_t topo = topology();
+  if (!topo) return 1;
   int ncores = hwloc_get_nbobjs_by_type(topo, HWLOC_OBJ_CORE);
   if (ncores <= 0) ncores = 1;
   int per = ncores / (nslots > 0 ? nslots : 1);
@@ -144,7 +155,6 @@ int run_bind(int slot, int nslots, bool whole_process) {
     (void)hwloc_set_cpubind(topo, set, whole_process ? HWLOC_CPUBIND_PROCESS : HWLOC_CPUBIND_THREAD);
     hwloc_bitmap_free(set);
   }
-  hwloc_topology_destroy(topo);
   return per >= 1 ? per : 1;
 }
 
