@@ -5,6 +5,7 @@
  * --reps steps after one warm-up step each.
  *   bench_runtime [--reps N] MODULE.hlo... */
 #include "bench_util.h"
+#include "ts_interp.h"
 #include "ts_runtime.h"
 
 #include <stdlib.h>

@@ -1,4 +1,6 @@
-/* interp/ internals: element access, index arithmetic, kernel registration. */
+/* interp/ internals: index arithmetic, the reducer recognizer, the
+ * interpreter's own kernel table (its copy of the per-opcode code, kept apart
+ * from kernels/ so that the oracle stays independent of the runtime). */
 #ifndef TS_INTERP_INTERNAL_H
 #define TS_INTERP_INTERNAL_H
 
@@ -39,17 +41,23 @@ static inline bool ts_index_next(int rank, const int64_t *dims, int64_t *idx) {
  * of its two parameters (either order): the fast paths of reduce, scatter,
  * reduce-window and all-reduce use it. TS_OP_COUNT when it is anything else
  * (the caller then goes through ctx->apply). */
-ts_opcode_t ts_reducer_op(const ts_hlo_comp_t *comp);
+ts_opcode_t interp_reducer_op(const ts_hlo_comp_t *comp);
 
-/* ---- kernel registration ------------------------------------------------ */
+/* ---- the interpreter's kernels ------------------------------------------ */
+
+/* The interpreter's kernel for an opcode; NULL for the ones the evaluator
+ * itself handles (parameter, constant, tuple, get-tuple-element, call,
+ * while, conditional, collectives, custom-call, ...) and for those with none. */
+ts_kernel_fn interp_kernel_for(ts_opcode_t op);
+
 /* Each kernel file fills the table entries of the opcodes it implements. */
-void ts_kernels_elementwise(ts_kernel_fn *table); /* k_elementwise.c */
-void ts_kernels_rng(ts_kernel_fn *table);         /* k_rng.c */
-void ts_kernels_movement(ts_kernel_fn *table);    /* k_movement.c */
-void ts_kernels_gather(ts_kernel_fn *table);      /* k_gather.c: gather, scatter */
-void ts_kernels_sort(ts_kernel_fn *table);        /* k_sort.c: sort, top-k */
-void ts_kernels_reduce(ts_kernel_fn *table);      /* k_reduce.c */
-void ts_kernels_dot(ts_kernel_fn *table);         /* k_dot.c: dot, convolution */
-void ts_kernels_linalg(ts_kernel_fn *table);      /* k_linalg.c: cholesky, triangular-solve, fft, batch-norm */
+void interp_kernels_elementwise(ts_kernel_fn *table); /* k_elementwise.c */
+void interp_kernels_rng(ts_kernel_fn *table);         /* k_rng.c */
+void interp_kernels_movement(ts_kernel_fn *table);    /* k_movement.c */
+void interp_kernels_gather(ts_kernel_fn *table);      /* k_gather.c: gather, scatter */
+void interp_kernels_sort(ts_kernel_fn *table);        /* k_sort.c: sort, top-k */
+void interp_kernels_reduce(ts_kernel_fn *table);      /* k_reduce.c */
+void interp_kernels_dot(ts_kernel_fn *table);         /* k_dot.c: dot, convolution */
+void interp_kernels_linalg(ts_kernel_fn *table);      /* k_linalg.c: cholesky, triangular-solve, fft, batch-norm */
 
 #endif

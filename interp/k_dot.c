@@ -645,7 +645,7 @@ static ts_status_t k_convolution(ts_kernel_ctx_t *ctx, const ts_hlo_instr_t *ins
   return TS_OK;
 }
 
-void ts_kernels_dot(ts_kernel_fn *table) {
+void interp_kernels_dot(ts_kernel_fn *table) {
   table[TS_OP_DOT] = k_dot;
   table[TS_OP_CONVOLUTION] = k_convolution;
 }

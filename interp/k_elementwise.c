@@ -17,7 +17,7 @@
 #include <string.h>
 
 /* GCC's -O2 vectorizes only loops that need no scalar epilogue; these loops
- * are the interpreter's (and the runtime's) hot path. None reads errno. */
+ * are the interpreter's hot path. None reads errno. */
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC optimize("tree-vectorize", "vect-cost-model=dynamic", "no-math-errno", "no-trapping-math")
 #endif
@@ -1042,7 +1042,7 @@ static ts_status_t k_map(ts_kernel_ctx_t *ctx, const ts_hlo_instr_t *instr, cons
           ok = true;
         }
     }
-    ts_kernel_fn fn = ts_kernel_for(r->op);
+    ts_kernel_fn fn = interp_kernel_for(r->op);
     if (ok && fn) return fn(ctx, r, args, r->nops, out, 1);
   }
   /* One call per element, on scalar views into the arrays. */
@@ -1089,7 +1089,7 @@ static bool whole_array_op(ts_opcode_t op) {
   }
 }
 
-void ts_kernels_elementwise(ts_kernel_fn *table) {
+void interp_kernels_elementwise(ts_kernel_fn *table) {
   for (size_t k = 0; k < sizeof unary_ops / sizeof unary_ops[0]; k++) table[unary_ops[k]] = k_unary;
   for (size_t k = 0; k < sizeof binary_ops / sizeof binary_ops[0]; k++) table[binary_ops[k]] = k_binary;
   table[TS_OP_COMPLEX] = k_complex;

@@ -362,7 +362,7 @@ static ts_status_t k_scatter(ts_kernel_ctx_t *ctx, const ts_hlo_instr_t *instr, 
     if (!has(&uwd, d)) bus[j++] = us[d];
 
   const ts_hlo_comp_t *c = ta->v.comps.comps[0];
-  scatter_st s = {.ctx = ctx, .comp = c, .op = ts_reducer_op(c), .n = n, .out = out, .upd = upd, .st = TS_OK};
+  scatter_st s = {.ctx = ctx, .comp = c, .op = interp_reducer_op(c), .n = n, .out = out, .upd = upd, .st = TS_OK};
   s.assign = n == 1 && c->nparams == 2 && c->root == c->params[1];
   run_fn fn = scatter_apply_run;
   ts_elem_t e = x->elem;
@@ -424,7 +424,7 @@ static ts_status_t k_scatter(ts_kernel_ctx_t *ctx, const ts_hlo_instr_t *instr, 
   return s.st;
 }
 
-void ts_kernels_gather(ts_kernel_fn *table) {
+void interp_kernels_gather(ts_kernel_fn *table) {
   table[TS_OP_GATHER] = k_gather;
   table[TS_OP_SCATTER] = k_scatter;
 }

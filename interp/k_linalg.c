@@ -365,7 +365,7 @@ static ts_status_t k_batch_norm_grad(ts_kernel_ctx_t *ctx, const ts_hlo_instr_t 
   return TS_OK;
 }
 
-void ts_kernels_linalg(ts_kernel_fn *table) {
+void interp_kernels_linalg(ts_kernel_fn *table) {
   table[TS_OP_CHOLESKY] = k_cholesky;
   table[TS_OP_TRIANGULAR_SOLVE] = k_triangular_solve;
   table[TS_OP_FFT] = k_fft;

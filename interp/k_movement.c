@@ -373,7 +373,7 @@ static ts_status_t k_get_dimension_size(ts_kernel_ctx_t *ctx, const ts_hlo_instr
   return TS_OK;
 }
 
-void ts_kernels_movement(ts_kernel_fn *table) {
+void interp_kernels_movement(ts_kernel_fn *table) {
   table[TS_OP_BROADCAST] = k_broadcast;
   table[TS_OP_RESHAPE] = k_copy; /* row-major logical order: the bytes do not move */
   table[TS_OP_COPY] = k_copy;

@@ -1,6 +1,6 @@
 /* Kernels: reduce, reduce-window and select-and-scatter.
  *
- * A reducer that is one binary op of its two parameters (ts_reducer_op) runs
+ * A reducer that is one binary op of its two parameters (interp_reducer_op) runs
  * in typed loops; anything else (variadic argmax reducers, custom selects)
  * goes through ctx->apply one element at a time, in XLA's evaluation order:
  * the init value first, then the reduced elements in row-major order.
@@ -394,7 +394,7 @@ static ts_status_t k_reduce(ts_kernel_ctx_t *ctx, const ts_hlo_instr_t *instr, c
   const ts_hlo_comp_t *comp = comp_attr(instr, "to_apply");
   if (!da || da->kind != TS_ATTR_INT_LIST || !comp || nout != n)
     return ts_kernel_fail(ctx, instr, TS_ERR_INVALID_ARGUMENT, "needs dimensions= and to_apply=");
-  ts_opcode_t op = n == 1 ? ts_reducer_op(comp) : TS_OP_COUNT;
+  ts_opcode_t op = n == 1 ? interp_reducer_op(comp) : TS_OP_COUNT;
   if (!fast_path(op, n, in, out)) return reduce_apply(ctx, instr, comp, n, in, out, &da->v.list);
   ts_array_t x = in[0];
   if (x.elem != out[0].elem) {
@@ -520,7 +520,7 @@ static ts_status_t k_reduce_window(ts_kernel_ctx_t *ctx, const ts_hlo_instr_t *i
   const ts_array_t *x = &in[0];
   int64_t nout_elems = ts_array_count(&out[0]);
   if (nout_elems == 0) return TS_OK;
-  ts_opcode_t op = n == 1 ? ts_reducer_op(comp) : TS_OP_COUNT;
+  ts_opcode_t op = n == 1 ? interp_reducer_op(comp) : TS_OP_COUNT;
   ts_elem_t e = out[0].elem;
   bool fast = fast_path(op, n, in, out);
 
@@ -622,7 +622,7 @@ static ts_status_t k_select_and_scatter(ts_kernel_ctx_t *ctx, const ts_hlo_instr
   if (nsrc == 0 || ts_array_count(x) == 0) return TS_OK;
 
   int dir = select_dir(sel, x->elem);
-  ts_opcode_t op = ts_reducer_op(sc);
+  ts_opcode_t op = interp_reducer_op(sc);
   bool fast_scatter = fast_ok(op, e) && src->elem == e;
   bool fast = dir != SEL_NONE && fast_scatter;
   size_t bytes = taps_words(w, x->rank, src->dims) * sizeof(int64_t);
@@ -676,7 +676,7 @@ done:
   return st;
 }
 
-void ts_kernels_reduce(ts_kernel_fn *table) {
+void interp_kernels_reduce(ts_kernel_fn *table) {
   table[TS_OP_REDUCE] = k_reduce;
   table[TS_OP_REDUCE_WINDOW] = k_reduce_window;
   table[TS_OP_SELECT_AND_SCATTER] = k_select_and_scatter;

@@ -321,7 +321,7 @@ static ts_status_t k_rng(ts_kernel_ctx_t *ctx, const ts_hlo_instr_t *instr, cons
   return TS_OK;
 }
 
-void ts_kernels_rng(ts_kernel_fn *table) {
+void interp_kernels_rng(ts_kernel_fn *table) {
   table[TS_OP_RNG_BIT_GENERATOR] = k_rng_bit_generator;
   table[TS_OP_RNG] = k_rng;
 }

@@ -289,7 +289,7 @@ static ts_status_t k_topk(ts_kernel_ctx_t *ctx, const ts_hlo_instr_t *instr, con
   return TS_OK;
 }
 
-void ts_kernels_sort(ts_kernel_fn *table) {
+void interp_kernels_sort(ts_kernel_fn *table) {
   table[TS_OP_SORT] = k_sort;
   table[TS_OP_TOPK] = k_topk;
 }

@@ -1,4 +1,4 @@
-/* The opcode -> kernel table, filled once by every kernel file. */
+/* The interpreter's opcode -> kernel table, filled once by every kernel file. */
 #include "interp_internal.h"
 
 #include <pthread.h>
@@ -7,17 +7,17 @@ static ts_kernel_fn table[TS_OP_COUNT];
 static pthread_once_t table_once = PTHREAD_ONCE_INIT;
 
 static void fill_table(void) {
-  ts_kernels_elementwise(table);
-  ts_kernels_rng(table);
-  ts_kernels_movement(table);
-  ts_kernels_gather(table);
-  ts_kernels_sort(table);
-  ts_kernels_reduce(table);
-  ts_kernels_dot(table);
-  ts_kernels_linalg(table);
+  interp_kernels_elementwise(table);
+  interp_kernels_rng(table);
+  interp_kernels_movement(table);
+  interp_kernels_gather(table);
+  interp_kernels_sort(table);
+  interp_kernels_reduce(table);
+  interp_kernels_dot(table);
+  interp_kernels_linalg(table);
 }
 
-ts_kernel_fn ts_kernel_for(ts_opcode_t op) {
+ts_kernel_fn interp_kernel_for(ts_opcode_t op) {
   pthread_once(&table_once, fill_table);
   return (unsigned)op < TS_OP_COUNT ? table[op] : NULL;
 }

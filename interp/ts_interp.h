@@ -1,28 +1,17 @@
-/* Tessera interp: the reference interpreter (the project's correctness
- * oracle) and the CPU kernels the runtime reuses.
- *
- * Arrays are dense and row-major in logical index order whatever the HLO
- * layout says; one element per ts_elem_storage_bytes (sub-byte types one per
- * byte). Kernels write into buffers their caller allocated, so the runtime
- * can run them over its own buffer assignment without per-op allocation. */
+/* Tessera interp: the reference interpreter, the project's correctness
+ * oracle. A plain evaluator over reference-counted values with its own copy
+ * of the per-opcode code (interp/k_*.c): the runtime runs kernels/ instead,
+ * so that `--check` compares two implementations. What the two share is the
+ * array view, element access and the kernel calling convention
+ * (kernels/ts_kernels.h, included here). */
 #ifndef TS_INTERP_H
 #define TS_INTERP_H
 
 #include "ts_common.h"
 #include "ts_hlo.h"
+#include "ts_kernels.h"
 
-/* ---- arrays and values -------------------------------------------------- */
-
-/* A view of one array: not owning. */
-typedef struct {
-  ts_elem_t elem;
-  int rank;
-  const int64_t *dims;
-  void *data;
-} ts_array_t;
-
-int64_t ts_array_count(const ts_array_t *a); /* elements (1 for a scalar) */
-size_t ts_array_bytes(const ts_array_t *a);  /* count * storage bytes */
+/* ---- values ------------------------------------------------------------ */
 
 /* A reference-counted array or tuple, as the interpreter passes them around.
  * `shape` points into the module arena (or is owned by whoever made the
@@ -56,75 +45,12 @@ int ts_value_leaves(ts_value_t *v, ts_array_t *out, int max);
  * as XLA's parser does; ts_interp_create warns about each one. */
 ts_status_t ts_value_from_literal(const ts_literal_t *lit, ts_value_t **out);
 
-/* ---- element access ----------------------------------------------------- */
-/* Storage as ts_elem_storage_bytes says. These are for the generic (slow)
- * paths; hot loops specialise on f32/f64/s32 and index the data directly. */
-
-/* Element i of a real or integer array as a double (exact for every float
- * type; integers converted; complex: the real part). */
-double ts_load_f(ts_elem_t e, const void *p, int64_t i);
-/* Element i as an integer: signed types sign-extended, unsigned ones
- * zero-extended (u64 as its bit pattern), pred 0/1; floats truncated
- * toward zero as XLA's convert (NaN -> 0, saturating). */
-int64_t ts_load_i(ts_elem_t e, const void *p, int64_t i);
-/* Stores v as element i: floats rounded to nearest even (ts_elem_from_double),
- * integers by XLA's convert rules (saturating, NaN -> 0), pred v != 0,
- * complex (v, 0). */
-void ts_store_f(ts_elem_t e, void *p, int64_t i, double v);
-/* Stores an integer: integer types wrap (two's complement truncation to the
- * type's width, sub-byte types sign- or zero-extended in their byte), pred
- * v != 0, floats converted with one rounding. */
-void ts_store_i(ts_elem_t e, void *p, int64_t i, int64_t v);
-/* Complex element i as (re, im); real types give (v, 0). */
-void ts_load_c(ts_elem_t e, const void *p, int64_t i, double *re, double *im);
-void ts_store_c(ts_elem_t e, void *p, int64_t i, double re, double im);
-
-/* ---- kernels ------------------------------------------------------------ */
-
-typedef struct ts_kernel_ctx ts_kernel_ctx_t;
-
-/* What a kernel may ask of whoever runs it. */
-struct ts_kernel_ctx {
-  /* Evaluates a called computation (reduce's to_apply, sort's comparator,
-   * map's computation, scatter's update computation, ...) with one array per
-   * parameter, writing the result's leaves into `outs` (allocated by the
-   * caller with the shapes of comp->root->shape's leaves). */
-  ts_status_t (*apply)(ts_kernel_ctx_t *ctx, const ts_hlo_comp_t *comp, const ts_array_t *args,
-                       int nargs, ts_array_t *outs, int nouts);
-  void *apply_state;
-  int64_t partition_id, replica_id; /* of the device the kernel runs for */
-  ts_diag_t *diag;                  /* where kernel errors go */
-  const ts_source_t *source;        /* for located errors; may be NULL */
-  void *scratch;                    /* ts_kernel_scratch's buffer */
-  size_t scratch_cap;
-};
-
-/* A scratch buffer of at least `bytes`, reused across calls (valid until the
- * next call); NULL on OOM. */
-void *ts_kernel_scratch(ts_kernel_ctx_t *ctx, size_t bytes);
-void ts_kernel_ctx_free(ts_kernel_ctx_t *ctx); /* frees the scratch */
-
-/* Reports an error about `instr` ("file:line:col: error: %name: message"
- * when the instruction has a location) and returns `st`. */
-ts_status_t ts_kernel_fail(ts_kernel_ctx_t *ctx, const ts_hlo_instr_t *instr, ts_status_t st,
-                           const char *fmt, ...) __attribute__((format(printf, 4, 5)));
-
-/* A kernel: `in` holds the operands (arrays, in operand order), `out` the
- * leaves of instr->shape (one for an array result), allocated by the caller
- * and not aliasing the inputs unless the kernel's table entry says so.
- * Unsupported variants (a type or attribute the kernel cannot do) return
- * TS_ERR_INVALID_ARGUMENT through ts_kernel_fail, naming what. */
-typedef ts_status_t (*ts_kernel_fn)(ts_kernel_ctx_t *ctx, const ts_hlo_instr_t *instr,
-                                    const ts_array_t *in, int nin, ts_array_t *out, int nout);
-
-/* The kernel for an opcode; NULL for the ones the evaluator itself handles
- * (parameter, constant, tuple, get-tuple-element, call, while, conditional,
- * collectives, custom-call, ...) and for those with none. */
-ts_kernel_fn ts_kernel_for(ts_opcode_t op);
+/* ---- BLAS --------------------------------------------------------------- */
 
 /* How many threads one BLAS call (dot, convolution) may use in this
  * process: a runtime with several devices per process, or several ranks per
- * host, gives each its share of the cores. */
+ * host, gives each its share of the cores. OpenBLAS's setting is
+ * process-wide: this and ts_kernels_set_blas_threads set the same one. */
 void ts_interp_set_blas_threads(int n);
 
 /* ---- the interpreter ---------------------------------------------------- */

@@ -4,7 +4,7 @@
  * outermost then m, k, n, as XLA's table is ordered) and writes FLOP/s =
  * 2bmnk / median time as an xla.GemmPerfTable. */
 #include "perftable_internal.h"
-#include "ts_interp.h"
+#include "ts_kernels.h"
 
 #include <getopt.h>
 #include <stdlib.h>

@@ -270,9 +270,9 @@ static ts_status_t lower_instr(lower_t *L, int k) {
     break;
   }
   case TS_OP_CONSTANT: {
-    ts_value_t *v = p->consts[i->id];
-    ts_array_t leaves[256];
-    int n = ts_value_leaves(v, leaves, 256);
+    const rt_const_t *cv = &p->consts[i->id];
+    const ts_array_t *leaves = cv->leaves;
+    int n = cv->n;
     if (n != nl || n > 256) return rt_fail(m, i, L->diag, TS_ERR_INVALID_ARGUMENT, "constant with %d leaves", n);
     for (int j = 0; j < nl; j++) {
       int b = new_buf(rc, BUF_CONST, ts_array_bytes(&leaves[j]), k);
@@ -849,6 +849,49 @@ done:
 
 /* ---- the program ----------------------------------------------------------------- */
 
+/* The array leaves of `shape`, in order. */
+static int const_leaf_count(const ts_shape_t *shape) {
+  if (shape->elem != TS_TUPLE) return 1;
+  int n = 0;
+  for (int k = 0; k < shape->ntuple; k++) n += const_leaf_count(shape->tuple[k]);
+  return n;
+}
+
+/* Fills c->leaves[c->n...] from `lit`, walking `shape` alongside it: a
+ * zero-filled buffer per array leaf (tokens and empty arrays get one too),
+ * written by ts_kernel_literal. */
+static ts_status_t const_fill(const ts_literal_t *lit, const ts_shape_t *shape, rt_const_t *c) {
+  if (lit->ntuple || shape->elem == TS_TUPLE) {
+    if (lit->ntuple != shape->ntuple) return TS_ERR_INVALID_ARGUMENT;
+    for (int k = 0; k < lit->ntuple; k++) TS_CHECK(const_fill(lit->tuple[k], shape->tuple[k], c));
+    return TS_OK;
+  }
+  ts_array_t *a = &c->leaves[c->n];
+  *a = (ts_array_t){shape->elem, shape->rank, shape->dims, NULL};
+  size_t bytes = ts_elem_is_array(shape->elem) ? ts_array_bytes(a) : 0;
+  if (!(a->data = ts_calloc(bytes ? bytes : 1, 1))) return TS_ERR_NOMEM;
+  c->n++;
+  return ts_kernel_literal(lit, a);
+}
+
+static void const_free(rt_const_t *c) {
+  for (int k = 0; k < c->n; k++) ts_free(c->leaves[k].data);
+  ts_free(c->leaves);
+  c->leaves = NULL;
+  c->n = 0;
+}
+
+/* A constant's value, narrowed to its element types (ts_kernel_literal). */
+static ts_status_t const_build(const ts_literal_t *lit, rt_const_t *c) {
+  int n = const_leaf_count(lit->shape);
+  c->n = 0;
+  c->leaves = ts_calloc((size_t)(n ? n : 1), sizeof *c->leaves);
+  if (!c->leaves) return TS_ERR_NOMEM;
+  ts_status_t st = const_fill(lit, lit->shape, c);
+  if (st != TS_OK) const_free(c);
+  return st;
+}
+
 static ts_status_t build_constants(ts_rt_program_t *p, ts_diag_t *diag) {
   const ts_hlo_module_t *m = p->m;
   for (int c = 0; c < m->ncomps; c++)
@@ -856,11 +899,10 @@ static ts_status_t build_constants(ts_rt_program_t *p, ts_diag_t *diag) {
       const ts_hlo_instr_t *i = m->comps[c]->instrs[j];
       if (i->op != TS_OP_CONSTANT) continue;
       if (!i->literal) return rt_fail(m, i, diag, TS_ERR_INVALID_ARGUMENT, "constant without a literal");
-      ts_status_t st = ts_value_from_literal(i->literal, &p->consts[i->id]);
+      ts_status_t st = const_build(i->literal, &p->consts[i->id]);
       if (st != TS_OK) return rt_fail(m, i, diag, st, "cannot build the constant's value");
-      ts_array_t leaves[256];
-      int n = ts_value_leaves(p->consts[i->id], leaves, 256);
-      for (int k = 0; k < n && k < 256; k++) p->mem.constants += ts_array_bytes(&leaves[k]);
+      const rt_const_t *c = &p->consts[i->id];
+      for (int k = 0; k < c->n && k < 256; k++) p->mem.constants += ts_array_bytes(&c->leaves[k]);
     }
   return TS_OK;
 }
@@ -943,7 +985,7 @@ void ts_rt_program_destroy(ts_rt_program_t *p) {
       ts_free(rc->steps);
     }
   if (p->consts)
-    for (int k = 0; k < p->m->next_id; k++) ts_value_unref(p->consts[k]);
+    for (int k = 0; k < p->m->next_id; k++) const_free(&p->consts[k]);
   rt_coll_program_free(p);
   ts_free(p->comps);
   ts_free(p->pos);

@@ -119,6 +119,13 @@ typedef enum {
   OUT_COPY,    /* copied into its aliased input at the end of the step */
 } rt_out_mode_t;
 
+/* A constant's array leaves (nested tuples flattened, in order), each in a
+ * buffer of its own that the program owns. */
+typedef struct {
+  int n;
+  ts_array_t *leaves;
+} rt_const_t;
+
 struct ts_rt_program {
   const ts_hlo_module_t *m;
   int64_t replicas, partitions;
@@ -129,7 +136,7 @@ struct ts_rt_program {
   int *gindex;                   /* per instruction id: global index */
   int ninstrs;
   const char **names;            /* by global index */
-  ts_value_t **consts;           /* per instruction id */
+  rt_const_t *consts;            /* per instruction id (n == 0 but for constants) */
   /* entry inputs and outputs */
   int ninputs, noutputs;
   const ts_shape_t **in_shape;

@@ -1,7 +1,7 @@
 /* Tessera runtime: executes the per-device program (partitioned, and
  * scheduled when the module says is_scheduled=true) on one device, with
- * buffers assigned from liveness, the reference kernels of interp/ (no
- * per-op allocation), collectives over collectives/ (asynchronous
+ * buffers assigned from liveness, the kernels of kernels/ (no per-op
+ * allocation), collectives over collectives/ (asynchronous
  * start/done pairs overlap compute), and progress reports for the hang
  * detector.
  *
@@ -19,7 +19,7 @@
 #include "ts_common.h"
 #include "ts_hang_progress.h"
 #include "ts_hlo.h"
-#include "ts_interp.h"
+#include "ts_kernels.h"
 
 /* ---- programs -------------------------------------------------------------- */
 

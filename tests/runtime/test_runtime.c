@@ -21,6 +21,7 @@
 #include <time.h>
 
 #include "rt_internal.h"
+#include "ts_interp.h"
 #include "ts_partitioner.h"
 #include "ts_test.h"
 
