@@ -1,7 +1,7 @@
 # Reference interpreter: every tests/interp/GROUP/NAME.hlo golden file is one
 # test (values in its EXPECT comments, computed by hand or by the numpy
 # script next to it; the tests themselves need no numpy).
-add_executable(test_interp_golden test_interp_golden.c)
+add_executable(test_interp_golden interp/test_interp_golden.c)
 target_link_libraries(test_interp_golden PRIVATE ts_interp ts_hlo ts_common)
 file(GLOB interp_goldens CONFIGURE_DEPENDS ${CMAKE_CURRENT_SOURCE_DIR}/interp/*/*.hlo)
 foreach(f ${interp_goldens})
@@ -11,6 +11,12 @@ foreach(f ${interp_goldens})
   add_test(NAME interp.${group}.${name} COMMAND test_interp_golden ${f})
   set_tests_properties(interp.${group}.${name} PROPERTIES LABELS unit TIMEOUT 60)
 endforeach()
+
+# Shard / unshard (ts_interp_shard_value, ts_interp_unshard_values).
+add_executable(test_interp_shard interp/test_interp_shard.c)
+target_link_libraries(test_interp_shard PRIVATE ts_interp ts_sharding ts_hlo ts_common)
+add_test(NAME interp.shard COMMAND test_interp_shard)
+set_tests_properties(interp.shard PROPERTIES LABELS unit TIMEOUT 60)
 
 # Every module of ../shared/corpus/real_hlo runs on seeded random inputs.
 # Modules whose collectives span devices run on that many simulated devices;

@@ -1,4 +1,4 @@
-/* The .npy reader and writer: numpy-made goldens (tests/npy_goldens, made by
+/* The .npy reader and writer: numpy-made goldens (tests/npy/goldens, made by
  * make_goldens.py), write->read round trips, and hand-made bad files. */
 #include "ts_npy.h"
 

@@ -164,12 +164,6 @@ add_test(NAME cli.opt_stage_partitioned
          COMMAND sh -c "out=$($<TARGET_FILE:tessera> opt --stage=partitioned --num-partitions 2 ${small}) && echo \"$out\" | grep -q '^HloModule small_no_header, num_partitions=2' && echo \"$out\" | grep -q '= f32\\[2,8\\] parameter(0)' && echo \"$out\" | $<TARGET_FILE:tessera> opt - >/dev/null")
 set_tests_properties(cli.opt_stage_partitioned PROPERTIES LABELS unit TIMEOUT 30)
 
-# --- unit: shard / unshard ---
-add_executable(test_interp_shard test_interp_shard.c)
-target_link_libraries(test_interp_shard PRIVATE ts_interp ts_sharding ts_hlo ts_common)
-add_test(NAME interp.shard COMMAND test_interp_shard)
-set_tests_properties(interp.shard PROPERTIES LABELS unit TIMEOUT 60)
-
 # The partitioner's own strategies: each module must match the reference
 # AND use the collectives its handler is meant to emit (a line of
 # `tessera check`'s collective table, e.g. "all-reduce 1", or with the bytes

@@ -1,0 +1,2 @@
+# common/: status codes, allocation, arenas, string maps, files.
+ts_unit_test(test_common)

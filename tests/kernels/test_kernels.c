@@ -1,0 +1,146 @@
+/* Unit tests of kernels/: the runtime's kernel table covers what the
+ * interpreter evaluates, constants written by ts_kernel_literal, and a dot
+ * whose values are worked out by hand. `test_kernels SCENARIO` runs one. */
+#include "ts_hlo.h"
+#include "ts_kernels.h"
+
+#include "interp_internal.h" /* interp_kernel_for: the oracle's own table */
+#include "ts_test.h"
+
+#include <stdio.h>
+#include <string.h>
+
+/* Every opcode the interpreter has a kernel for, the runtime has one for,
+ * and the other way round: the two tables are two implementations of one
+ * set of opcodes (the runtime's executor and the interpreter's evaluator
+ * handle the rest themselves). */
+static int test_table(void) {
+  int before = failures;
+  int both = 0;
+  for (int op = 0; op < TS_OP_COUNT; op++) {
+    bool rt = ts_kernel_for((ts_opcode_t)op) != NULL, ref = interp_kernel_for((ts_opcode_t)op) != NULL;
+    if (rt != ref) {
+      fprintf(stderr, "%s:%d: FAIL: %s: runtime kernel %s, interpreter kernel %s\n", __FILE__, __LINE__,
+              ts_opcode_name((ts_opcode_t)op), rt ? "yes" : "no", ref ? "yes" : "no");
+      failures++;
+    }
+    both += rt && ref;
+  }
+  EXPECT(ts_kernel_for(TS_OP_DOT) != NULL && ts_kernel_for(TS_OP_ADD) != NULL);
+  EXPECT(ts_kernel_for(TS_OP_PARAMETER) == NULL && ts_kernel_for(TS_OP_WHILE) == NULL);
+  EXPECT(ts_kernel_for(TS_OP_COUNT) == NULL);
+  EXPECT(both > 50);
+  return failures - before;
+}
+
+/* Literals narrowed to the array's type: f32 rounds to nearest even, s8
+ * wraps (XLA's convert of an integer literal is a truncation to the width),
+ * pred is v != 0; an elided literal leaves the (zeroed) buffer as it is; a
+ * count that is not the array's is an error. */
+static int test_literal(void) {
+  int before = failures;
+  int64_t d3[] = {3};
+  double f[] = {0.1, 1.0 / 3.0, -2.5};
+  ts_literal_t lf = {.count = 3, .f = f};
+  float fo[3] = {0};
+  ts_array_t af = {TS_F32, 1, d3, fo};
+  EXPECT_EQ(ts_kernel_literal(&lf, &af), TS_OK);
+  EXPECT_EQ(fo[0], 0.1f);
+  EXPECT_EQ(fo[1], 1.0f / 3.0f);
+  EXPECT_EQ(fo[2], -2.5f);
+
+  int64_t iv[] = {300, -129, 7};
+  ts_literal_t li = {.count = 3, .i = iv};
+  int8_t so[3] = {0};
+  ts_array_t as = {TS_S8, 1, d3, so};
+  EXPECT_EQ(ts_kernel_literal(&li, &as), TS_OK);
+  EXPECT_EQ(so[0], 44);  /* 300 - 256 */
+  EXPECT_EQ(so[1], 127); /* -129 + 256 */
+  EXPECT_EQ(so[2], 7);
+
+  int64_t pv[] = {0, 2, -1};
+  ts_literal_t lp = {.count = 3, .i = pv};
+  uint8_t po[3] = {9, 9, 9};
+  ts_array_t ap = {TS_PRED, 1, d3, po};
+  EXPECT_EQ(ts_kernel_literal(&lp, &ap), TS_OK);
+  EXPECT_EQ(po[0], 0);
+  EXPECT_EQ(po[1], 1);
+  EXPECT_EQ(po[2], 1);
+
+  int64_t d1[] = {1};
+  double c[] = {1.5, -0.25};
+  ts_literal_t lc = {.count = 1, .f = c};
+  float co[2] = {0};
+  ts_array_t ac = {TS_C64, 1, d1, co};
+  EXPECT_EQ(ts_kernel_literal(&lc, &ac), TS_OK);
+  EXPECT_EQ(co[0], 1.5f);
+  EXPECT_EQ(co[1], -0.25f);
+
+  ts_literal_t le = {.elided = true};
+  float eo[3] = {0};
+  ts_array_t ae = {TS_F32, 1, d3, eo};
+  EXPECT_EQ(ts_kernel_literal(&le, &ae), TS_OK);
+  EXPECT_EQ(eo[0] + eo[1] + eo[2], 0.0f);
+
+  ts_literal_t lbad = {.count = 2, .f = f};
+  EXPECT_EQ(ts_kernel_literal(&lbad, &af), TS_ERR_INVALID_ARGUMENT);
+  return failures - before;
+}
+
+/* f32[2,3] x f32[3,2] -> f32[2,2] through the runtime's dot (OpenBLAS sgemm),
+ * and the same contraction with the lhs transposed (contracting dim 0):
+ *   [[1,2,3],[4,5,6]] x [[7,8],[9,10],[11,12]] = [[58,64],[139,154]]. */
+static int test_dot(void) {
+  int before = failures;
+  static const char text[] =
+      "HloModule m\n"
+      "ENTRY e {\n"
+      "  a = f32[2,3] parameter(0)\n"
+      "  b = f32[3,2] parameter(1)\n"
+      "  at = f32[3,2] parameter(2)\n"
+      "  d = f32[2,2] dot(a, b), lhs_contracting_dims={1}, rhs_contracting_dims={0}\n"
+      "  ROOT dt = f32[2,2] dot(at, b), lhs_contracting_dims={0}, rhs_contracting_dims={0}\n"
+      "}\n";
+  ts_source_t src = {"<test>", text, strlen(text)};
+  ts_diag_t diag = {0};
+  ts_hlo_module_t *m = NULL;
+  ts_status_t st = ts_hlo_parse(&src, NULL, &m, &diag);
+  EXPECT_EQ(st, TS_OK);
+  if (st != TS_OK) {
+    fprintf(stderr, "%s", diag.text ? diag.text : "");
+    ts_diag_free(&diag);
+    return failures - before;
+  }
+  float a[] = {1, 2, 3, 4, 5, 6}, b[] = {7, 8, 9, 10, 11, 12}, at[] = {1, 4, 2, 5, 3, 6}, out[4];
+  int64_t d23[] = {2, 3}, d32[] = {3, 2}, d22[] = {2, 2};
+  ts_kernel_ctx_t ctx = {.diag = &diag};
+  const char *names[] = {"d", "dt"};
+  for (int k = 0; k < 2; k++) {
+    const ts_hlo_instr_t *i = ts_hlo_comp_find_instr(m->entry, names[k]);
+    EXPECT(i != NULL);
+    if (!i) continue;
+    ts_array_t in[2] = {k == 0 ? (ts_array_t){TS_F32, 2, d23, a} : (ts_array_t){TS_F32, 2, d32, at},
+                        {TS_F32, 2, d32, b}};
+    ts_array_t o = {TS_F32, 2, d22, out};
+    memset(out, 0, sizeof out);
+    EXPECT_EQ(ts_kernel_for(TS_OP_DOT)(&ctx, i, in, 2, &o, 1), TS_OK);
+    EXPECT_EQ(out[0], 58.0f);
+    EXPECT_EQ(out[1], 64.0f);
+    EXPECT_EQ(out[2], 139.0f);
+    EXPECT_EQ(out[3], 154.0f);
+  }
+  ts_kernel_ctx_free(&ctx);
+  ts_diag_free(&diag);
+  ts_hlo_module_destroy(m);
+  return failures - before;
+}
+
+static const ts_test_group_t scenarios[] = {
+    {"table", test_table},
+    {"literal", test_literal},
+    {"dot", test_dot},
+};
+
+int main(int argc, char **argv) {
+  return ts_test_main("test_kernels", argc, argv, scenarios, (int)(sizeof scenarios / sizeof scenarios[0]));
+}
