@@ -56,7 +56,7 @@ static void *thread_main(void *p) {
 static void run_world(int n, body_fn body, void *ctx) {
   world_t w = {.n = n, .body = body, .ctx = ctx};
   w.comms = calloc((size_t)n, sizeof *w.comms);
-  EXPECT(ts_coll_comm_create_threads(n, w.comms) == TS_OK);
+  EXPECT_EQ(ts_coll_comm_create_threads(n, w.comms), TS_OK);
   pthread_barrier_init(&w.sum.b, NULL, (unsigned)n);
   atomic_init(&w.sum.acc, 0);
   pthread_t *th = calloc((size_t)n, sizeof *th);
@@ -87,20 +87,20 @@ static void run_world(int n, body_fn body, void *ctx) {
 static void test_iota(void) {
   int64_t out[8];
   int64_t r1[2] = {4, 2}, p1[2] = {1, 0};
-  EXPECT(ts_coll_iota_groups(2, 4, r1, 2, p1, 2, out) == TS_OK);
+  EXPECT_EQ(ts_coll_iota_groups(2, 4, r1, 2, p1, 2, out), TS_OK);
   int64_t want1[8] = {0, 2, 4, 6, 1, 3, 5, 7};
-  EXPECT(memcmp(out, want1, sizeof want1) == 0);
+  EXPECT_EQ(memcmp(out, want1, sizeof want1), 0);
   int64_t r2[2] = {2, 4};
-  EXPECT(ts_coll_iota_groups(4, 2, r2, 2, p1, 2, out) == TS_OK);
+  EXPECT_EQ(ts_coll_iota_groups(4, 2, r2, 2, p1, 2, out), TS_OK);
   int64_t want2[8] = {0, 4, 1, 5, 2, 6, 3, 7};
-  EXPECT(memcmp(out, want2, sizeof want2) == 0);
+  EXPECT_EQ(memcmp(out, want2, sizeof want2), 0);
   int64_t r3[1] = {8};
-  EXPECT(ts_coll_iota_groups(1, 8, r3, 1, NULL, 0, out) == TS_OK);
-  for (int i = 0; i < 8; i++) EXPECT(out[i] == i);
-  EXPECT(ts_coll_iota_groups(2, 4, r3, 1, NULL, 0, out) == TS_OK);
-  EXPECT(ts_coll_iota_groups(3, 4, r3, 1, NULL, 0, out) == TS_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(ts_coll_iota_groups(1, 8, r3, 1, NULL, 0, out), TS_OK);
+  for (int i = 0; i < 8; i++) EXPECT_EQ(out[i], i);
+  EXPECT_EQ(ts_coll_iota_groups(2, 4, r3, 1, NULL, 0, out), TS_OK);
+  EXPECT_EQ(ts_coll_iota_groups(3, 4, r3, 1, NULL, 0, out), TS_ERR_INVALID_ARGUMENT);
   int64_t bad[2] = {0, 0};
-  EXPECT(ts_coll_iota_groups(2, 4, r1, 2, bad, 2, out) == TS_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(ts_coll_iota_groups(2, 4, r1, 2, bad, 2, out), TS_ERR_INVALID_ARGUMENT);
 }
 
 /* ---- group modes: 8 devices = 2 replicas x 4 partitions ---- */

@@ -9,20 +9,20 @@
 
 
 static void test_status(void) {
-  EXPECT(ts_status_exit_code(TS_OK) == 0);
-  EXPECT(ts_status_exit_code(TS_ERR_CHECK_FAILED) == 1);
-  EXPECT(ts_status_exit_code(TS_ERR_PARSE) == 2);
-  EXPECT(ts_status_exit_code(TS_ERR_VERIFY) == 2);
-  EXPECT(ts_status_exit_code(TS_ERR_INVALID_USAGE) == 2);
-  EXPECT(ts_status_exit_code(TS_ERR_UNSUPPORTED) == 3);
-  EXPECT(strcmp(ts_status_string(TS_ERR_TIMEOUT), "timeout") == 0);
+  EXPECT_EQ(ts_status_exit_code(TS_OK), 0);
+  EXPECT_EQ(ts_status_exit_code(TS_ERR_CHECK_FAILED), 1);
+  EXPECT_EQ(ts_status_exit_code(TS_ERR_PARSE), 2);
+  EXPECT_EQ(ts_status_exit_code(TS_ERR_VERIFY), 2);
+  EXPECT_EQ(ts_status_exit_code(TS_ERR_INVALID_USAGE), 2);
+  EXPECT_EQ(ts_status_exit_code(TS_ERR_UNSUPPORTED), 3);
+  EXPECT_STREQ(ts_status_string(TS_ERR_TIMEOUT), "timeout");
 }
 
 static void test_arena(void) {
   ts_arena_t *a = ts_arena_create();
   EXPECT(a != NULL);
   char *first = ts_arena_strdup(a, "hello");
-  EXPECT(strcmp(first, "hello") == 0);
+  EXPECT_STREQ(first, "hello");
   /* Many allocations, one of them larger than a chunk: all usable, aligned, zeroed. */
   for (int k = 0; k < 10000; k++) {
     size_t n = k == 5000 ? 1 << 20 : (size_t)(k % 97) + 1;
@@ -30,8 +30,8 @@ static void test_arena(void) {
     EXPECT(p && ((uintptr_t)p % _Alignof(max_align_t)) == 0 && p[0] == 0 && p[n - 1] == 0);
     memset(p, 0xab, n);
   }
-  EXPECT(strcmp(first, "hello") == 0);
-  EXPECT(strcmp(ts_arena_printf(a, "%s.%d", "add", 3), "add.3") == 0);
+  EXPECT_STREQ(first, "hello");
+  EXPECT_STREQ(ts_arena_printf(a, "%s.%d", "add", 3), "add.3");
   EXPECT(ts_arena_bytes(a) >= (1 << 20));
   ts_arena_destroy(a);
   ts_arena_destroy(NULL);
@@ -44,7 +44,7 @@ static void test_strmap(void) {
     snprintf(keys[k], sizeof keys[k], "name.%d", k);
     EXPECT(ts_strmap_put(&m, keys[k], strlen(keys[k]), keys[k]));
   }
-  EXPECT(m.count == 3000);
+  EXPECT_EQ(m.count, 3000);
   for (int k = 0; k < 3000; k++) EXPECT(ts_strmap_get(&m, keys[k], strlen(keys[k])) == keys[k]);
   EXPECT(ts_strmap_get(&m, "name.3000", 9) == NULL);
   EXPECT(ts_strmap_get(&m, "name.1x", 6) == keys[1]); /* length-bounded key */
@@ -72,7 +72,7 @@ static void test_diag(void) {
   ts_diag_t d = {0};
   ts_diag_error(&d, &src, (ts_loc_t){4, 12}, "unknown opcode '%s'", "addd");
   ts_diag_error(&d, &src, (ts_loc_t){1, 1}, "second error is counted, not kept");
-  EXPECT(d.count == 2);
+  EXPECT_EQ(d.count, 2);
   EXPECT(d.text && strcmp(d.text,
                           "m.hlo:4:12: error: unknown opcode 'addd'\n"
                           "\tx = f32[] addd(y)\n"

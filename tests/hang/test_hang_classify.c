@@ -44,7 +44,7 @@ static void not_posted(int r, int activity) {
 
 static void check(const char *name, int n, ts_hang_cause_t cause, const char *culprits) {
   ts_hang_verdict_t v;
-  EXPECT(ts_hang_classify(w, n, &v) == TS_OK);
+  EXPECT_EQ(ts_hang_classify(w, n, &v), TS_OK);
   char got[128] = "";
   for (int i = 0; i < v.nculprits; i++)
     snprintf(got + strlen(got), sizeof got - strlen(got), "%s%d", i ? "," : "", v.culprits[i]);
@@ -193,6 +193,6 @@ int main(void) {
   ts_hang_cause_t c;
   EXPECT(ts_hang_cause_from_key("fingerprint_mismatch", &c) && c == TS_HANG_CAUSE_FINGERPRINT_MISMATCH);
   EXPECT(!ts_hang_cause_from_key("hung", &c));
-  EXPECT(!strcmp(ts_hang_cause_title(TS_HANG_CAUSE_NETWORKING), "Networking issue"));
+  EXPECT_STREQ(ts_hang_cause_title(TS_HANG_CAUSE_NETWORKING), "Networking issue");
   return failures ? 1 : 0;
 }

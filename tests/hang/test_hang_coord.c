@@ -198,7 +198,7 @@ int main(int argc, char **argv) {
   snprintf(strag, sizeof strag, "%s/stragglers.txt", dir);
 
   char secret[33];
-  EXPECT(ts_hang_secret_generate(secret) == TS_OK);
+  EXPECT_EQ(ts_hang_secret_generate(secret), TS_OK);
   ts_hang_coord_opts_t co;
   ts_hang_coord_opts_default(&co);
   co.world = NW;
@@ -250,14 +250,14 @@ int main(int argc, char **argv) {
        * abort; end them as a user would, after checking they still run. */
       for (int r = 0; r < NW; r++)
         if (!reaped[r]) {
-          EXPECT(kill(pids[r], 0) == 0);
+          EXPECT_EQ(kill(pids[r], 0), 0);
           kill(pids[r], SIGTERM);
         }
       terminated = true;
     }
   }
   int ccode = -1;
-  EXPECT(ts_hang_coordinator_wait(cpid, 15, &ccode) == TS_OK);
+  EXPECT_EQ(ts_hang_coordinator_wait(cpid, 15, &ccode), TS_OK);
   for (int r = 0; r < NW; r++) {
     if (!reaped[r]) {
       kill(pids[r], SIGKILL);
@@ -277,11 +277,11 @@ int main(int argc, char **argv) {
   if (!strcmp(want_cause, "none")) {
     struct stat sb;
     EXPECT(stat(digest, &sb) != 0); /* no false positive */
-    EXPECT(ccode == 0);
+    EXPECT_EQ(ccode, 0);
     for (int r = 0; r < NW; r++) EXPECT(WIFEXITED(status[r]) && WEXITSTATUS(status[r]) == 0);
   } else {
     EXPECT(t_digest != 0);
-    EXPECT(ccode == 1);
+    EXPECT_EQ(ccode, 1);
     uint64_t fired = atomic_load(&sh->fired_ns);
     if (fault.kind != TS_HANG_FAULT_CRASH && t_digest && fired) {
       double s = (double)(t_digest - fired) * 1e-9;
@@ -297,9 +297,9 @@ int main(int argc, char **argv) {
       for (int i = 0; i < d.verdict.nculprits; i++)
         snprintf(got + strlen(got), sizeof got - strlen(got), "%s%d", i ? "," : "", d.verdict.culprits[i]);
       printf(" %s\n", got[0] ? got : "-");
-      EXPECT(!strcmp(ts_hang_cause_key(d.verdict.cause), want_cause));
-      EXPECT(!strcmp(got[0] ? got : "-", want_culprits));
-      EXPECT(d.nworkers == NW);
+      EXPECT_STREQ(ts_hang_cause_key(d.verdict.cause), want_cause);
+      EXPECT_STREQ(got[0] ? got : "-", want_culprits);
+      EXPECT_EQ(d.nworkers, NW);
       EXPECT(d.first_error_timestamp[0] != '\0');
       EXPECT(d.first_error_type[0] != '\0');
       /* The same verdict in the text on stderr. */

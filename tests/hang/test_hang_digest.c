@@ -61,7 +61,7 @@ int main(void) {
   d.nworkers = 4;
   d.workers = ts_malloc(sizeof w);
   memcpy(d.workers, w, sizeof w);
-  EXPECT(ts_hang_classify(d.workers, 4, &d.verdict) == TS_OK);
+  EXPECT_EQ(ts_hang_classify(d.workers, 4, &d.verdict), TS_OK);
   EXPECT(d.verdict.cause == TS_HANG_CAUSE_BAD_DEVICE && d.verdict.first_error_rank == 1);
   ts_hang_format_time(d.workers[1].event_time, d.first_error_timestamp, sizeof d.first_error_timestamp);
   strcpy(d.first_error_type, "hang: no worker made progress for 61.0 s (hang timeout 60 s)");
@@ -95,16 +95,16 @@ int main(void) {
   }
   ts_diag_free(&diag);
   /* Broken JSON is one located error, no crash. */
-  EXPECT(ts_hang_digest_parse_json("{\"cause\": 3}", 12, "x.json", &back, &diag) == TS_ERR_PARSE);
+  EXPECT_EQ(ts_hang_digest_parse_json("{\"cause\": 3}", 12, "x.json", &back, &diag), TS_ERR_PARSE);
   EXPECT(diag.text && strstr(diag.text, "x.json: error: digest: 'cause' missing or not a string"));
   ts_diag_free(&diag);
-  EXPECT(ts_hang_digest_parse_json("[1,2", 4, "y.json", &back, &diag) == TS_ERR_PARSE);
+  EXPECT_EQ(ts_hang_digest_parse_json("[1,2", 4, "y.json", &back, &diag), TS_ERR_PARSE);
   ts_diag_free(&diag);
   if (json) {
     char *cut = ts_strdup(json);
     char *p = strstr(cut, "\"rank\":\t1,");
     if (p) memcpy(p, "\"rank\":\t9,", 10); /* a culprit naming no worker */
-    EXPECT(ts_hang_digest_parse_json(cut, strlen(cut), "z.json", &back, &diag) == TS_ERR_PARSE);
+    EXPECT_EQ(ts_hang_digest_parse_json(cut, strlen(cut), "z.json", &back, &diag), TS_ERR_PARSE);
     ts_diag_free(&diag);
     ts_free(cut);
   }
@@ -120,7 +120,7 @@ int main(void) {
   d.nworkers = 4;
   d.workers = ts_malloc(sizeof w);
   memcpy(d.workers, w, sizeof w);
-  EXPECT(ts_hang_classify(d.workers, 4, &d.verdict) == TS_OK);
+  EXPECT_EQ(ts_hang_classify(d.workers, 4, &d.verdict), TS_OK);
   ts_buf_t u = {0};
   ts_hang_digest_text(&d, &u);
   static const char want_u[] = "Some workers have halted with an unrecoverable error:\n"
@@ -137,15 +137,15 @@ int main(void) {
 
   /* Stragglers: rank 2 busy 30 ms per step, the others 10 ms (waiting 20 ms). */
   ts_hang_stragglers_t *s;
-  EXPECT(ts_hang_stragglers_create(4, 1.5, 0.002, &s) == TS_OK);
+  EXPECT_EQ(ts_hang_stragglers_create(4, 1.5, 0.002, &s), TS_OK);
   ts_buf_t b = {0};
   for (int step = 1; step <= 2; step++)
     for (int r = 0; r < 4; r++)
       ts_hang_stragglers_add(s, r, r < 2 ? "a" : "b", step, 40000000, 0, r == 2 ? 10000000 : 30000000);
-  EXPECT(ts_hang_stragglers_report(s, &b) == 0); /* two samples are not "consistently" */
+  EXPECT_EQ(ts_hang_stragglers_report(s, &b), 0); /* two samples are not "consistently" */
   ts_hang_stragglers_add(s, 0, "a", 2, 40000000, 0, 0); /* an old step again: ignored */
   for (int r = 0; r < 4; r++) ts_hang_stragglers_add(s, r, r < 2 ? "a" : "b", 3, 40000000, 0, r == 2 ? 10000000 : 30000000);
-  EXPECT(ts_hang_stragglers_report(s, &b) == 1);
+  EXPECT_EQ(ts_hang_stragglers_report(s, &b), 1);
   EXPECT(b.data && strstr(b.data, "Tessera detects a straggler: rank 2 on host b is consistently slower than its "
                                   "peers: busy 30.0 ms per step vs 10.0 ms (median of the others, 3.0x)"));
   EXPECT(b.data && !strstr(b.data, "straggler host")); /* rank 3 on host b is fine */
@@ -153,17 +153,17 @@ int main(void) {
   ts_buf_free(&b);
 
   /* One slow step among fast ones, and a uniformly slow job: no straggler. */
-  EXPECT(ts_hang_stragglers_create(4, 1.5, 0.002, &s) == TS_OK);
+  EXPECT_EQ(ts_hang_stragglers_create(4, 1.5, 0.002, &s), TS_OK);
   for (int step = 1; step <= 6; step++)
     for (int r = 0; r < 4; r++)
       ts_hang_stragglers_add(s, r, "a", step, 100000000, 0, (r == 1 && step == 4) ? 0 : 90000000);
-  EXPECT(ts_hang_stragglers_report(s, &b) == 0);
+  EXPECT_EQ(ts_hang_stragglers_report(s, &b), 0);
   ts_hang_stragglers_destroy(s);
   /* A whole host slow. */
-  EXPECT(ts_hang_stragglers_create(4, 1.5, 0.002, &s) == TS_OK);
+  EXPECT_EQ(ts_hang_stragglers_create(4, 1.5, 0.002, &s), TS_OK);
   for (int step = 1; step <= 4; step++)
     for (int r = 0; r < 4; r++) ts_hang_stragglers_add(s, r, r < 2 ? "a" : "b", step, 50000000, 0, r >= 2 ? 0 : 40000000);
-  EXPECT(ts_hang_stragglers_report(s, &b) == 2);
+  EXPECT_EQ(ts_hang_stragglers_report(s, &b), 2);
   EXPECT(b.data && strstr(b.data, "Tessera detects a straggler host: b (every worker on it is slow)"));
   ts_hang_stragglers_destroy(s);
   ts_buf_free(&b);

@@ -57,7 +57,7 @@ static void parsing(void) {
   f = parse_ok("");
   EXPECT(f.kind == TS_HANG_FAULT_NONE && !ts_hang_fault_hits(&f, 0));
   f = parse_ok(NULL);
-  EXPECT(f.kind == TS_HANG_FAULT_NONE);
+  EXPECT_EQ(f.kind, TS_HANG_FAULT_NONE);
 
   parse_bad("hang:rank=1:step=2", "unknown fault 'hang'");
   parse_bad("stall:rank=1", "step=K is required");
@@ -125,13 +125,13 @@ static void blocking(const char *spec, int rank, int64_t step, int instr, bool i
   pthread_t th;
   pthread_create(&th, NULL, call, &c);
   nap(0.1);
-  EXPECT(atomic_load(&p.activity) == want_activity);
-  EXPECT(atomic_load(&p.waiting_on1) == want_waiting_on + 1);
+  EXPECT_EQ(atomic_load(&p.activity), want_activity);
+  EXPECT_EQ(atomic_load(&p.waiting_on1), want_waiting_on + 1);
   EXPECT(h.t_fired > 0);
   ts_hang_fault_hook_abort(&h);
   pthread_join(th, NULL);
-  EXPECT(c.st == TS_ERR_REMOTE);
-  EXPECT(atomic_load(&p.waiting_on1) == 0);
+  EXPECT_EQ(c.st, TS_ERR_REMOTE);
+  EXPECT_EQ(atomic_load(&p.waiting_on1), 0);
   ts_hang_fault_hook_fini(&h);
 }
 
@@ -150,12 +150,12 @@ static void hook(void) {
   ts_hang_fault_t f = parse_ok("stall:rank=1:step=2");
   ts_hang_fault_hook_t h;
   ts_hang_fault_hook_init(&h, &f, 0, &p);
-  EXPECT(ts_hang_fault_hook(&h, 2, 0) == TS_OK);
+  EXPECT_EQ(ts_hang_fault_hook(&h, 2, 0), TS_OK);
   ts_hang_fault_hook_init(&h, &f, 1, &p);
-  EXPECT(ts_hang_fault_hook(&h, 1, 0) == TS_OK);
+  EXPECT_EQ(ts_hang_fault_hook(&h, 1, 0), TS_OK);
   f = parse_ok("input-stall:rank=1:step=3");
   ts_hang_fault_hook_init(&h, &f, 1, &p);
-  EXPECT(ts_hang_fault_before_input(&h, 2) == TS_OK);
+  EXPECT_EQ(ts_hang_fault_before_input(&h, 2), TS_OK);
 
   /* netdrop waits for the first collective instruction of its step. */
   f = parse_ok("netdrop:ranks=0,1:step=1");
@@ -165,30 +165,30 @@ static void hook(void) {
   h.ninstrs = 4;
   const bool *save = is;
   h.is_collective = save;
-  EXPECT(ts_hang_fault_hook(&h, 1, 0) == TS_OK);
-  EXPECT(ts_hang_fault_hook(&h, 1, 1) == TS_OK);
+  EXPECT_EQ(ts_hang_fault_hook(&h, 1, 0), TS_OK);
+  EXPECT_EQ(ts_hang_fault_hook(&h, 1, 1), TS_OK);
   ts_hang_fault_hook_abort(&h); /* the next would block: abort first, it returns REMOTE */
-  EXPECT(ts_hang_fault_hook(&h, 1, 2) == TS_ERR_REMOTE);
+  EXPECT_EQ(ts_hang_fault_hook(&h, 1, 2), TS_ERR_REMOTE);
   h.is_collective = NULL; /* not ours to free */
 
   /* slow:seconds: 4 ops seen in step 1, so each op of step 2 sleeps 0.2/4 s. */
   f = parse_ok("slow:rank=0:step=2:seconds=0.2");
   ts_hang_fault_hook_init(&h, &f, 0, &p);
-  for (int i = 0; i < 4; i++) EXPECT(ts_hang_fault_hook(&h, 1, i) == TS_OK);
+  for (int i = 0; i < 4; i++) EXPECT_EQ(ts_hang_fault_hook(&h, 1, i), TS_OK);
   double t0 = ts_coll_now();
-  for (int i = 0; i < 4; i++) EXPECT(ts_hang_fault_hook(&h, 2, i) == TS_OK);
+  for (int i = 0; i < 4; i++) EXPECT_EQ(ts_hang_fault_hook(&h, 2, i), TS_OK);
   double dt = ts_coll_now() - t0;
   printf("slow step: %.3f s (want about 0.2)\n", dt);
   EXPECT(dt > 0.18 && dt < 0.6);
   t0 = ts_coll_now();
-  for (int i = 0; i < 4; i++) EXPECT(ts_hang_fault_hook(&h, 3, i) == TS_OK);
+  for (int i = 0; i < 4; i++) EXPECT_EQ(ts_hang_fault_hook(&h, 3, i), TS_OK);
   EXPECT(ts_coll_now() - t0 < 0.05); /* step 3 is not slowed */
 
   /* slow without seconds: TS_HANG_SLOW_OP_S per op on every step. */
   f = parse_ok("slow:rank=0");
   ts_hang_fault_hook_init(&h, &f, 0, &p);
   t0 = ts_coll_now();
-  for (int i = 0; i < 10; i++) EXPECT(ts_hang_fault_hook(&h, 5, i) == TS_OK);
+  for (int i = 0; i < 10; i++) EXPECT_EQ(ts_hang_fault_hook(&h, 5, i), TS_OK);
   dt = ts_coll_now() - t0;
   EXPECT(dt >= 10 * TS_HANG_SLOW_OP_S * 0.9 && dt < 10 * TS_HANG_SLOW_OP_S * 4);
 }

@@ -48,7 +48,7 @@ static void roundtrip(void) {
   EXPECT(d.state.ncolls == 2 && d.state.colls[0].seq == 99 && d.state.colls[0].waiting_on == 2);
   EXPECT(d.state.colls[1].status == TS_ERR_TIMEOUT && d.state.colls[1].age_completed_s == 2);
   /* Every prefix is partial, never an error. */
-  for (size_t k = 0; k < n; k++) EXPECT(ts_hang_msg_decode(buf, k, &d, &used) == TS_INPROGRESS);
+  for (size_t k = 0; k < n; k++) EXPECT_EQ(ts_hang_msg_decode(buf, k, &d, &used), TS_INPROGRESS);
 
   /* HELLO */
   ts_hang_msg_t h;
@@ -63,7 +63,7 @@ static void roundtrip(void) {
   h.state.fingerprint = 0xfedcba9876543210ull;
   h.state.launch_id = 5;
   n = ts_hang_msg_encode(&h, buf, sizeof buf);
-  EXPECT(ts_hang_msg_decode(buf, n, &d, &used) == TS_OK);
+  EXPECT_EQ(ts_hang_msg_decode(buf, n, &d, &used), TS_OK);
   EXPECT(!strcmp(d.secret, "s3cr3t") && d.state.rank == 2 && d.state.size == 4 && !strcmp(d.state.host, "node-7"));
   EXPECT(d.state.fingerprint == 0xfedcba9876543210ull && d.state.launch_id == 5);
 
@@ -74,7 +74,7 @@ static void roundtrip(void) {
   EXPECT(ts_hang_msg_decode(buf, n, &d, &used) == TS_OK && d.type == TS_HANG_MSG_ABORT &&
          !strcmp(d.text, a.text));
   /* Too small a buffer: 0, nothing half-written counts. */
-  EXPECT(ts_hang_msg_encode(&m, buf, 20) == 0);
+  EXPECT_EQ(ts_hang_msg_encode(&m, buf, 20), 0);
 }
 
 static void malformed(void) {
@@ -85,66 +85,66 @@ static void malformed(void) {
 
   memcpy(b, buf, n);
   b[0] = 'X'; /* bad magic: rejected from the first byte */
-  EXPECT(ts_hang_msg_decode(b, 1, &d, &used) == TS_ERR_PARSE);
-  EXPECT(ts_hang_msg_decode((const uint8_t *)"GET / HTTP/1.1\r\n", 16, &d, &used) == TS_ERR_PARSE);
+  EXPECT_EQ(ts_hang_msg_decode(b, 1, &d, &used), TS_ERR_PARSE);
+  EXPECT_EQ(ts_hang_msg_decode((const uint8_t *)"GET / HTTP/1.1\r\n", 16, &d, &used), TS_ERR_PARSE);
 
   memcpy(b, buf, n);
   b[4] = 200; /* unknown type */
-  EXPECT(ts_hang_msg_decode(b, n, &d, &used) == TS_ERR_PARSE);
+  EXPECT_EQ(ts_hang_msg_decode(b, n, &d, &used), TS_ERR_PARSE);
 
   memcpy(b, buf, n);
   b[5] = 1; /* flags must be zero */
-  EXPECT(ts_hang_msg_decode(b, n, &d, &used) == TS_ERR_PARSE);
+  EXPECT_EQ(ts_hang_msg_decode(b, n, &d, &used), TS_ERR_PARSE);
 
   memcpy(b, buf, n);
   uint32_t big = TS_HANG_MSG_MAX + 1; /* oversized: rejected before the payload arrives */
   memcpy(b + 8, &big, 4);
-  EXPECT(ts_hang_msg_decode(b, TS_HANG_MSG_HEADER, &d, &used) == TS_ERR_PARSE);
+  EXPECT_EQ(ts_hang_msg_decode(b, TS_HANG_MSG_HEADER, &d, &used), TS_ERR_PARSE);
 
   memcpy(b, buf, n);
   uint32_t shorter = (uint32_t)(n - TS_HANG_MSG_HEADER - 1); /* a field cut short */
   memcpy(b + 8, &shorter, 4);
-  EXPECT(ts_hang_msg_decode(b, n, &d, &used) == TS_ERR_PARSE);
+  EXPECT_EQ(ts_hang_msg_decode(b, n, &d, &used), TS_ERR_PARSE);
 
   memcpy(b, buf, n);
   uint32_t longer = (uint32_t)(n - TS_HANG_MSG_HEADER + 1); /* trailing byte */
   memcpy(b + 8, &longer, 4);
   b[n] = 0;
-  EXPECT(ts_hang_msg_decode(b, n + 1, &d, &used) == TS_ERR_PARSE);
+  EXPECT_EQ(ts_hang_msg_decode(b, n + 1, &d, &used), TS_ERR_PARSE);
 
   /* Values out of range: activity, ncolls, a NaN age, a control byte. */
   ts_hang_msg_t bad = sample_state();
   bad.state.activity = 77;
   n = ts_hang_msg_encode(&bad, b, sizeof b);
-  EXPECT(ts_hang_msg_decode(b, n, &d, &used) == TS_ERR_PARSE);
+  EXPECT_EQ(ts_hang_msg_decode(b, n, &d, &used), TS_ERR_PARSE);
   bad = sample_state();
   bad.state.progress_age_s = 0.0 / 0.0;
   n = ts_hang_msg_encode(&bad, b, sizeof b);
-  EXPECT(ts_hang_msg_decode(b, n, &d, &used) == TS_ERR_PARSE);
+  EXPECT_EQ(ts_hang_msg_decode(b, n, &d, &used), TS_ERR_PARSE);
   bad = sample_state();
   bad.state.colls[1].kind = 200;
   n = ts_hang_msg_encode(&bad, b, sizeof b);
-  EXPECT(ts_hang_msg_decode(b, n, &d, &used) == TS_ERR_PARSE);
+  EXPECT_EQ(ts_hang_msg_decode(b, n, &d, &used), TS_ERR_PARSE);
   bad = sample_state();
   strcpy(bad.state.instr_name, "x\033[2J");
   n = ts_hang_msg_encode(&bad, b, sizeof b);
-  EXPECT(ts_hang_msg_decode(b, n, &d, &used) == TS_ERR_PARSE);
+  EXPECT_EQ(ts_hang_msg_decode(b, n, &d, &used), TS_ERR_PARSE);
   ts_hang_msg_t h = {.type = TS_HANG_MSG_HELLO};
   strcpy(h.secret, "s");
   h.state.rank = 4;
   h.state.size = 4; /* rank out of its world */
   n = ts_hang_msg_encode(&h, b, sizeof b);
-  EXPECT(ts_hang_msg_decode(b, n, &d, &used) == TS_ERR_PARSE);
+  EXPECT_EQ(ts_hang_msg_decode(b, n, &d, &used), TS_ERR_PARSE);
   /* A string length beyond the field. */
   ts_hang_msg_t t = {.type = TS_HANG_MSG_NOTE};
   memset(t.text, 'a', sizeof t.text - 1);
   n = ts_hang_msg_encode(&t, b, sizeof b);
-  EXPECT(ts_hang_msg_decode(b, n, &d, &used) == TS_OK);
+  EXPECT_EQ(ts_hang_msg_decode(b, n, &d, &used), TS_OK);
   uint16_t l = (uint16_t)sizeof t.text; /* one more than fits */
   memcpy(b + TS_HANG_MSG_HEADER, &l, 2);
   uint32_t pl = (uint32_t)(2 + l);
   memcpy(b + 8, &pl, 4);
-  EXPECT(ts_hang_msg_decode(b, TS_HANG_MSG_HEADER + pl, &d, &used) == TS_ERR_PARSE);
+  EXPECT_EQ(ts_hang_msg_decode(b, TS_HANG_MSG_HEADER + pl, &d, &used), TS_ERR_PARSE);
 }
 
 /* ---- a live coordinator --------------------------------------------------- */
@@ -190,7 +190,7 @@ static void live(void) {
   o.quiet = true;
   ts_hang_coord_t *c;
   ts_diag_t diag = {0};
-  EXPECT(ts_hang_coord_create(&o, &c, &diag) == TS_OK);
+  EXPECT_EQ(ts_hang_coord_create(&o, &c, &diag), TS_OK);
   const char *addr = ts_hang_coord_addr(c);
   EXPECT(strncmp(addr, "127.0.0.1:", 10) == 0 && strcmp(addr, "127.0.0.1:0") != 0);
   pthread_t th;
@@ -230,7 +230,7 @@ static void live(void) {
   wo.progress = &p;
   wo.period_s = 0.05;
   ts_hang_worker_t *w = NULL;
-  EXPECT(ts_hang_worker_start(&wo, &w, &diag) == TS_OK);
+  EXPECT_EQ(ts_hang_worker_start(&wo, &w, &diag), TS_OK);
   EXPECT(ts_hang_worker_connected(w));
   /* A second worker claiming the same rank is refused. */
   ts_hang_worker_t *w2 = NULL;
@@ -240,15 +240,15 @@ static void live(void) {
   ts_diag_free(&d2);
   /* The wrong secret through the worker API. */
   wo.secret = "nope";
-  EXPECT(ts_hang_worker_start(&wo, &w2, &d2) == TS_ERR_REMOTE);
+  EXPECT_EQ(ts_hang_worker_start(&wo, &w2, &d2), TS_ERR_REMOTE);
   EXPECT(d2.text && strstr(d2.text, "rejected"));
   ts_diag_free(&d2);
   atomic_store(&p.activity, TS_HANG_FINISHED);
-  EXPECT(ts_hang_worker_stop(w, 3) == TS_OK);
+  EXPECT_EQ(ts_hang_worker_stop(w, 3), TS_OK);
   ts_hang_worker_destroy(w);
   void *rc;
   pthread_join(th, &rc);
-  EXPECT((intptr_t)rc == 0);
+  EXPECT_EQ((intptr_t)rc, 0);
   EXPECT(ts_hang_coord_digest(c) == NULL);
   ts_hang_coord_destroy(c);
   ts_diag_free(&diag);
@@ -258,7 +258,7 @@ static void live(void) {
   wo.addr = "127.0.0.1:1";
   wo.connect_timeout_s = 0.3;
   double t0 = ts_hang_mono();
-  EXPECT(ts_hang_worker_start(&wo, &w2, &d2) == TS_ERR_TIMEOUT);
+  EXPECT_EQ(ts_hang_worker_start(&wo, &w2, &d2), TS_ERR_TIMEOUT);
   EXPECT(ts_hang_mono() - t0 < 2);
   ts_diag_free(&d2);
 }

@@ -168,7 +168,7 @@ static void test_round_trip(void) {
         if (bad++ < 3) fprintf(stderr, "%s: 0x%x -> %g -> 0x%x\n", ts_elem_name(t), b, v, back);
       }
     }
-    EXPECT(bad == 0);
+    EXPECT_EQ(bad, 0);
   }
 }
 
@@ -198,38 +198,38 @@ static void test_ties(void) {
       }
       if (!ok && bad++ < 3) fprintf(stderr, "%s: ties at 0x%x\n", ts_elem_name(t), b);
     }
-    EXPECT(bad == 0);
+    EXPECT_EQ(bad, 0);
   }
 }
 
 static void test_float_to_int(void) {
   float f[] = {NAN, 3e9f, -3e9f, -2.7f, 2.7f, -0.0f};
   int32_t s32[6];
-  EXPECT(ts_elem_convert(TS_F32, f, TS_S32, s32, 6) == TS_OK);
+  EXPECT_EQ(ts_elem_convert(TS_F32, f, TS_S32, s32, 6), TS_OK);
   EXPECT(s32[0] == 0 && s32[1] == INT32_MAX && s32[2] == INT32_MIN);
   EXPECT(s32[3] == -2 && s32[4] == 2 && s32[5] == 0);
 
   double d[] = {-1.0, 300, 255.9, -0.9, INFINITY};
   uint8_t u8[5];
-  EXPECT(ts_elem_convert(TS_F64, d, TS_U8, u8, 5) == TS_OK);
+  EXPECT_EQ(ts_elem_convert(TS_F64, d, TS_U8, u8, 5), TS_OK);
   EXPECT(u8[0] == 0 && u8[1] == 255 && u8[2] == 255 && u8[3] == 0 && u8[4] == 255);
 
   double big[] = {1e19, -1e19, -P2(63), P2(63) - 1024, -INFINITY};
   int64_t s64[5];
-  EXPECT(ts_elem_convert(TS_F64, big, TS_S64, s64, 5) == TS_OK);
+  EXPECT_EQ(ts_elem_convert(TS_F64, big, TS_S64, s64, 5), TS_OK);
   EXPECT(s64[0] == INT64_MAX && s64[1] == INT64_MIN && s64[2] == INT64_MIN);
   EXPECT(s64[3] == INT64_MAX - 1023 && s64[4] == INT64_MIN);
   double ubig[] = {P2(64), P2(63), NAN};
   uint64_t u64[3];
-  EXPECT(ts_elem_convert(TS_F64, ubig, TS_U64, u64, 3) == TS_OK);
+  EXPECT_EQ(ts_elem_convert(TS_F64, ubig, TS_U64, u64, 3), TS_OK);
   EXPECT(u64[0] == UINT64_MAX && u64[1] == (UINT64_C(1) << 63) && u64[2] == 0);
 
   float g[] = {10, -10, NAN, -3.5f};
   int8_t s4[4];
   uint8_t u4[4];
-  EXPECT(ts_elem_convert(TS_F32, g, TS_S4, s4, 4) == TS_OK);
+  EXPECT_EQ(ts_elem_convert(TS_F32, g, TS_S4, s4, 4), TS_OK);
   EXPECT(s4[0] == 7 && s4[1] == -8 && s4[2] == 0 && s4[3] == -3);
-  EXPECT(ts_elem_convert(TS_F32, g, TS_U4, u4, 4) == TS_OK);
+  EXPECT_EQ(ts_elem_convert(TS_F32, g, TS_U4, u4, 4), TS_OK);
   EXPECT(u4[0] == 10 && u4[1] == 0 && u4[2] == 0 && u4[3] == 0);
   float h = 20;
   EXPECT(ts_elem_convert(TS_F32, &h, TS_U4, u4, 1) == TS_OK && u4[0] == 15);
@@ -237,18 +237,18 @@ static void test_float_to_int(void) {
   /* bf16 in, s16 out: 0x4780 = 2^16 saturates, 0xC700 = -32768 exactly */
   uint16_t bf[] = {0x4780, 0xC700, 0x7FC0};
   int16_t s16[3];
-  EXPECT(ts_elem_convert(TS_BF16, bf, TS_S16, s16, 3) == TS_OK);
+  EXPECT_EQ(ts_elem_convert(TS_BF16, bf, TS_S16, s16, 3), TS_OK);
   EXPECT(s16[0] == INT16_MAX && s16[1] == INT16_MIN && s16[2] == 0);
 }
 
 static void test_int_to_int(void) {
   int32_t a[] = {300, -129, -1};
   int8_t s8[3];
-  EXPECT(ts_elem_convert(TS_S32, a, TS_S8, s8, 3) == TS_OK);
+  EXPECT_EQ(ts_elem_convert(TS_S32, a, TS_S8, s8, 3), TS_OK);
   EXPECT(s8[0] == 44 && s8[1] == 127 && s8[2] == -1);
   uint32_t b[] = {9, 16, 7};
   int8_t s4[3];
-  EXPECT(ts_elem_convert(TS_U32, b, TS_S4, s4, 3) == TS_OK);
+  EXPECT_EQ(ts_elem_convert(TS_U32, b, TS_S4, s4, 3), TS_OK);
   EXPECT(s4[0] == -7 && s4[1] == 0 && s4[2] == 7); /* 1001 -> -7 */
   int8_t m1 = -1;
   uint8_t u8;
@@ -273,9 +273,9 @@ static void test_pred(void) {
   int32_t a[] = {2, 0, -1};
   float f[] = {NAN, -0.0f, 0.5f};
   uint8_t p[3];
-  EXPECT(ts_elem_convert(TS_S32, a, TS_PRED, p, 3) == TS_OK);
+  EXPECT_EQ(ts_elem_convert(TS_S32, a, TS_PRED, p, 3), TS_OK);
   EXPECT(p[0] == 1 && p[1] == 0 && p[2] == 1);
-  EXPECT(ts_elem_convert(TS_F32, f, TS_PRED, p, 3) == TS_OK);
+  EXPECT_EQ(ts_elem_convert(TS_F32, f, TS_PRED, p, 3), TS_OK);
   EXPECT(p[0] == 1 && p[1] == 0 && p[2] == 1);
   uint8_t q[] = {5, 0};
   int32_t o[2];
@@ -297,43 +297,43 @@ static void test_int_to_float(void) {
   uint64_t u = (UINT64_C(1) << 63) + (UINT64_C(1) << 39) + 1;
   float f;
   uint32_t fb;
-  EXPECT(ts_elem_convert(TS_U64, &u, TS_F32, &f, 1) == TS_OK);
+  EXPECT_EQ(ts_elem_convert(TS_U64, &u, TS_F32, &f, 1), TS_OK);
   memcpy(&fb, &f, 4);
-  EXPECT(fb == 0x5F000001);
+  EXPECT_EQ(fb, 0x5F000001);
   int64_t t53 = (INT64_C(1) << 53) + 1;
   double d;
   EXPECT(ts_elem_convert(TS_S64, &t53, TS_F64, &d, 1) == TS_OK && d == P2(53)); /* tie: even */
   int32_t a[] = {65520, 2049, 2051, -7};
   uint16_t h[4];
-  EXPECT(ts_elem_convert(TS_S32, a, TS_F16, h, 4) == TS_OK);
+  EXPECT_EQ(ts_elem_convert(TS_S32, a, TS_F16, h, 4), TS_OK);
   EXPECT(h[0] == 0x7C00 && h[1] == 0x6800 && h[2] == 0x6802 && h[3] == 0xC700);
   uint8_t f8[4];
-  EXPECT(ts_elem_convert(TS_S32, a, TS_F8E4M3FN, f8, 4) == TS_OK);
+  EXPECT_EQ(ts_elem_convert(TS_S32, a, TS_F8E4M3FN, f8, 4), TS_OK);
   EXPECT(f8[0] == 0x7F && f8[3] == 0xCE); /* -7 = -1.75 * 2^2: exp 9 */
 }
 
 static void test_float_to_float(void) {
   float f[] = {1.0f, 1 + 0x1p-8f, 1 + 3 * 0x1p-8f, INFINITY};
   uint16_t bf[4];
-  EXPECT(ts_elem_convert(TS_F32, f, TS_BF16, bf, 4) == TS_OK);
+  EXPECT_EQ(ts_elem_convert(TS_F32, f, TS_BF16, bf, 4), TS_OK);
   EXPECT(bf[0] == 0x3F80 && bf[1] == 0x3F80 && bf[2] == 0x3F82 && bf[3] == 0x7F80);
   double d = 1 + P2(-24);
   float g;
   EXPECT(ts_elem_convert(TS_F64, &d, TS_F32, &g, 1) == TS_OK && g == 1.0f);
   uint16_t h[] = {0x7BFF, 0x0001, 0x3C00}; /* 65504, 2^-24, 1 */
   uint8_t e4[3];
-  EXPECT(ts_elem_convert(TS_F16, h, TS_F8E4M3FN, e4, 3) == TS_OK);
+  EXPECT_EQ(ts_elem_convert(TS_F16, h, TS_F8E4M3FN, e4, 3), TS_OK);
   EXPECT(e4[0] == 0x7F && e4[1] == 0x00 && e4[2] == 0x38);
   uint8_t e5[] = {0x7B, 0x01};
   float back[2];
-  EXPECT(ts_elem_convert(TS_F8E5M2, e5, TS_F32, back, 2) == TS_OK);
+  EXPECT_EQ(ts_elem_convert(TS_F8E5M2, e5, TS_F32, back, 2), TS_OK);
   EXPECT(back[0] == 57344 && back[1] == 0x1p-16f);
   float w[] = {1.5f, -2.0f};
   double wd[2];
   EXPECT(ts_elem_convert(TS_F32, w, TS_F64, wd, 2) == TS_OK && wd[0] == 1.5 && wd[1] == -2.0);
   uint8_t same[] = {1, 2, 3}, same_out[3];
-  EXPECT(ts_elem_convert(TS_F8E4M3, same, TS_F8E4M3, same_out, 3) == TS_OK);
-  EXPECT(memcmp(same, same_out, 3) == 0);
+  EXPECT_EQ(ts_elem_convert(TS_F8E4M3, same, TS_F8E4M3, same_out, 3), TS_OK);
+  EXPECT_EQ(memcmp(same, same_out, 3), 0);
 }
 
 static void test_complex(void) {
@@ -343,7 +343,7 @@ static void test_complex(void) {
   double c128[4];
   EXPECT(ts_elem_convert(TS_C64, c, TS_F32, re, 2) == TS_OK && re[0] == 1.5f && re[1] == -3.75f);
   EXPECT(ts_elem_convert(TS_C64, c, TS_S32, ir, 2) == TS_OK && ir[0] == 1 && ir[1] == -3);
-  EXPECT(ts_elem_convert(TS_C64, c, TS_C128, c128, 2) == TS_OK);
+  EXPECT_EQ(ts_elem_convert(TS_C64, c, TS_C128, c128, 2), TS_OK);
   EXPECT(c128[0] == 1.5 && c128[1] == 2.5 && c128[2] == -3.75 && c128[3] == 4.0);
   int32_t seven = 7;
   float cz[2] = {-1, -1};
@@ -355,13 +355,13 @@ static void test_complex(void) {
 
 static void test_errors_and_bitcast(void) {
   float f = 1;
-  EXPECT(ts_elem_convert(TS_TUPLE, &f, TS_F32, &f, 1) == TS_ERR_INVALID_ARGUMENT);
-  EXPECT(ts_elem_convert(TS_F32, &f, TS_TOKEN, &f, 1) == TS_ERR_INVALID_ARGUMENT);
-  EXPECT(ts_elem_convert(TS_F32, &f, TS_F64, &f, -1) == TS_ERR_INVALID_ARGUMENT);
-  EXPECT(ts_elem_convert(TS_F32, NULL, TS_F64, NULL, 0) == TS_OK);
+  EXPECT_EQ(ts_elem_convert(TS_TUPLE, &f, TS_F32, &f, 1), TS_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(ts_elem_convert(TS_F32, &f, TS_TOKEN, &f, 1), TS_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(ts_elem_convert(TS_F32, &f, TS_F64, &f, -1), TS_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(ts_elem_convert(TS_F32, NULL, TS_F64, NULL, 0), TS_OK);
   EXPECT(ts_elem_storage_bytes(TS_S4) == 1 && ts_elem_storage_bytes(TS_F6E3M2FN) == 1);
   EXPECT(ts_elem_storage_bytes(TS_BF16) == 2 && ts_elem_storage_bytes(TS_C128) == 16);
-  EXPECT(ts_elem_storage_bytes(TS_TUPLE) == 0);
+  EXPECT_EQ(ts_elem_storage_bytes(TS_TUPLE), 0);
   EXPECT(ts_elem_is_storage_float(TS_F8E8M0FNU) && !ts_elem_is_storage_float(TS_F64));
 
   int om = 0, im = 0;
@@ -409,7 +409,7 @@ static void test_fast_paths(void) {
         if (got != want && bad++ < 5) printf("f32 0x%08x -> %s: got 0x%04x, want 0x%04x\n", b, ts_elem_name(t), got, want);
       }
     }
-  EXPECT(bad == 0);
+  EXPECT_EQ(bad, 0);
 }
 
 int main(void) {

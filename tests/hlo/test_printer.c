@@ -31,30 +31,30 @@ static void test_build_and_print(void) {
 
   /* %add (a: f32[], b: f32[]) -> f32[] */
   ts_hlo_comp_t *add, *main_c;
-  EXPECT(ts_hlo_comp_add(m, "add", &add) == TS_OK);
-  EXPECT(ts_hlo_comp_add(m, "add", &main_c) == TS_ERR_INVALID_ARGUMENT); /* duplicate */
+  EXPECT_EQ(ts_hlo_comp_add(m, "add", &add), TS_OK);
+  EXPECT_EQ(ts_hlo_comp_add(m, "add", &main_c), TS_ERR_INVALID_ARGUMENT); /* duplicate */
   ts_shape_t *scalar = ts_hlo_shape_array(m, TS_F32, 0, NULL);
   ts_hlo_instr_t *a, *b, *sum;
-  EXPECT(ts_hlo_instr_add(add, TS_OP_PARAMETER, scalar, NULL, 0, "a", &a) == TS_OK);
-  EXPECT(ts_hlo_instr_add(add, TS_OP_PARAMETER, scalar, NULL, 0, "b", &b) == TS_OK);
+  EXPECT_EQ(ts_hlo_instr_add(add, TS_OP_PARAMETER, scalar, NULL, 0, "a", &a), TS_OK);
+  EXPECT_EQ(ts_hlo_instr_add(add, TS_OP_PARAMETER, scalar, NULL, 0, "b", &b), TS_OK);
   a->param_number = 0;
   b->param_number = 1;
   ts_hlo_instr_t *ab[] = {a, b};
   add->params = ts_arena_alloc(m->arena, sizeof ab);
   memcpy(add->params, ab, sizeof ab);
   add->nparams = 2;
-  EXPECT(ts_hlo_instr_add(add, TS_OP_ADD, scalar, ab, 2, "sum", &sum) == TS_OK);
+  EXPECT_EQ(ts_hlo_instr_add(add, TS_OP_ADD, scalar, ab, 2, "sum", &sum), TS_OK);
   ts_hlo_comp_set_root(add, sum);
 
-  EXPECT(ts_hlo_comp_add(m, "main", &main_c) == TS_OK);
+  EXPECT_EQ(ts_hlo_comp_add(m, "main", &main_c), TS_OK);
   main_c->is_entry = true;
   m->entry = main_c;
   int64_t d[] = {8, 16};
   ts_shape_t *x_shape = ts_hlo_shape_array(m, TS_F32, 2, d);
   ts_hlo_instr_t *x, *r, *z;
   /* The same name as in %add: the builder makes it unique, XLA style. */
-  EXPECT(ts_hlo_instr_add(main_c, TS_OP_PARAMETER, x_shape, NULL, 0, "a", &x) == TS_OK);
-  EXPECT(strcmp(x->name, "a.1") == 0);
+  EXPECT_EQ(ts_hlo_instr_add(main_c, TS_OP_PARAMETER, x_shape, NULL, 0, "a", &x), TS_OK);
+  EXPECT_STREQ(x->name, "a.1");
   x->param_number = 0;
   main_c->params = ts_arena_alloc(m->arena, sizeof x);
   main_c->params[0] = x;
@@ -67,7 +67,7 @@ static void test_build_and_print(void) {
   x->sharding->iota_reshape = (ts_i64_list_t){1, reshape};
 
   ts_hlo_instr_t *zops[] = {};
-  EXPECT(ts_hlo_instr_add(main_c, TS_OP_CONSTANT, scalar, zops, 0, "zero", &z) == TS_OK);
+  EXPECT_EQ(ts_hlo_instr_add(main_c, TS_OP_CONSTANT, scalar, zops, 0, "zero", &z), TS_OK);
   z->literal = ts_arena_alloc(m->arena, sizeof *z->literal);
   z->literal->shape = scalar;
   z->literal->count = 1;
@@ -76,16 +76,16 @@ static void test_build_and_print(void) {
 
   int64_t red_dims[] = {8};
   ts_hlo_instr_t *rops[] = {x, z};
-  EXPECT(ts_hlo_instr_add(main_c, TS_OP_REDUCE, ts_hlo_shape_array(m, TS_F32, 1, red_dims), rops, 2,
-                          "reduce", &r) == TS_OK);
+  EXPECT_EQ(ts_hlo_instr_add(main_c, TS_OP_REDUCE, ts_hlo_shape_array(m, TS_F32, 1, red_dims), rops, 2,
+                          "reduce", &r), TS_OK);
   int64_t one[] = {1};
   ts_hlo_attr_t dims = int_list(m, "dimensions", 1, one);
-  EXPECT(ts_hlo_instr_add_attr(r, &dims) == TS_OK);
+  EXPECT_EQ(ts_hlo_instr_add_attr(r, &dims), TS_OK);
   ts_hlo_attr_t to_apply = {.name = "to_apply", .kind = TS_ATTR_COMP};
   to_apply.v.comps.n = 1;
   to_apply.v.comps.comps = ts_arena_alloc(m->arena, sizeof(ts_hlo_comp_t *));
   to_apply.v.comps.comps[0] = add;
-  EXPECT(ts_hlo_instr_add_attr(r, &to_apply) == TS_OK);
+  EXPECT_EQ(ts_hlo_instr_add_attr(r, &to_apply), TS_OK);
   EXPECT(r->ncalled == 1 && r->called[0] == add);
   ts_hlo_comp_set_root(main_c, r);
 
@@ -96,7 +96,7 @@ static void test_build_and_print(void) {
   EXPECT(ts_hlo_module_find_comp(m, "add") == add);
 
   ts_buf_t out = {0};
-  EXPECT(ts_hlo_print(m, &out) == TS_OK);
+  EXPECT_EQ(ts_hlo_print(m, &out), TS_OK);
   expect_text(out.data,
               "HloModule mlp, num_partitions=2\n"
               "\n"
@@ -149,9 +149,9 @@ static void test_tables(void) {
   ts_opcode_t op;
   EXPECT(ts_opcode_from_name("reduce-scatter", 14, &op) && op == TS_OP_REDUCE_SCATTER);
   EXPECT(!ts_opcode_from_name("exp", 3, &op));
-  EXPECT(strcmp(ts_opcode_name(TS_OP_EXPONENTIAL_MINUS_ONE), "exponential-minus-one") == 0);
+  EXPECT_STREQ(ts_opcode_name(TS_OP_EXPONENTIAL_MINUS_ONE), "exponential-minus-one");
   EXPECT(ts_opcode_arity(TS_OP_SELECT) == 3 && ts_opcode_arity(TS_OP_TUPLE) == -1);
-  EXPECT(TS_OP_COUNT == 136);
+  EXPECT_EQ(TS_OP_COUNT, 136);
   ts_elem_t t;
   EXPECT(ts_elem_from_name("f8e4m3fn", 8, &t) && t == TS_F8E4M3FN && ts_elem_bits(t) == 8);
   EXPECT(!ts_elem_from_name("tuple", 5, &t));
@@ -164,11 +164,11 @@ static void test_tables(void) {
 static void test_unique_names(void) {
   ts_hlo_module_t *m = ts_hlo_module_create("names");
   ts_hlo_comp_t *c;
-  EXPECT(ts_hlo_comp_add(m, "c", &c) == TS_OK);
+  EXPECT_EQ(ts_hlo_comp_add(m, "c", &c), TS_OK);
   ts_shape_t *s = ts_hlo_shape_array(m, TS_F32, 0, NULL);
   ts_hlo_instr_t *i = NULL;
-  for (int k = 0; k < 50000; k++) EXPECT(ts_hlo_instr_add(c, TS_OP_CONSTANT, s, NULL, 0, "add", &i) == TS_OK);
-  EXPECT(strcmp(i->name, "add.49999") == 0);
+  for (int k = 0; k < 50000; k++) EXPECT_EQ(ts_hlo_instr_add(c, TS_OP_CONSTANT, s, NULL, 0, "add", &i), TS_OK);
+  EXPECT_STREQ(i->name, "add.49999");
   EXPECT(ts_hlo_instr_add(c, TS_OP_CONSTANT, s, NULL, 0, "x.7", &i) == TS_OK && strcmp(i->name, "x.7") == 0);
   EXPECT(ts_hlo_instr_add(c, TS_OP_CONSTANT, s, NULL, 0, "x.7", &i) == TS_OK && strcmp(i->name, "x.8") == 0);
   EXPECT(ts_hlo_instr_add(c, TS_OP_CONSTANT, s, NULL, 0, "x", &i) == TS_OK && strcmp(i->name, "x") == 0);

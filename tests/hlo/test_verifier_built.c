@@ -24,7 +24,7 @@ static ts_shape_t *arr(bld_t *b, ts_elem_t t, int rank, const int64_t *dims) {
 
 static ts_hlo_comp_t *comp(bld_t *b, const char *name, bool entry) {
   ts_hlo_comp_t *c = NULL;
-  EXPECT(ts_hlo_comp_add(b->m, name, &c) == TS_OK);
+  EXPECT_EQ(ts_hlo_comp_add(b->m, name, &c), TS_OK);
   if (entry) {
     c->is_entry = true;
     b->m->entry = c;
@@ -35,7 +35,7 @@ static ts_hlo_comp_t *comp(bld_t *b, const char *name, bool entry) {
 
 static ts_hlo_instr_t *param(bld_t *b, const char *name, const ts_shape_t *s) {
   ts_hlo_instr_t *i = NULL;
-  EXPECT(ts_hlo_instr_add(b->c, TS_OP_PARAMETER, s, NULL, 0, name, &i) == TS_OK);
+  EXPECT_EQ(ts_hlo_instr_add(b->c, TS_OP_PARAMETER, s, NULL, 0, name, &i), TS_OK);
   ts_hlo_comp_t *c = b->c;
   ts_hlo_instr_t **p = ts_arena_alloc(b->m->arena, sizeof *p * (size_t)(c->nparams + 1));
   if (c->nparams) memcpy(p, c->params, sizeof *p * (size_t)c->nparams);
@@ -48,7 +48,7 @@ static ts_hlo_instr_t *param(bld_t *b, const char *name, const ts_shape_t *s) {
 static ts_hlo_instr_t *op(bld_t *b, ts_opcode_t code, const ts_shape_t *s, const char *name, int n,
                           ts_hlo_instr_t *const *ops) {
   ts_hlo_instr_t *i = NULL;
-  EXPECT(ts_hlo_instr_add(b->c, code, s, ops, n, name, &i) == TS_OK);
+  EXPECT_EQ(ts_hlo_instr_add(b->c, code, s, ops, n, name, &i), TS_OK);
   return i;
 }
 #define OP(code, shape, name, ...) \
@@ -65,14 +65,14 @@ static void attr_list(bld_t *b, ts_hlo_instr_t *i, const char *name, int n, cons
   a.v.list.n = n;
   a.v.list.v = ts_arena_alloc(b->m->arena, sizeof(int64_t) * (size_t)(n + 1));
   if (n) memcpy(a.v.list.v, v, sizeof(int64_t) * (size_t)n);
-  EXPECT(ts_hlo_instr_add_attr(i, &a) == TS_OK);
+  EXPECT_EQ(ts_hlo_instr_add_attr(i, &a), TS_OK);
 }
 #define LIST(i, name, ...) \
   attr_list(b, i, name, (int)(sizeof((int64_t[]){__VA_ARGS__}) / sizeof(int64_t)), (int64_t[]){__VA_ARGS__})
 
 static void attr_int(ts_hlo_instr_t *i, const char *name, int64_t v) {
   ts_hlo_attr_t a = {.name = name, .kind = TS_ATTR_INT, .v.i = v};
-  EXPECT(ts_hlo_instr_add_attr(i, &a) == TS_OK);
+  EXPECT_EQ(ts_hlo_instr_add_attr(i, &a), TS_OK);
 }
 
 static void attr_comp(bld_t *b, ts_hlo_instr_t *i, const char *name, ts_hlo_comp_t *c) {
@@ -80,7 +80,7 @@ static void attr_comp(bld_t *b, ts_hlo_instr_t *i, const char *name, ts_hlo_comp
   a.v.comps.n = 1;
   a.v.comps.comps = ts_arena_alloc(b->m->arena, sizeof c);
   a.v.comps.comps[0] = c;
-  EXPECT(ts_hlo_instr_add_attr(i, &a) == TS_OK);
+  EXPECT_EQ(ts_hlo_instr_add_attr(i, &a), TS_OK);
 }
 
 /* %add (x: f32[], y: f32[]) -> f32[] */
@@ -165,7 +165,7 @@ static void test_cycle(void) {
   ts_hlo_instr_t *x = OP(TS_OP_TUPLE, ts_hlo_shape_tuple(b->m, 2, t2), "x", p);
   ts_hlo_instr_t *y = OP(TS_OP_GET_TUPLE_ELEMENT, F32(4), "y", x);
   attr_int(y, "index", 1);
-  EXPECT(ts_hlo_instr_add_operand(x, y) == TS_OK);
+  EXPECT_EQ(ts_hlo_instr_add_operand(x, y), TS_OK);
   root(b, y);
   FAILS(b->m, NULL, "m: error: 'x': cycle through operands: x -> y -> x\n");
   ts_hlo_module_destroy(b->m);
@@ -335,7 +335,7 @@ static void test_while_body(void) {
   ts_hlo_instr_t *n = leaf(b, TS_OP_CONSTANT, SCALAR(TS_S32), "n");
   ts_hlo_instr_t *lt = OP(TS_OP_COMPARE, SCALAR(TS_PRED), "lt", s, n);
   ts_hlo_attr_t dir = {.name = "direction", .kind = TS_ATTR_IDENT, .v.s = "LT"};
-  EXPECT(ts_hlo_instr_add_attr(lt, &dir) == TS_OK);
+  EXPECT_EQ(ts_hlo_instr_add_attr(lt, &dir), TS_OK);
   root(b, lt);
   ts_hlo_comp_t *body = comp(b, "body", false);
   ts_hlo_instr_t *s2 = param(b, "s2", SCALAR(TS_S32));

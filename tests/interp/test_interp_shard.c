@@ -113,8 +113,8 @@ static void test_uneven_rows(void) {
   ts_shape_t *full_s = shp(TS_S32, "5,3"), *shard_s = shp(TS_S32, "3,3");
   ts_sharding_value_t *sv = S("{devices=[2,1]0,1}", full_s);
   ts_value_t *full = filled(full_s), *d0 = NULL, *d1 = NULL;
-  EXPECT(ts_interp_shard_value(full, sv, 0, shard_s, &d0) == TS_OK);
-  EXPECT(ts_interp_shard_value(full, sv, 1, shard_s, &d1) == TS_OK);
+  EXPECT_EQ(ts_interp_shard_value(full, sv, 0, shard_s, &d0), TS_OK);
+  EXPECT_EQ(ts_interp_shard_value(full, sv, 1, shard_s, &d1), TS_OK);
   EXPECT_S32(d0, 1, 2, 3, 4, 5, 6, 7, 8, 9);
   EXPECT_S32(d1, 10, 11, 12, 13, 14, 15, 0, 0, 0);
   ts_value_unref(d0);
@@ -133,13 +133,13 @@ static void test_permuted_grid(void) {
   ts_shape_t *full_s = shp(TS_S32, "3,3"), *shard_s = shp(TS_S32, "2,2");
   ts_sharding_value_t *sv = S("{devices=[2,2]3,2,1,0}", full_s);
   ts_value_t *full = filled(full_s), *v = NULL;
-  EXPECT(ts_interp_shard_value(full, sv, 3, shard_s, &v) == TS_OK);
+  EXPECT_EQ(ts_interp_shard_value(full, sv, 3, shard_s, &v), TS_OK);
   EXPECT_S32(v, 1, 2, 4, 5);
   ts_value_unref(v);
-  EXPECT(ts_interp_shard_value(full, sv, 2, shard_s, &v) == TS_OK);
+  EXPECT_EQ(ts_interp_shard_value(full, sv, 2, shard_s, &v), TS_OK);
   EXPECT_S32(v, 3, 0, 6, 0);
   ts_value_unref(v);
-  EXPECT(ts_interp_shard_value(full, sv, 0, shard_s, &v) == TS_OK);
+  EXPECT_EQ(ts_interp_shard_value(full, sv, 0, shard_s, &v), TS_OK);
   EXPECT_S32(v, 9, 0, 0, 0);
   ts_value_unref(v);
   ts_value_unref(full);

@@ -25,11 +25,11 @@ static ts_status_t read_golden(const char *name, ts_npy_array_t *a) {
 static void check_golden(const char *name, ts_elem_t elem, int rank, const int64_t *dims,
                          const void *want, size_t nbytes) {
   ts_npy_array_t a;
-  EXPECT(read_golden(name, &a) == TS_OK);
-  EXPECT(a.elem == elem);
-  EXPECT(a.rank == rank);
-  for (int k = 0; k < rank && k < a.rank; k++) EXPECT(a.dims[k] == dims[k]);
-  EXPECT(a.nbytes == nbytes);
+  EXPECT_EQ(read_golden(name, &a), TS_OK);
+  EXPECT_EQ(a.elem, elem);
+  EXPECT_EQ(a.rank, rank);
+  for (int k = 0; k < rank && k < a.rank; k++) EXPECT_EQ(a.dims[k], dims[k]);
+  EXPECT_EQ(a.nbytes, nbytes);
   EXPECT(a.data != NULL);
   if (a.nbytes == nbytes && nbytes && memcmp(a.data, want, nbytes) != 0) {
     fprintf(stderr, "golden %s: data differs\n", name);
@@ -125,7 +125,7 @@ static void test_write_matches_numpy(void) {
   };
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
     ts_diag_t d = {0};
-    EXPECT(ts_npy_write(SCRATCH, cases[i].elem, cases[i].rank, cases[i].dims, cases[i].data, &d) == TS_OK);
+    EXPECT_EQ(ts_npy_write(SCRATCH, cases[i].elem, cases[i].rank, cases[i].dims, cases[i].data, &d), TS_OK);
     ts_diag_free(&d);
     char path[4200];
     snprintf(path, sizeof path, "%s/%s.npy", golden_dir, cases[i].golden);
@@ -149,9 +149,9 @@ static void test_roundtrip(void) {
     if (elems[e] == TS_PRED)
       for (size_t i = 0; i < 24; i++) buf[i] = i % 3 == 0;
     ts_diag_t d = {0};
-    EXPECT(ts_npy_write(SCRATCH, elems[e], 3, dims, buf, &d) == TS_OK);
+    EXPECT_EQ(ts_npy_write(SCRATCH, elems[e], 3, dims, buf, &d), TS_OK);
     ts_npy_array_t a;
-    EXPECT(ts_npy_read(SCRATCH, &a, &d) == TS_OK);
+    EXPECT_EQ(ts_npy_read(SCRATCH, &a, &d), TS_OK);
     EXPECT(a.elem == elems[e] && a.rank == 3 && a.dims[2] == 4 && a.count == 24);
     EXPECT(a.nbytes == nbytes && memcmp(a.data, buf, nbytes) == 0);
     ts_npy_free(&a);
@@ -162,13 +162,13 @@ static void test_roundtrip(void) {
   ts_diag_t d = {0};
   int64_t v = -5;
   ts_npy_array_t a;
-  EXPECT(ts_npy_write(SCRATCH, TS_S64, 0, NULL, &v, &d) == TS_OK);
-  EXPECT(ts_npy_read(SCRATCH, &a, &d) == TS_OK);
+  EXPECT_EQ(ts_npy_write(SCRATCH, TS_S64, 0, NULL, &v, &d), TS_OK);
+  EXPECT_EQ(ts_npy_read(SCRATCH, &a, &d), TS_OK);
   EXPECT(a.rank == 0 && a.count == 1 && *(int64_t *)a.data == -5);
   ts_npy_free(&a);
   static const int64_t dz[] = {3, 0};
-  EXPECT(ts_npy_write(SCRATCH, TS_F32, 2, dz, NULL, &d) == TS_OK);
-  EXPECT(ts_npy_read(SCRATCH, &a, &d) == TS_OK);
+  EXPECT_EQ(ts_npy_write(SCRATCH, TS_F32, 2, dz, NULL, &d), TS_OK);
+  EXPECT_EQ(ts_npy_read(SCRATCH, &a, &d), TS_OK);
   EXPECT(a.rank == 2 && a.count == 0 && a.nbytes == 0 && a.data != NULL);
   ts_npy_free(&a);
   EXPECT(d.text == NULL);
@@ -182,11 +182,11 @@ static void test_mapped_types(void) {
   /* bf16 1.0, -2.0, 0.5, +inf, the largest, smallest subnormal */
   static const uint16_t bf[] = {0x3f80, 0xc000, 0x3f00, 0x7f80, 0x7f7f, 0x0001};
   static const float bf_f32[] = {1.0f, -2.0f, 0.5f, INFINITY, 3.3895313892515355e38f, 9.183549615799121e-41f};
-  EXPECT(ts_npy_write(SCRATCH, TS_BF16, 2, D23, bf, &d) == TS_OK);
-  EXPECT(ts_npy_read(SCRATCH, &a, &d) == TS_OK);
+  EXPECT_EQ(ts_npy_write(SCRATCH, TS_BF16, 2, D23, bf, &d), TS_OK);
+  EXPECT_EQ(ts_npy_read(SCRATCH, &a, &d), TS_OK);
   EXPECT(a.elem == TS_F32 && a.nbytes == sizeof bf_f32 && memcmp(a.data, bf_f32, sizeof bf_f32) == 0);
   ts_npy_free(&a);
-  EXPECT(ts_npy_read_as(SCRATCH, TS_BF16, &a, &d) == TS_OK);
+  EXPECT_EQ(ts_npy_read_as(SCRATCH, TS_BF16, &a, &d), TS_OK);
   EXPECT(a.elem == TS_BF16 && a.nbytes == sizeof bf && memcmp(a.data, bf, sizeof bf) == 0);
   ts_npy_free(&a);
   /* f32 -> bf16 rounds to nearest even (bit patterns by hand) */
@@ -199,51 +199,51 @@ static void test_mapped_types(void) {
       0x7f800001, /* signalling NaN made quiet: 0x7fc0 */
   };
   static const uint16_t out[] = {0x3f80, 0x3f82, 0x3f81, 0x7f80, 0xffc0, 0x7fc0};
-  EXPECT(ts_npy_write(SCRATCH, TS_F32, 2, D23, in, &d) == TS_OK);
-  EXPECT(ts_npy_read_as(SCRATCH, TS_BF16, &a, &d) == TS_OK);
+  EXPECT_EQ(ts_npy_write(SCRATCH, TS_F32, 2, D23, in, &d), TS_OK);
+  EXPECT_EQ(ts_npy_read_as(SCRATCH, TS_BF16, &a, &d), TS_OK);
   EXPECT(a.elem == TS_BF16 && a.nbytes == 12 && memcmp(a.data, out, 12) == 0);
   ts_npy_free(&a);
   /* raw bits as <u2 */
-  EXPECT(ts_npy_write(SCRATCH, TS_U16, 2, D23, bf, &d) == TS_OK);
-  EXPECT(ts_npy_read_as(SCRATCH, TS_BF16, &a, &d) == TS_OK);
+  EXPECT_EQ(ts_npy_write(SCRATCH, TS_U16, 2, D23, bf, &d), TS_OK);
+  EXPECT_EQ(ts_npy_read_as(SCRATCH, TS_BF16, &a, &d), TS_OK);
   EXPECT(a.elem == TS_BF16 && memcmp(a.data, bf, sizeof bf) == 0);
   ts_npy_free(&a);
   /* s4 written as s8 (sign-extended from the low 4 bits), u4 as u8 */
   static const uint8_t s4[] = {0x0, 0x7, 0x8, 0xf, 0x1, 0xe};
   static const int8_t s4_s8[] = {0, 7, -8, -1, 1, -2};
-  EXPECT(ts_npy_write(SCRATCH, TS_S4, 2, D23, s4, &d) == TS_OK);
-  EXPECT(ts_npy_read(SCRATCH, &a, &d) == TS_OK);
+  EXPECT_EQ(ts_npy_write(SCRATCH, TS_S4, 2, D23, s4, &d), TS_OK);
+  EXPECT_EQ(ts_npy_read(SCRATCH, &a, &d), TS_OK);
   EXPECT(a.elem == TS_S8 && memcmp(a.data, s4_s8, 6) == 0);
   ts_npy_free(&a);
-  EXPECT(ts_npy_read_as(SCRATCH, TS_S4, &a, &d) == TS_OK);
+  EXPECT_EQ(ts_npy_read_as(SCRATCH, TS_S4, &a, &d), TS_OK);
   EXPECT(a.elem == TS_S4 && memcmp(a.data, s4_s8, 6) == 0);
   ts_npy_free(&a);
-  EXPECT(ts_npy_write(SCRATCH, TS_U4, 2, D23, s4, &d) == TS_OK);
-  EXPECT(ts_npy_read_as(SCRATCH, TS_U4, &a, &d) == TS_OK);
+  EXPECT_EQ(ts_npy_write(SCRATCH, TS_U4, 2, D23, s4, &d), TS_OK);
+  EXPECT_EQ(ts_npy_read_as(SCRATCH, TS_U4, &a, &d), TS_OK);
   EXPECT(a.elem == TS_U4 && memcmp(a.data, s4, 6) == 0);
   ts_npy_free(&a);
   EXPECT(d.text == NULL);
   ts_diag_free(&d);
   /* out of range for s4 */
   static const int8_t big[] = {0, 1, 2, 3, 8, 5};
-  EXPECT(ts_npy_write(SCRATCH, TS_S8, 2, D23, big, &d) == TS_OK);
-  EXPECT(ts_npy_read_as(SCRATCH, TS_S4, &a, &d) == TS_ERR_PARSE);
+  EXPECT_EQ(ts_npy_write(SCRATCH, TS_S8, 2, D23, big, &d), TS_OK);
+  EXPECT_EQ(ts_npy_read_as(SCRATCH, TS_S4, &a, &d), TS_ERR_PARSE);
   EXPECT(d.text && strcmp(d.text, "test_npy_scratch.npy: error: value 8 at index 4 does not fit in s4\n") == 0);
   EXPECT(a.data == NULL);
   ts_diag_free(&d);
   /* a mismatch */
-  EXPECT(ts_npy_read_as(SCRATCH, TS_F32, &a, &d) == TS_ERR_PARSE);
+  EXPECT_EQ(ts_npy_read_as(SCRATCH, TS_F32, &a, &d), TS_ERR_PARSE);
   EXPECT(d.text && strcmp(d.text, "test_npy_scratch.npy: error: dtype '|i1' (s8) where f32 is expected\n") == 0);
   ts_diag_free(&d);
   /* f8 (bit patterns by hand): e4m3fn 0x38 = 1, 0x7e = 448 (max), 0xc0 = -2,
    * 0x01 = 2^-9 (smallest subnormal), 0x00 = 0, 0x3c = 1.5; written as f32. */
   static const uint8_t e4m3[] = {0x38, 0x7e, 0xc0, 0x01, 0x00, 0x3c};
   static const float e4m3_f32[] = {1.0f, 448.0f, -2.0f, 0.001953125f, 0.0f, 1.5f};
-  EXPECT(ts_npy_write(SCRATCH, TS_F8E4M3FN, 2, D23, e4m3, &d) == TS_OK);
-  EXPECT(ts_npy_read(SCRATCH, &a, &d) == TS_OK);
+  EXPECT_EQ(ts_npy_write(SCRATCH, TS_F8E4M3FN, 2, D23, e4m3, &d), TS_OK);
+  EXPECT_EQ(ts_npy_read(SCRATCH, &a, &d), TS_OK);
   EXPECT(a.elem == TS_F32 && memcmp(a.data, e4m3_f32, sizeof e4m3_f32) == 0);
   ts_npy_free(&a);
-  EXPECT(ts_npy_read_as(SCRATCH, TS_F8E4M3FN, &a, &d) == TS_OK);
+  EXPECT_EQ(ts_npy_read_as(SCRATCH, TS_F8E4M3FN, &a, &d), TS_OK);
   EXPECT(a.elem == TS_F8E4M3FN && a.nbytes == 6 && memcmp(a.data, e4m3, 6) == 0);
   ts_npy_free(&a);
   /* f32 -> f8e5m2 rounds to nearest even: 1 + 2^-3 is halfway between 0x3c
@@ -251,16 +251,16 @@ static void test_mapped_types(void) {
    * bits are taken as they are. */
   static const float to_e5m2[] = {1.125f, 57344.0f, -1.0f, 2.0f, 0.5f, 1.375f};
   static const uint8_t e5m2[] = {0x3c, 0x7b, 0xbc, 0x40, 0x38, 0x3e};
-  EXPECT(ts_npy_write(SCRATCH, TS_F32, 2, D23, to_e5m2, &d) == TS_OK);
-  EXPECT(ts_npy_read_as(SCRATCH, TS_F8E5M2, &a, &d) == TS_OK);
+  EXPECT_EQ(ts_npy_write(SCRATCH, TS_F32, 2, D23, to_e5m2, &d), TS_OK);
+  EXPECT_EQ(ts_npy_read_as(SCRATCH, TS_F8E5M2, &a, &d), TS_OK);
   EXPECT(a.elem == TS_F8E5M2 && memcmp(a.data, e5m2, 6) == 0);
   ts_npy_free(&a);
-  EXPECT(ts_npy_write(SCRATCH, TS_U8, 2, D23, e5m2, &d) == TS_OK);
-  EXPECT(ts_npy_read_as(SCRATCH, TS_F8E5M2, &a, &d) == TS_OK);
+  EXPECT_EQ(ts_npy_write(SCRATCH, TS_U8, 2, D23, e5m2, &d), TS_OK);
+  EXPECT_EQ(ts_npy_read_as(SCRATCH, TS_F8E5M2, &a, &d), TS_OK);
   EXPECT(a.elem == TS_F8E5M2 && memcmp(a.data, e5m2, 6) == 0);
   ts_npy_free(&a);
   EXPECT(d.text == NULL);
-  EXPECT(ts_npy_write(SCRATCH, TS_TUPLE, 0, NULL, big, &d) == TS_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(ts_npy_write(SCRATCH, TS_TUPLE, 0, NULL, big, &d), TS_ERR_INVALID_ARGUMENT);
   ts_diag_free(&d);
 }
 
@@ -407,10 +407,10 @@ static void test_bad_files(void) {
   /* a missing file and a directory */
   ts_npy_array_t a;
   ts_diag_t d = {0};
-  EXPECT(ts_npy_read("no/such/file.npy", &a, &d) == TS_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(ts_npy_read("no/such/file.npy", &a, &d), TS_ERR_INVALID_ARGUMENT);
   EXPECT(d.text && strcmp(d.text, "error: cannot open 'no/such/file.npy': No such file or directory\n") == 0);
   ts_diag_free(&d);
-  EXPECT(ts_npy_read(".", &a, &d) == TS_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(ts_npy_read(".", &a, &d), TS_ERR_INVALID_ARGUMENT);
   EXPECT(d.text && strcmp(d.text, ".: error: not a regular file\n") == 0);
   ts_diag_free(&d);
 }

@@ -213,7 +213,7 @@ ts_partition_strategy(reduce_keep_tiles "all-reduce 1 32")
 # (2048 B), the loss f32[] (4), dW2 f32[256,16] (16384), db2 f32[16] (64),
 # db1 f32[256] (1024); the dW1 dot gathers x and its hidden-layer gradient
 # on the batch, f32[64,256] each (131072 B), instead of all-reducing
-# f32[256,256] (262144 B). tests/examples.cmake checks the numbers.
+# f32[256,256] (262144 B). tests/examples/examples.cmake checks the numbers.
 ts_collectives_test(partition.mlp_train.collectives ${CMAKE_SOURCE_DIR}/examples/mlp_train.hlo
                     "all-reduce 5 19524,all-gather 2 131072" --num-partitions 4)
 # 8 devices: f32[32,16] 2048, f32[] 4, f32[128,16] 8192, f32[16] 64,

@@ -1,5 +1,5 @@
 #!/bin/sh
-# One tessera perf-table scenario per call (tests/perftable.cmake registers
+# One tessera perf-table scenario per call (tests/perftable/perftable.cmake registers
 # each as its own test). The expected entries are listed here by plain loops
 # over the sweep's definition, not by the code under test, and compared with
 # what pt_dump reads back from the written table through the cost model.

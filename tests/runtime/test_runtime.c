@@ -486,7 +486,7 @@ int main(int argc, char **argv) {
       for (int d = first; d < last; d++) {
         ts_array_t w[4096];
         int n = ts_value_leaves(want[(size_t)s * ndev + d], w, 4096);
-        EXPECT(n == nout);
+        EXPECT_EQ(n, nout);
         for (int o = 0; o < n && o < nout; o++) {
           char what[128];
           snprintf(what, sizeof what, "step %d device %d output %d", s + 1, d, o);
@@ -501,7 +501,7 @@ int main(int argc, char **argv) {
       if (a.expect_flat) EXPECT(t[d].flat_events >= steps && t[d].flat_bad == 0);
     }
   }
-  EXPECT(bad == 0);
+  EXPECT_EQ(bad, 0);
   if (failures == 0)
     printf("result: match (%d steps, devices %d..%d of %d, %d outputs)\n", steps, first, last - 1, ndev, nout);
   else

@@ -74,7 +74,7 @@ static inline void expect_print_at(const ts_sharding_value_t *v, const char *wan
 static inline ts_sharding_value_t *reshaped(const char *text, const char *from, const char *to) {
   ts_sharding_value_t *v = S(text, from), *r = NULL;
   if (!v) return NULL;
-  EXPECT(ts_sharding_reshape(A, v, shp(from), shp(to), &r) == TS_OK);
+  EXPECT_EQ(ts_sharding_reshape(A, v, shp(from), shp(to), &r), TS_OK);
   return r;
 }
 

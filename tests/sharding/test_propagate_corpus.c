@@ -45,7 +45,7 @@ static void check_file(const char *path, const char *base) {
         if (!missing++) fprintf(stderr, "FAIL: %s: %s has no sharding\n", base, m->comps[c]->instrs[k]->name);
       }
   if (missing) failures++;
-  EXPECT(st.annotated + st.propagated + st.defaulted == total);
+  EXPECT_EQ(st.annotated + st.propagated + st.defaulted, total);
   EXPECT(st.converged);
   if (ts_hlo_verify(m, &vopts, &d) != TS_OK) {
     fprintf(stderr, "FAIL: %s does not verify after propagation\n%s", base, d.text ? d.text : "");

@@ -57,7 +57,7 @@ static const char *string_attr(const ts_hlo_instr_t *i, const char *name) {
 
 static const char *frontend(const ts_hlo_instr_t *i, const char *key) {
   const char *blob = string_attr(i, "frontend_attributes"), *v = NULL;
-  if (blob) EXPECT(ts_sharding_frontend_attr(A, blob, key, &v) == TS_OK);
+  if (blob) EXPECT_EQ(ts_sharding_frontend_attr(A, blob, key, &v), TS_OK);
   return v;
 }
 
@@ -72,7 +72,7 @@ static void check_shardy(const ts_hlo_module_t *m) {
   int64_t dims[] = {8, 256, 2048};
   ts_shape_t shape = {.elem = TS_F32, .rank = 3, .dims = dims};
   ts_sharding_value_t *classic = NULL;
-  EXPECT(ts_sharding_parse(A, "{devices=[8,1,1]<=[8]}", &shape, &classic, NULL) == TS_OK);
+  EXPECT_EQ(ts_sharding_parse(A, "{devices=[8,1,1]<=[8]}", &shape, &classic, NULL), TS_OK);
   int seen = 0;
   for (int c = 0; c < m->ncomps; c++)
     for (int k = 0; k < m->comps[c]->ninstrs; k++) {
@@ -97,12 +97,12 @@ static void check_shardy(const ts_hlo_module_t *m) {
       }
       if (out) {
         EXPECT(target && !strcmp(target, "xla.sdy.LocalToGlobalShape"));
-        EXPECT(ts_sharding_from_sdy(A, ms, out, 1, &i->shape, &v) == TS_OK);
+        EXPECT_EQ(ts_sharding_from_sdy(A, ms, out, 1, &i->shape, &v), TS_OK);
         EXPECT(v && v->kind == TS_SHARD_TUPLE && v->ntuple == 1 && ts_sharding_equal(v->tuple[0], classic));
         seen++;
       }
       if (one) {
-        EXPECT(ts_sharding_from_sdy(A, ms, one, 1, &i->shape, &v) == TS_OK);
+        EXPECT_EQ(ts_sharding_from_sdy(A, ms, one, 1, &i->shape, &v), TS_OK);
         if (v && v->kind == TS_SHARD_TUPLE) v = v->ntuple == 1 ? v->tuple[0] : NULL;
         EXPECT(ts_sharding_equal(v, classic));
         if (i->sharding) {
@@ -113,7 +113,7 @@ static void check_shardy(const ts_hlo_module_t *m) {
       }
     }
   /* 2 parameters, 2 in_shardings, 1 out_shardings, 1 FuncResultSharding */
-  EXPECT(seen == 6);
+  EXPECT_EQ(seen, 6);
 }
 
 static void check_file(const char *path, const char *base) {

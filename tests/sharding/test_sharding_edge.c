@@ -13,7 +13,7 @@ static void test_edge_shapes(void) {
   ts_sharding_value_t *v = S("{devices=[4]<=[4]}", "3");
   const ts_shape_t *s3 = shp("3");
   for (int k = 0; v && k < 4; k++) {
-    EXPECT(ts_sharding_shard(v, s3, k, o, l) == TS_OK);
+    EXPECT_EQ(ts_sharding_shard(v, s3, k, o, l), TS_OK);
     EXPECT(o[0] == (k < 3 ? k : 3) && l[0] == (k < 3 ? k + 1 : 3));
   }
   /* N=0: every shard [0,0), padded shard 0 */
@@ -25,7 +25,7 @@ static void test_edge_shapes(void) {
   EXPECT_PRINT(S("{devices=[2]0,1 last_tile_dim_replicate}", ""), "{replicated}");
   EXPECT_PRINT(S("{devices=[2]1,0 last_tile_dims={manual}}", ""), "{manual}");
   ts_sharding_value_t *e = NULL;
-  EXPECT(ts_sharding_parse(A, "{devices=[2]0,1}", shp(""), &e, NULL) == TS_ERR_VERIFY);
+  EXPECT_EQ(ts_sharding_parse(A, "{devices=[2]0,1}", shp(""), &e, NULL), TS_ERR_VERIFY);
   v = S("{replicated}", "");
   EXPECT(v && ts_sharding_shard(v, shp(""), 0, o, l) == TS_OK);
   /* a non-tuple sharding on a tuple shape goes to every leaf; a tiling
@@ -35,7 +35,7 @@ static void test_edge_shapes(void) {
   tup.tuple = leaves;
   EXPECT(ts_sharding_parse(A, "{replicated}", &tup, &v, NULL) == TS_OK && v->kind == TS_SHARD_TUPLE &&
          v->ntuple == 2 && v->tuple[1]->kind == TS_SHARD_REPLICATED);
-  EXPECT(ts_sharding_parse(A, "{devices=[2]0,1}", &tup, &e, NULL) == TS_ERR_VERIFY);
+  EXPECT_EQ(ts_sharding_parse(A, "{devices=[2]0,1}", &tup, &e, NULL), TS_ERR_VERIFY);
   EXPECT(ts_sharding_parse(A, "{{maximal device=1}, {devices=[1,2]0,1}}", &tup, &v, NULL) == TS_OK &&
          v->ntuple == 2 && v->tuple[0]->device == 1);
   /* the empty tuple: the verifier's `{}` and XLA's one-element form both read */
@@ -76,8 +76,7 @@ static void test_edge_subgroups(void) {
   if (v) EXPECT_I64S(g, ng * gs, L(0, 2, 4, 6, 1, 3, 5, 7));
   /* a subgroup kind outside the enum is refused, not read past */
   ts_subgroup_t bad = (ts_subgroup_t)99;
-  EXPECT(ts_sharding_tiled(A, 2, (const int64_t[]){2, 2}, (const int64_t[]){0, 1, 2, 3}, 1, &bad, &v) ==
-         TS_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(ts_sharding_tiled(A, 2, (const int64_t[]){2, 2}, (const int64_t[]){0, 1, 2, 3}, 1, &bad, &v), TS_ERR_INVALID_ARGUMENT);
   /* no data tiling but two subgroup kinds: stays tiled (XLA's Subgroup) */
   v = S("{devices=[1,2,2]<=[4] last_tile_dims={manual, replicated}}", "8");
   EXPECT(v && v->kind == TS_SHARD_TILED && v->nsubgroups == 2);
@@ -110,7 +109,7 @@ static void test_edge_reshard(void) {
   /* f32[2,4] on [4,2]: rows 2,3 are empty, so devices 4..7 hold nothing;
    * swapping 4 and 7 moves no data: a local slice */
   ts_reshard_t r = reshard("{devices=[4,2]<=[8]}", "{devices=[4,2]0,1,2,3,7,5,6,4}", "2,4");
-  EXPECT(r.kind == TS_RESHARD_DYNAMIC_SLICE);
+  EXPECT_EQ(r.kind, TS_RESHARD_DYNAMIC_SLICE);
   /* the same swap on f32[8,4] moves two tiles */
   r = reshard("{devices=[4,2]<=[8]}", "{devices=[4,2]0,1,2,3,7,5,6,4}", "8,4");
   EXPECT(r.kind == TS_RESHARD_COLLECTIVE_PERMUTE && r.npairs == 8);
@@ -126,9 +125,9 @@ static void test_edge_reshard(void) {
   EXPECT_I64S(r.groups, r.ngroups * r.group_size, L(0, 1, 2, 3));
   /* manual subgroups on one side only, or a manual value: not modelled */
   r = reshard("{devices=[2,2]<=[4] last_tile_dims={manual}}", "{devices=[2,2]<=[4] last_tile_dim_replicate}", "8");
-  EXPECT(r.kind == TS_RESHARD_OTHER);
+  EXPECT_EQ(r.kind, TS_RESHARD_OTHER);
   r = reshard("{manual}", "{replicated}", "8");
-  EXPECT(r.kind == TS_RESHARD_OTHER);
+  EXPECT_EQ(r.kind, TS_RESHARD_OTHER);
   for (int k = TS_RESHARD_NONE; k <= TS_RESHARD_OTHER; k++) EXPECT(strcmp(ts_reshard_kind_name(k), "?") != 0);
 }
 
@@ -137,7 +136,7 @@ static void test_edge_mesh(void) {
   ts_mesh_t m;
   int64_t intra[4], cross[4], ns, per, s, i;
   bool crosses = true;
-  EXPECT(ts_mesh_init(&m, 1, 4) == TS_OK);
+  EXPECT_EQ(ts_mesh_init(&m, 1, 4), TS_OK);
   EXPECT(ts_mesh_split_group(&m, (const int64_t[]){2, 0, 3}, 3, intra, cross, &ns, &per) == TS_OK && ns == 1 &&
          per == 3);
   EXPECT_I64S(intra, 3, L(2, 0, 3));
@@ -151,18 +150,18 @@ static void test_edge_mesh(void) {
   EXPECT_I64S(intra, 2, L(3, 1)); /* two groups of one */
   EXPECT_I64S(cross, 2, L(3, 1)); /* one group across both slices */
   int64_t r;
-  EXPECT(ts_mesh_rank(&m, 4, &r) == TS_ERR_INVALID_ARGUMENT);
-  EXPECT(ts_mesh_init(&m, INT64_MAX, 2) == TS_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(ts_mesh_rank(&m, 4, &r), TS_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(ts_mesh_init(&m, INT64_MAX, 2), TS_ERR_INVALID_ARGUMENT);
 }
 
 /* Shardy meshes with device_ids, and sub-axes over them. */
 static void test_edge_sdy(void) {
   ts_sdy_meshes_t *ms = NULL;
-  EXPECT(ts_sharding_sdy_meshes_parse(A,
+  EXPECT_EQ(ts_sharding_sdy_meshes_parse(A,
                                       "{r = #sdy.mesh<[\"x\"=4], device_ids=[3,2,1,0]>, "
                                       "q = #sdy.mesh<[\"x\"=2, \"y\"=4], device_ids=[7,6,5,4,3,2,1,0]>, "
                                       "one = #sdy.mesh<[], device_ids=[5]>}",
-                                      &ms) == TS_OK);
+                                      &ms), TS_OK);
   if (!ms) return;
   /* x = (a, b), device at x = 2a+b is ids[x] = 3-x; dim 0 on b:
    * tile b holds x = b, b+2 -> tile 0 {3,1}, tile 1 {2,0}, sorted */
@@ -180,9 +179,8 @@ static void test_edge_sdy(void) {
   /* a sub-axis whose pre * size overflows int64 is an error, not a crash */
   ts_sharding_value_t *e = NULL;
   const ts_shape_t *s8 = shp("8");
-  EXPECT(ts_sharding_from_sdy(A, ms, "#sdy.sharding<@r, [{\"x\":(4294967296)4294967296}]>", 1, &s8, &e) ==
-         TS_ERR_VERIFY);
-  EXPECT(ts_sharding_from_sdy(A, ms, "#sdy.sharding<@r, [{\"x\":(2)4}]>", 1, &s8, &e) == TS_ERR_VERIFY);
+  EXPECT_EQ(ts_sharding_from_sdy(A, ms, "#sdy.sharding<@r, [{\"x\":(4294967296)4294967296}]>", 1, &s8, &e), TS_ERR_VERIFY);
+  EXPECT_EQ(ts_sharding_from_sdy(A, ms, "#sdy.sharding<@r, [{\"x\":(2)4}]>", 1, &s8, &e), TS_ERR_VERIFY);
   /* a scalar on a 4-device mesh: replicated */
   EXPECT_PRINT(sdy_at(ms, "#sdy.sharding<@r, []>", "", __FILE__, __LINE__), "{replicated}");
 }

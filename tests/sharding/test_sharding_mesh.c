@@ -13,26 +13,26 @@ static void test_mesh(void) {
   EXPECT(ts_mesh_locate(&m, 5, &s, &i) == TS_OK && s == 1 && i == 1);
   EXPECT(ts_mesh_device(&m, 1, 3, &d) == TS_OK && d == 7);
   EXPECT(ts_mesh_rank(&m, 6, &r) == TS_OK && r == 6);
-  EXPECT(ts_mesh_locate(&m, 8, &s, &i) == TS_ERR_INVALID_ARGUMENT);
-  EXPECT(ts_mesh_init(&m, 0, 4) == TS_ERR_INVALID_ARGUMENT);
-  EXPECT(ts_mesh_init(&m, 2, 4) == TS_OK);
+  EXPECT_EQ(ts_mesh_locate(&m, 8, &s, &i), TS_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(ts_mesh_init(&m, 0, 4), TS_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(ts_mesh_init(&m, 2, 4), TS_OK);
   bool crosses = true;
   EXPECT(ts_mesh_crosses_slices(&m, (const int64_t[]){0, 1, 2, 3}, 4, &crosses) == TS_OK && !crosses);
   EXPECT(ts_mesh_crosses_slices(&m, (const int64_t[]){3, 4}, 2, &crosses) == TS_OK && crosses);
-  EXPECT(ts_mesh_crosses_slices(&m, (const int64_t[]){3, 9}, 2, &crosses) == TS_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(ts_mesh_crosses_slices(&m, (const int64_t[]){3, 9}, 2, &crosses), TS_ERR_INVALID_ARGUMENT);
   int64_t intra[8], cross[8], ns, per;
-  EXPECT(ts_mesh_split_group(&m, (const int64_t[]){0, 1, 4, 5}, 4, intra, cross, &ns, &per) == TS_OK);
+  EXPECT_EQ(ts_mesh_split_group(&m, (const int64_t[]){0, 1, 4, 5}, 4, intra, cross, &ns, &per), TS_OK);
   EXPECT(ns == 2 && per == 2);
   EXPECT_I64S(intra, 4, L(0, 1, 4, 5));
   EXPECT_I64S(cross, 4, L(0, 4, 1, 5));
   /* slices in order of first appearance, members in group order */
-  EXPECT(ts_mesh_split_group(&m, (const int64_t[]){6, 2, 4, 0}, 4, intra, cross, &ns, &per) == TS_OK);
+  EXPECT_EQ(ts_mesh_split_group(&m, (const int64_t[]){6, 2, 4, 0}, 4, intra, cross, &ns, &per), TS_OK);
   EXPECT_I64S(intra, 4, L(6, 4, 2, 0));
   EXPECT_I64S(cross, 4, L(6, 2, 4, 0));
-  EXPECT(ts_mesh_split_group(&m, (const int64_t[]){0, 1, 4}, 3, intra, cross, &ns, &per) == TS_ERR_UNSUPPORTED);
-  EXPECT(ts_mesh_split_group(&m, (const int64_t[]){0, 0}, 2, intra, cross, &ns, &per) == TS_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(ts_mesh_split_group(&m, (const int64_t[]){0, 1, 4}, 3, intra, cross, &ns, &per), TS_ERR_UNSUPPORTED);
+  EXPECT_EQ(ts_mesh_split_group(&m, (const int64_t[]){0, 0}, 2, intra, cross, &ns, &per), TS_ERR_INVALID_ARGUMENT);
   /* one slice: nothing crosses */
-  EXPECT(ts_mesh_init(&m, 1, 8) == TS_OK);
+  EXPECT_EQ(ts_mesh_init(&m, 1, 8), TS_OK);
   EXPECT(ts_mesh_crosses_slices(&m, (const int64_t[]){0, 7}, 2, &crosses) == TS_OK && !crosses);
 }
 
@@ -58,12 +58,12 @@ static void test_frontend_attrs(void) {
          v && !strcmp(v, "{mesh = #sdy.mesh<[\"x\"=2]>}"));
   EXPECT(ts_sharding_frontend_attr(A, "{}", "k", &v) == TS_OK && v == NULL);
   EXPECT(ts_sharding_frontend_attr(A, "{k=\"a\\tb\\\\\"}", "k", &v) == TS_OK && v && !strcmp(v, "a\tb\\"));
-  EXPECT(ts_sharding_frontend_attr(A, "{k=\"open", "k", &v) == TS_ERR_PARSE);
-  EXPECT(ts_sharding_frontend_attr(A, "{k={a}", "k", &v) == TS_ERR_PARSE);
+  EXPECT_EQ(ts_sharding_frontend_attr(A, "{k=\"open", "k", &v), TS_ERR_PARSE);
+  EXPECT_EQ(ts_sharding_frontend_attr(A, "{k={a}", "k", &v), TS_ERR_PARSE);
 }
 
 static void test_sdy_meshes(void) {
-  EXPECT(ts_sharding_sdy_meshes_parse(A, "{mesh = #sdy.mesh<[\"x\"=2, \"y\"=4, \"z\"=4]>}", &xyz) == TS_OK);
+  EXPECT_EQ(ts_sharding_sdy_meshes_parse(A, "{mesh = #sdy.mesh<[\"x\"=2, \"y\"=4, \"z\"=4]>}", &xyz), TS_OK);
   if (xyz) {
     EXPECT(xyz->n == 1 && !strcmp(xyz->meshes[0].name, "mesh") && xyz->meshes[0].naxes == 3);
     EXPECT(xyz->meshes[0].ndevices == 32 && xyz->meshes[0].device_ids == NULL);
@@ -71,10 +71,10 @@ static void test_sdy_meshes(void) {
   }
   ts_sdy_meshes_t *ms = NULL;
   EXPECT(ts_sharding_sdy_meshes_parse(A, "{}", &ms) == TS_OK && ms && ms->n == 0);
-  EXPECT(ts_sharding_sdy_meshes_parse(A, "{maximal_mesh_0 = #sdy.mesh<[], device_ids=[0]>, "
+  EXPECT_EQ(ts_sharding_sdy_meshes_parse(A, "{maximal_mesh_0 = #sdy.mesh<[], device_ids=[0]>, "
                                          "empty_mesh = #sdy.mesh<[]>, "
                                          "m2 = #sdy.mesh<[\"a\"=2, \"b\"=2], device_ids=[0,2,1,3]>}",
-                                      &ms) == TS_OK);
+                                      &ms), TS_OK);
   if (ms && ms->n == 3) {
     EXPECT(ms->meshes[0].naxes == 0 && ms->meshes[0].ndevices == 1 && ms->meshes[0].device_ids[0] == 0);
     EXPECT(ms->meshes[1].naxes == 0 && ms->meshes[1].device_ids == NULL);
@@ -89,16 +89,16 @@ static void test_sdy_meshes(void) {
     EXPECT(!"three meshes");
   }
   /* wrong device count, duplicate ids, malformed */
-  EXPECT(ts_sharding_sdy_meshes_parse(A, "{m = #sdy.mesh<[\"a\"=2], device_ids=[0]>}", &ms) == TS_ERR_VERIFY);
-  EXPECT(ts_sharding_sdy_meshes_parse(A, "{m = #sdy.mesh<[\"a\"=2], device_ids=[1,1]>}", &ms) == TS_ERR_VERIFY);
-  EXPECT(ts_sharding_sdy_meshes_parse(A, "{m = #sdy.mesh<[\"a\"=2]}", &ms) == TS_ERR_PARSE);
+  EXPECT_EQ(ts_sharding_sdy_meshes_parse(A, "{m = #sdy.mesh<[\"a\"=2], device_ids=[0]>}", &ms), TS_ERR_VERIFY);
+  EXPECT_EQ(ts_sharding_sdy_meshes_parse(A, "{m = #sdy.mesh<[\"a\"=2], device_ids=[1,1]>}", &ms), TS_ERR_VERIFY);
+  EXPECT_EQ(ts_sharding_sdy_meshes_parse(A, "{m = #sdy.mesh<[\"a\"=2]}", &ms), TS_ERR_PARSE);
   /* the module-level attribute of a parsed module */
   const char *text = "HloModule m, frontend_attributes={xla.sdy.meshes={mesh = #sdy.mesh<[\"x\"=2, \"y\"=4]>}}\n"
                      "ENTRY e {\n  ROOT p = f32[8,8] parameter(0)\n}\n";
   ts_source_t src = {"m.hlo", text, strlen(text)};
   ts_hlo_module_t *mod = NULL;
   ts_diag_t d = {0};
-  EXPECT(ts_hlo_parse(&src, NULL, &mod, &d) == TS_OK);
+  EXPECT_EQ(ts_hlo_parse(&src, NULL, &mod, &d), TS_OK);
   ms = NULL;
   EXPECT(mod && ts_sharding_sdy_module_meshes(A, mod, &ms) == TS_OK && ms && ms->n == 1 &&
          ms->meshes[0].ndevices == 8);
@@ -136,18 +136,18 @@ static void test_sdy_shardings(void) {
   /* per value: a tuple */
   ts_sharding_value_t *t = NULL;
   const ts_shape_t *shapes[2] = {shp("8,8"), shp("4")};
-  EXPECT(ts_sharding_from_sdy(A, xyz, "#sdy.sharding_per_value<[<@mesh, [{\"x\"}, {}]>, <@mesh, [{}]>]>", 2, shapes,
-                              &t) == TS_OK);
+  EXPECT_EQ(ts_sharding_from_sdy(A, xyz, "#sdy.sharding_per_value<[<@mesh, [{\"x\"}, {}]>, <@mesh, [{}]>]>", 2, shapes,
+                              &t), TS_OK);
   EXPECT_EQ_SH(t, S("{{devices=[2,1,16]<=[32] last_tile_dim_replicate}, {replicated}}", "-"));
   /* errors */
   ts_sharding_value_t *e;
   const ts_shape_t *s88 = shp("8,8");
-  EXPECT(ts_sharding_from_sdy(A, xyz, "#sdy.sharding<@mesh, [{\"w\"}, {}]>", 1, &s88, &e) == TS_ERR_VERIFY);
-  EXPECT(ts_sharding_from_sdy(A, xyz, "#sdy.sharding<@nomesh, [{}, {}]>", 1, &s88, &e) == TS_ERR_VERIFY);
-  EXPECT(ts_sharding_from_sdy(A, xyz, "#sdy.sharding<@mesh, [{}]>", 1, &s88, &e) == TS_ERR_VERIFY);
-  EXPECT(ts_sharding_from_sdy(A, xyz, "#sdy.sharding<@mesh, [{\"x\"}, {\"x\"}]>", 1, &s88, &e) == TS_ERR_VERIFY);
-  EXPECT(ts_sharding_from_sdy(A, xyz, "#sdy.sharding<@mesh, [{\"x\"}, {}>", 1, &s88, &e) == TS_ERR_PARSE);
-  EXPECT(ts_sharding_from_sdy(A, xyz, "#sdy.sharding<@mesh, [{\"y\":(3)2}, {}]>", 1, &s88, &e) == TS_ERR_VERIFY);
+  EXPECT_EQ(ts_sharding_from_sdy(A, xyz, "#sdy.sharding<@mesh, [{\"w\"}, {}]>", 1, &s88, &e), TS_ERR_VERIFY);
+  EXPECT_EQ(ts_sharding_from_sdy(A, xyz, "#sdy.sharding<@nomesh, [{}, {}]>", 1, &s88, &e), TS_ERR_VERIFY);
+  EXPECT_EQ(ts_sharding_from_sdy(A, xyz, "#sdy.sharding<@mesh, [{}]>", 1, &s88, &e), TS_ERR_VERIFY);
+  EXPECT_EQ(ts_sharding_from_sdy(A, xyz, "#sdy.sharding<@mesh, [{\"x\"}, {\"x\"}]>", 1, &s88, &e), TS_ERR_VERIFY);
+  EXPECT_EQ(ts_sharding_from_sdy(A, xyz, "#sdy.sharding<@mesh, [{\"x\"}, {}>", 1, &s88, &e), TS_ERR_PARSE);
+  EXPECT_EQ(ts_sharding_from_sdy(A, xyz, "#sdy.sharding<@mesh, [{\"y\":(3)2}, {}]>", 1, &s88, &e), TS_ERR_VERIFY);
   /* every proper prefix of valid text is an error, never a crash (ASan) */
   static const char *const texts[] = {
       "#sdy.sharding_per_value<[<@mesh, [{\"x\", ?}p1, {\"y\":(2)2}], replicated={\"z\"}>, <mesh<[\"a\"=2]>, [{}]>]>",
@@ -166,11 +166,11 @@ static void test_sdy_shardings(void) {
                        : t == 1 ? ts_sharding_sdy_meshes_parse(A, p, &ms)
                                 : ts_sharding_frontend_attr(A, p, "n", &v);
       if (k < n) EXPECT(st != TS_OK);
-      else EXPECT(st == TS_OK);
+      else EXPECT_EQ(st, TS_OK);
       free(p);
     }
   }
-  EXPECT(ts_sharding_frontend_attr(A, texts[2], "xla.sdy.sharding", &(const char *){NULL}) == TS_OK);
+  EXPECT_EQ(ts_sharding_frontend_attr(A, texts[2], "xla.sdy.sharding", &(const char *){NULL}), TS_OK);
 }
 
 int test_sharding_mesh(void) {

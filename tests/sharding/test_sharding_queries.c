@@ -13,7 +13,7 @@ static void test_shard_extents(void) {
   const ts_shape_t *s10 = shp("10");
   const int64_t want10[4][2] = {{0, 3}, {3, 6}, {6, 9}, {9, 10}};
   for (int k = 0; v && k < 4; k++) {
-    EXPECT(ts_sharding_shard(v, s10, k, o, l) == TS_OK);
+    EXPECT_EQ(ts_sharding_shard(v, s10, k, o, l), TS_OK);
     EXPECT(o[0] == want10[k][0] && l[0] == want10[k][1]);
   }
   EXPECT(v && ts_sharding_shard_dims(v, s10, d) == TS_OK && d[0] == 3);
@@ -22,7 +22,7 @@ static void test_shard_extents(void) {
   v = S("{devices=[4]3,2,1,0}", "2"); /* device 3 holds tile 0 */
   const int64_t want2[4][2] = {{2, 2}, {2, 2}, {1, 2}, {0, 1}}; /* by device */
   for (int k = 0; v && k < 4; k++) {
-    EXPECT(ts_sharding_shard(v, s2, k, o, l) == TS_OK);
+    EXPECT_EQ(ts_sharding_shard(v, s2, k, o, l), TS_OK);
     EXPECT(o[0] == want2[k][0] && l[0] == want2[k][1]);
   }
   EXPECT(v && ts_sharding_shard_dims(v, s2, d) == TS_OK && d[0] == 1);
@@ -54,10 +54,10 @@ static void test_tile_lookup(void) {
   v = S("{devices=[2,3,2]<=[3,2,2]T(2,0,1) last_tile_dims={manual}}", "8,9");
   for (int64_t d = 0; v && d < 12; d++) {
     EXPECT(ts_sharding_tile_index(v, d, idx) == TS_OK && ts_sharding_tile_device(v, idx, &dev) == TS_OK);
-    EXPECT(dev == d);
+    EXPECT_EQ(dev, d);
   }
-  EXPECT(ts_sharding_num_devices(S("{replicated}", "8")) == 0);
-  EXPECT(ts_sharding_num_devices(S("{maximal device=3}", "8")) == 1);
+  EXPECT_EQ(ts_sharding_num_devices(S("{replicated}", "8")), 0);
+  EXPECT_EQ(ts_sharding_num_devices(S("{maximal device=3}", "8")), 1);
 }
 
 static void test_groups(void) {

@@ -27,7 +27,7 @@ static void test_tile_assignments(void) {
   v = S("{devices=[1,2,4]<=[8] last_tile_dim_replicate}", "16,16");
   if (v) {
     EXPECT(v->data_rank == 2 && v->nsubgroups == 1 && v->subgroups[0] == TS_SUBGROUP_REPLICATED);
-    EXPECT(ts_sharding_num_devices(v) == 8);
+    EXPECT_EQ(ts_sharding_num_devices(v), 8);
   }
 }
 
@@ -90,22 +90,20 @@ static void test_canonical_equality(void) {
 static void test_build_errors(void) {
   ts_sharding_value_t *v;
   /* data rank must match the shape */
-  EXPECT(ts_sharding_parse(A, "{devices=[2,1]0,1}", shp("8"), &v, NULL) == TS_ERR_VERIFY);
-  EXPECT(ts_sharding_parse(A, "{devices=[2,1,2]<=[4] last_tile_dim_replicate}", shp("8,8,8"), &v, NULL) ==
-         TS_ERR_VERIFY);
+  EXPECT_EQ(ts_sharding_parse(A, "{devices=[2,1]0,1}", shp("8"), &v, NULL), TS_ERR_VERIFY);
+  EXPECT_EQ(ts_sharding_parse(A, "{devices=[2,1,2]<=[4] last_tile_dim_replicate}", shp("8,8,8"), &v, NULL), TS_ERR_VERIFY);
   /* tuple leaf count */
   ts_shape_t *leaves[2] = {(ts_shape_t *)shp("4"), (ts_shape_t *)shp("6")};
   ts_shape_t tup = {.elem = TS_TUPLE, .ntuple = 2, .tuple = leaves};
-  EXPECT(ts_sharding_parse(A, "{{replicated}}", &tup, &v, NULL) == TS_ERR_VERIFY);
+  EXPECT_EQ(ts_sharding_parse(A, "{{replicated}}", &tup, &v, NULL), TS_ERR_VERIFY);
   /* V3 is not supported yet; syntax errors are parse errors */
-  EXPECT(ts_sharding_parse(A, "{mesh[x=2], [{x}]}", NULL, &v, NULL) == TS_ERR_UNSUPPORTED);
+  EXPECT_EQ(ts_sharding_parse(A, "{mesh[x=2], [{x}]}", NULL, &v, NULL), TS_ERR_UNSUPPORTED);
   ts_diag_t d = {0};
-  EXPECT(ts_sharding_parse(A, "{devices=[2]0}", NULL, &v, &d) == TS_ERR_PARSE);
+  EXPECT_EQ(ts_sharding_parse(A, "{devices=[2]0}", NULL, &v, &d), TS_ERR_PARSE);
   EXPECT(d.text && strstr(d.text, "<sharding>:4:"));
   ts_diag_free(&d);
   /* constructor argument checks: duplicate ids */
-  EXPECT(ts_sharding_tiled(A, 1, (const int64_t[]){2}, (const int64_t[]){1, 1}, 0, NULL, &v) ==
-         TS_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(ts_sharding_tiled(A, 1, (const int64_t[]){2}, (const int64_t[]){1, 1}, 0, NULL, &v), TS_ERR_INVALID_ARGUMENT);
 }
 
 int test_sharding_tiles(void) {

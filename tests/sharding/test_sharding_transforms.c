@@ -60,12 +60,12 @@ static void test_reshape(void) {
 
 static void test_reshard(void) {
   ts_reshard_t r = reshard("{devices=[2,4]<=[4,2]T(1,0)}", "{devices=[2,4]0,2,4,6,1,3,5,7}", "8,8");
-  EXPECT(r.kind == TS_RESHARD_NONE);
+  EXPECT_EQ(r.kind, TS_RESHARD_NONE);
   r = reshard("{replicated}", "{devices=[2,1]0,1}", "8,8");
-  EXPECT(r.kind == TS_RESHARD_DYNAMIC_SLICE);
+  EXPECT_EQ(r.kind, TS_RESHARD_DYNAMIC_SLICE);
   /* tile i held by {2i,2i+1} -> [2,2]: each device already has its rows */
   r = reshard("{devices=[2,1,2]<=[4] last_tile_dim_replicate}", "{devices=[2,2]<=[4]}", "8,8");
-  EXPECT(r.kind == TS_RESHARD_DYNAMIC_SLICE);
+  EXPECT_EQ(r.kind, TS_RESHARD_DYNAMIC_SLICE);
   /* [2,2] A[i,j]=2i+j -> rows only: gather dim 1 in groups {0,1},{2,3} */
   r = reshard("{devices=[2,2]<=[4]}", "{devices=[2,1,2]<=[4] last_tile_dim_replicate}", "8,8");
   EXPECT(r.kind == TS_RESHARD_ALL_GATHER && r.dim == 1 && r.ngroups == 2 && r.group_size == 2);
@@ -83,7 +83,7 @@ static void test_reshard(void) {
   EXPECT_I64S(r.groups, r.ngroups * r.group_size, L(0, 2, 1, 3));
   /* the wrong devices after gathering: not one all-gather */
   r = reshard("{devices=[2,2]<=[4]}", "{devices=[2,1,2]2,3,0,1 last_tile_dim_replicate}", "8,8");
-  EXPECT(r.kind == TS_RESHARD_OTHER);
+  EXPECT_EQ(r.kind, TS_RESHARD_OTHER);
   /* rows -> cols, same device order: all-to-all */
   r = reshard("{devices=[2,1]0,1}", "{devices=[1,2]0,1}", "8,8");
   EXPECT(r.kind == TS_RESHARD_ALL_TO_ALL && r.dim == 0 && r.split_dim == 1);
@@ -93,20 +93,20 @@ static void test_reshard(void) {
   EXPECT(r.kind == TS_RESHARD_ALL_TO_ALL && r.dim == 1 && r.split_dim == 0 && r.ngroups == 2);
   EXPECT_I64S(r.groups, r.ngroups * r.group_size, L(0, 2, 4, 6, 1, 3, 5, 7));
   r = reshard("{devices=[4,1]<=[4]}", "{devices=[1,4]3,2,1,0}", "8,8");
-  EXPECT(r.kind == TS_RESHARD_OTHER);
+  EXPECT_EQ(r.kind, TS_RESHARD_OTHER);
   /* same tiles, other devices */
   r = reshard("{devices=[2,1]0,1}", "{devices=[2,1]1,0}", "8,8");
   EXPECT(r.kind == TS_RESHARD_COLLECTIVE_PERMUTE && r.npairs == 2);
   EXPECT_I64S(r.pairs, 2 * r.npairs, L(0, 1, 1, 0));
   r = reshard("{devices=[2,2]<=[4]}", "{devices=[2,2]0,2,1,3}", "8,8");
-  EXPECT(r.kind == TS_RESHARD_COLLECTIVE_PERMUTE);
+  EXPECT_EQ(r.kind, TS_RESHARD_COLLECTIVE_PERMUTE);
   EXPECT_I64S(r.pairs, 2 * r.npairs, L(0, 0, 1, 2, 2, 1, 3, 3));
   /* two dims at once, or not tiled: more than one step */
   r = reshard("{devices=[2,2]<=[4]}", "{replicated}", "8,8");
-  EXPECT(r.kind == TS_RESHARD_OTHER);
+  EXPECT_EQ(r.kind, TS_RESHARD_OTHER);
   r = reshard("{maximal device=0}", "{replicated}", "8,8");
-  EXPECT(r.kind == TS_RESHARD_OTHER);
-  EXPECT(!strcmp(ts_reshard_kind_name(TS_RESHARD_ALL_TO_ALL), "all-to-all"));
+  EXPECT_EQ(r.kind, TS_RESHARD_OTHER);
+  EXPECT_STREQ(ts_reshard_kind_name(TS_RESHARD_ALL_TO_ALL), "all-to-all");
 }
 
 int test_sharding_transforms(void) {

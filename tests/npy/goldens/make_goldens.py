@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Writes the .npy goldens that tests/test_npy.c reads (run once, with numpy;
+"""Writes the .npy goldens that tests/npy/test_npy.c reads (run once, with numpy;
 the files are committed and the C test does not need numpy).
 
 The values are small and listed here and, independently, as literals in the
