@@ -2,7 +2,8 @@
  * is, and lets the test go on; main returns non-zero when failures > 0.
  * EXPECT_EQ and EXPECT_STREQ print what they got and what they wanted.
  * A program split into files by scenario group runs them through
- * ts_test_main (one group by name, or all). */
+ * ts_test_main, a one-file program its scenarios through ts_test_cases (one
+ * by name, or all). */
 #ifndef TS_TEST_H
 #define TS_TEST_H
 
@@ -77,6 +78,32 @@ static inline int ts_test_main(const char *prog, int argc, char **argv, const ts
   }
   if (failed) fprintf(stderr, "%s: %d failure(s)\n", prog, failed);
   return failed ? 1 : 0;
+}
+
+/* ---- programs made of scenarios in one file ----------------------------- */
+
+typedef struct {
+  const char *name;
+  void (*run)(void);
+} ts_test_case_t;
+
+/* Runs the scenario named by argv[1], or every one when there is none; exit
+ * status as ts_test_main's. */
+static inline int ts_test_cases(const char *prog, int argc, char **argv, const ts_test_case_t *cases, int n) {
+  int ran = 0;
+  for (int k = 0; k < n; k++) {
+    if (argc > 1 && strcmp(argv[1], cases[k].name) != 0) continue;
+    cases[k].run();
+    ran++;
+  }
+  if (!ran) {
+    fprintf(stderr, "%s: no scenario '%s'; scenarios:", prog, argv[1]);
+    for (int k = 0; k < n; k++) fprintf(stderr, " %s", cases[k].name);
+    fprintf(stderr, "\n");
+    return 2;
+  }
+  if (failures) fprintf(stderr, "%s: %d failure(s)\n", prog, failures);
+  return failures ? 1 : 0;
 }
 
 #endif

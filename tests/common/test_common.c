@@ -98,13 +98,14 @@ static void test_diag(void) {
   ts_diag_free(&d);
 }
 
-int main(void) {
-  test_status();
-  test_arena();
-  test_strmap();
-  test_buf();
-  test_diag();
-  if (failures) return 1;
-  printf("ok\n");
-  return 0;
+static const ts_test_case_t cases[] = {
+    {"status", test_status},
+    {"arena", test_arena},
+    {"strmap", test_strmap},
+    {"buf", test_buf},
+    {"diag", test_diag},
+};
+
+int main(int argc, char **argv) {
+  return ts_test_cases("test_common", argc, argv, cases, (int)(sizeof cases / sizeof cases[0]));
 }

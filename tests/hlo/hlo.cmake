@@ -1,9 +1,10 @@
 # hlo/: the IR builder and printer, the parser (round trips of the corpus and
 # of hand-written grammar modules, located errors for bad input), the
 # verifier, element-type conversion.
-ts_unit_test(test_printer)
+ts_unit_test(test_printer CASES tables unique_names shapes build_and_print)
 # Element-type conversion kernels (hlo/elemconv.c).
-ts_unit_test(test_elemconv)
+ts_unit_test(test_elemconv CASES fast_paths bf16 f16 f8 round_trip ties float_to_int int_to_int pred
+             int_to_float float_to_float complex errors_and_bitcast)
 # The HLO verifier on built modules (no parser involved) and on parsed text,
 # by scenario group. Its bad-input goldens (bad_input/verify_*.hlo) are
 # picked up by the bad_input glob below.

@@ -412,19 +412,22 @@ static void test_fast_paths(void) {
   EXPECT_EQ(bad, 0);
 }
 
-int main(void) {
-  test_fast_paths();
-  test_bf16();
-  test_f16();
-  test_f8();
-  test_round_trip();
-  test_ties();
-  test_float_to_int();
-  test_int_to_int();
-  test_pred();
-  test_int_to_float();
-  test_float_to_float();
-  test_complex();
-  test_errors_and_bitcast();
-  return failures != 0;
+static const ts_test_case_t cases[] = {
+    {"fast_paths", test_fast_paths},
+    {"bf16", test_bf16},
+    {"f16", test_f16},
+    {"f8", test_f8},
+    {"round_trip", test_round_trip},
+    {"ties", test_ties},
+    {"float_to_int", test_float_to_int},
+    {"int_to_int", test_int_to_int},
+    {"pred", test_pred},
+    {"int_to_float", test_int_to_float},
+    {"float_to_float", test_float_to_float},
+    {"complex", test_complex},
+    {"errors_and_bitcast", test_errors_and_bitcast},
+};
+
+int main(int argc, char **argv) {
+  return ts_test_cases("test_elemconv", argc, argv, cases, (int)(sizeof cases / sizeof cases[0]));
 }

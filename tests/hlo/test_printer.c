@@ -177,12 +177,13 @@ static void test_unique_names(void) {
   ts_hlo_module_destroy(m);
 }
 
-int main(void) {
-  test_tables();
-  test_unique_names();
-  test_shapes();
-  test_build_and_print();
-  if (failures) return 1;
-  printf("ok\n");
-  return 0;
+static const ts_test_case_t cases[] = {
+    {"tables", test_tables},
+    {"unique_names", test_unique_names},
+    {"shapes", test_shapes},
+    {"build_and_print", test_build_and_print},
+};
+
+int main(int argc, char **argv) {
+  return ts_test_cases("test_printer", argc, argv, cases, (int)(sizeof cases / sizeof cases[0]));
 }
