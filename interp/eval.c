@@ -218,7 +218,7 @@ static ts_status_t combine(ts_interp_t *it, const ts_hlo_instr_t *i, const ts_hl
                            ts_array_t *acc, const ts_array_t *src) {
   int64_t n = ts_array_count(acc);
   ts_elem_t e = acc->elem;
-  ts_opcode_t op = interp_reducer_op(comp);
+  ts_opcode_t op = ts_reducer_op(comp);
   if (op != TS_OP_COUNT && e == TS_F32) {
     float *x = acc->data;
     const float *y = src->data;
@@ -633,7 +633,7 @@ static ts_status_t eval_comp(ts_interp_t *it, const ts_hlo_comp_t *c, int ndev, 
 
 static ts_status_t run_kernel(ts_interp_t *it, const ts_hlo_instr_t *i, ts_value_t **ops, int d,
                               ts_value_t **out) {
-  ts_kernel_fn fn = interp_kernel_for(i->op);
+  ts_kernel_fn fn = ts_kernel_for(i->op);
   if (!fn)
     return fail(it, i, TS_ERR_INVALID_ARGUMENT, "opcode %s is not supported by the reference interpreter",
                 ts_opcode_name(i->op));

@@ -1,9 +1,8 @@
 /* Tessera interp: the reference interpreter, the project's correctness
- * oracle. A plain evaluator over reference-counted values with its own copy
- * of the per-opcode code (interp/k_*.c): the runtime runs kernels/ instead,
- * so that `--check` compares two implementations. What the two share is the
- * array view, element access and the kernel calling convention
- * (kernels/ts_kernels.h, included here). */
+ * oracle. A plain evaluator over reference-counted values, simulated devices
+ * and collectives; each opcode's arithmetic comes from kernels/
+ * (ts_kernel_for), which the runtime dispatches to as well until compiled
+ * kernels replace its entries. */
 #ifndef TS_INTERP_H
 #define TS_INTERP_H
 
@@ -46,12 +45,6 @@ int ts_value_leaves(ts_value_t *v, ts_array_t *out, int max);
 ts_status_t ts_value_from_literal(const ts_literal_t *lit, ts_value_t **out);
 
 /* ---- BLAS --------------------------------------------------------------- */
-
-/* How many threads one BLAS call (dot, convolution) may use in this
- * process: a runtime with several devices per process, or several ranks per
- * host, gives each its share of the cores. OpenBLAS's setting is
- * process-wide: this and ts_kernels_set_blas_threads set the same one. */
-void ts_interp_set_blas_threads(int n);
 
 /* ---- the interpreter ---------------------------------------------------- */
 

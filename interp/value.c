@@ -169,20 +169,3 @@ ts_status_t ts_value_from_literal(const ts_literal_t *lit, ts_value_t **out) {
   }
   return st;
 }
-
-/* ---- reducers ----------------------------------------------------------- */
-
-ts_opcode_t interp_reducer_op(const ts_hlo_comp_t *comp) {
-  if (!comp || comp->nparams != 2 || !comp->root) return TS_OP_COUNT;
-  const ts_hlo_instr_t *r = comp->root;
-  if (r->nops != 2 || !ts_shape_is_array(r->shape) || r->shape->rank != 0) return TS_OP_COUNT;
-  bool direct = r->ops[0] == comp->params[0] && r->ops[1] == comp->params[1];
-  bool swapped = r->ops[0] == comp->params[1] && r->ops[1] == comp->params[0];
-  if (!direct && !swapped) return TS_OP_COUNT;
-  switch (r->op) {
-  case TS_OP_ADD: case TS_OP_MULTIPLY: case TS_OP_MAXIMUM: case TS_OP_MINIMUM:
-  case TS_OP_AND: case TS_OP_OR: case TS_OP_XOR:
-    return r->op;
-  default: return TS_OP_COUNT;
-  }
-}

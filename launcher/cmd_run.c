@@ -8,6 +8,7 @@
 #include "ts_hang.h"
 #include "ts_hlo.h"
 #include "ts_interp.h"
+#include "ts_kernels.h"
 #include "ts_launcher.h"
 #include "ts_partitioner.h"
 #include "ts_runtime.h"
@@ -952,7 +953,7 @@ static ts_status_t run_job(job_t *j, ts_diag_t *diag) {
   int cores = 1;
   if (f->bind && j->env.mode != RUN_THREADS) cores = run_bind(j->env.local_rank, per_host, true);
   else if (f->bind) cores = run_bind(-1, per_host, false);
-  ts_interp_set_blas_threads(cores);
+  ts_kernels_set_blas_threads(cores);
   j->status = ts_calloc((size_t)j->nlocal, sizeof *j->status);
   j->diags = ts_calloc((size_t)j->nlocal, sizeof *j->diags);
   j->progress = ts_calloc((size_t)j->nlocal, sizeof *j->progress);
