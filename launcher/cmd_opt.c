@@ -1,6 +1,7 @@
 /* tessera opt: print a module after a pipeline stage; --fit-scurve fits
  * the S-curve model's knobs to a measured collective table. */
 #include "ts_costmodel.h"
+#include "ts_fusion.h"
 #include "ts_hlo.h"
 #include "ts_sharding.h"
 #include "ts_launcher.h"
@@ -13,7 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const char *stages[] = {"parsed", "verified", "propagated", "partitioned", "scheduled"};
+static const char *stages[] = {"parsed", "verified", "propagated", "partitioned", "scheduled", "fused"};
 
 static void usage(FILE *f) {
   fprintf(f,
@@ -32,7 +33,9 @@ static void usage(FILE *f) {
           "                        header has num_partitions > 1), verified;\n"
           "                        scheduled: partitioned, then collectives made\n"
           "                        async and every computation ordered by the\n"
-          "                        latency-hiding scheduler (is_scheduled=true)\n"
+          "                        latency-hiding scheduler (is_scheduled=true);\n"
+          "                        fused: verified, then loop and input fusions\n"
+          "                        (kind=kLoop/kInput, calls=%%fused_computation)\n"
           "  --replica-count N     override the module's replica_count\n"
           "  --num-partitions N    override the module's num_partitions\n"
           "  -o, --output FILE     write the module to FILE instead of stdout\n"
@@ -268,7 +271,7 @@ int ts_cmd_opt(int argc, char **argv) {
   while (nstage < sizeof stages / sizeof stages[0] && strcmp(stages[nstage], stage) != 0) nstage++;
   if (nstage == sizeof stages / sizeof stages[0]) {
     fprintf(stderr,
-            "tessera opt: error: unknown stage '%s' (stages: parsed, verified, propagated, partitioned, scheduled)\n",
+            "tessera opt: error: unknown stage '%s' (stages: parsed, verified, propagated, partitioned, scheduled, fused)\n",
             stage);
     goto usage_error;
   }
@@ -330,6 +333,10 @@ int ts_cmd_opt(int argc, char **argv) {
     }
     ts_sched_result_print(res, &stats);
     if (trace_path) TS_CHECK_GOTO(ts_sched_trace_json(res, &trace), st, done);
+  }
+  if (strcmp(stage, "fused") == 0) {
+    TS_CHECK_GOTO(ts_fusion_run(m, NULL, NULL, &diag), st, done);
+    TS_CHECK_GOTO(ts_hlo_verify(m, &vopts, &diag), st, done);
   }
   TS_CHECK_GOTO(ts_hlo_print(pm ? pm : m, &out), st, done);
   /* Side files first: the module is the last thing written. */

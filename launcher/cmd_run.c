@@ -8,6 +8,7 @@
 #include "ts_hang.h"
 #include "ts_hlo.h"
 #include "ts_interp.h"
+#include "ts_codegen.h"
 #include "ts_kernels.h"
 #include "ts_launcher.h"
 #include "ts_partitioner.h"
@@ -92,6 +93,9 @@ static void usage(FILE *f) {
           "  --hang-coordinator ADDR  report to a running coordinator (secret from\n"
           "                        TESSERA_HANG_SECRET) instead of starting one beside rank 0\n"
           "  --no-hang-detector    run without the hang detector\n"
+          "  --kernels=K           compiled (default): fuse the per-device program and run\n"
+          "                        LLVM-compiled kernels for the fusions; interp: every\n"
+          "                        instruction on the plain kernels\n"
           "  --reference           run the reference interpreter (one process; --devices\n"
           "                        N simulates N devices of a per-device module)\n"
           "  --trap-nonfinite      (reference) stop at the first instruction that makes a\n"
@@ -115,6 +119,7 @@ typedef struct {
   const char *hang_digest, *hang_coordinator, *cost_model, *cost_preset;
   uint64_t seed;
   bool seeded, loop, check, compile_only, reference, trap, bind, hang, abort_on_hang, schedule;
+  bool compiled; /* --kernels=compiled (default) or interp */
   double tolerance, timeout, hang_timeout;
   ts_coll_backend_t backend;
   ts_partition_opts_t popts;
@@ -248,6 +253,7 @@ typedef struct {
   ts_value_t **init;   /* step 1's full value of every parameter */
 
   ts_rt_program_t *prog;
+  ts_codegen_t *cg;     /* the compiled kernels the program runs, NULL when none */
   uint64_t fingerprint; /* of the per-device program's text */
   ts_sched_result_t *sched; /* the scheduler's statistics, NULL when not scheduled */
   int *first_leaf;     /* per parameter: its first input leaf */
@@ -868,6 +874,7 @@ static ts_status_t partition(job_t *j, ts_diag_t *diag) {
   bool scheduled = sa && sa->kind == TS_ATTR_BOOL && sa->v.b;
   if (f->schedule && !scheduled && j->R * j->P > 1) TS_CHECK(schedule(j, diag));
   ts_rt_program_opts_t po = {.replica_count = j->R, .num_partitions = j->P};
+  if (f->compiled) TS_CHECK(run_compiled_kernels(j->pm, j->R, j->P, f->compile_only, &po, &j->cg, diag));
   TS_CHECK(ts_rt_program_create(j->pm, &po, &j->prog, diag));
   TS_CHECK(fingerprint(j->pm, &j->fingerprint));
   j->first_leaf = ts_calloc((size_t)j->np + 1, sizeof *j->first_leaf);
@@ -1037,6 +1044,7 @@ static void job_free(job_t *j) {
     for (int l = 0; l < j->nlocal; l++) ts_coll_comm_destroy(j->comms[l]);
   ts_free(j->comms);
   ts_rt_program_destroy(j->prog);
+  ts_codegen_destroy(j->cg);
   ts_sched_result_destroy(j->sched);
   if (j->init)
     for (int p = 0; p < j->np; p++) ts_value_unref(j->init[p]);
@@ -1079,7 +1087,7 @@ enum {
   OPT_STEPS = 0x200, OPT_LOOP, OPT_CHECK, OPT_TOL, OPT_COMPILE_ONLY, OPT_TRACE, OPT_SLICES, OPT_BACKEND,
   OPT_TIMEOUT, OPT_NO_BIND, OPT_REFERENCE, OPT_TASK, OPT_NODES, OPT_ADDRESS,
   OPT_HANG_TIMEOUT, OPT_HANG_DIGEST, OPT_ABORT_ON_HANG, OPT_HANG_COORD, OPT_NO_HANG,
-  OPT_NO_SCHEDULE, OPT_COST_MODEL, OPT_COST_PRESET, OPT_OVERLAP,
+  OPT_NO_SCHEDULE, OPT_COST_MODEL, OPT_COST_PRESET, OPT_OVERLAP, OPT_KERNELS,
 };
 
 /* Parses argv into f; returns -1 to go on, else the exit code. */
@@ -1103,6 +1111,7 @@ static int parse_flags(int argc, char **argv, run_flags_t *f) {
       {"timeout", required_argument, NULL, OPT_TIMEOUT},
       {"no-bind", no_argument, NULL, OPT_NO_BIND},
       {"reference", no_argument, NULL, OPT_REFERENCE},
+      {"kernels", required_argument, NULL, OPT_KERNELS},
       {"task_id", required_argument, NULL, OPT_TASK},
       {"num_nodes", required_argument, NULL, OPT_NODES},
       {"address", required_argument, NULL, OPT_ADDRESS},
@@ -1121,7 +1130,7 @@ static int parse_flags(int argc, char **argv, run_flags_t *f) {
   };
   *f = (run_flags_t){.steps = 1, .task_id = -1, .tolerance = 1e-4, .timeout = 300, .bind = true,
                      .backend = TS_COLL_BACKEND_MPI, .hang = true, .abort_on_hang = true, .hang_timeout = 60,
-                     .schedule = true};
+                     .schedule = true, .compiled = true};
   ts_partition_opts_default(&f->popts);
   ts_sched_opts_default(&f->sched);
   int c;
@@ -1152,6 +1161,13 @@ static int parse_flags(int argc, char **argv, run_flags_t *f) {
     case OPT_TIMEOUT: if (!parse_positive("--timeout", optarg, &f->timeout)) return 2; break;
     case OPT_NO_BIND: f->bind = false; break;
     case OPT_REFERENCE: f->reference = true; break;
+    case OPT_KERNELS:
+      if (strcmp(optarg, "compiled") != 0 && strcmp(optarg, "interp") != 0) {
+        fprintf(stderr, "tessera run: error: --kernels wants compiled or interp, got '%s'\n", optarg);
+        return 2;
+      }
+      f->compiled = strcmp(optarg, "compiled") == 0;
+      break;
     case OPT_TASK: if (!parse_task_id(optarg, &f->task_id)) return 2; break;
     case OPT_NODES: if (!ts_cli_parse_count("run", "--num_nodes", optarg, &f->num_nodes)) return 2; break;
     case OPT_ADDRESS: f->address = optarg; break;

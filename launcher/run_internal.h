@@ -98,4 +98,14 @@ ts_status_t run_trace_write(const char *path, const char *const *instr_names, in
                             const ts_rt_event_t *const *events, const size_t *n, const char *const *hosts,
                             ts_diag_t *diag);
 
+/* ---- compiled kernels (run_compiled.c) -------------------------------------------- */
+
+typedef struct ts_codegen ts_codegen_t;
+/* Fuses the per-device program pm in place (verified after), compiles the
+ * fusions it can and points po at their kernels (*cg owns them; destroy
+ * after the program). A JIT that cannot start warns once and leaves po
+ * alone. report: print the counts and times. */
+ts_status_t run_compiled_kernels(ts_hlo_module_t *pm, int64_t R, int64_t P, bool report, ts_rt_program_opts_t *po,
+                                 ts_codegen_t **cg, ts_diag_t *diag);
+
 #endif

@@ -390,8 +390,21 @@ static ts_status_t lower_instr(lower_t *L, int k) {
     s->zero_from = 1;
     break;
   }
-  case TS_OP_CALL:
-  case TS_OP_FUSION: {
+  case TS_OP_FUSION:
+    if (p->fusion_kernel && ts_shape_is_array(i->shape)) {
+      ts_kernel_fn fn = p->fusion_kernel(p->fusion_state, i);
+      if (fn) {
+        TS_CHECK(array_operands(L, i));
+        TS_CHECK(fresh_slots(L, k, 0, nl));
+        rt_step_t *s = add_step(L, k, ST_KERNEL);
+        s->fn = fn;
+        TS_CHECK(operand_slots(L, i, 0, s));
+        TS_CHECK(result_slots(L, k, 0, nl, s));
+        break;
+      }
+    }
+    __attribute__((fallthrough)); /* not compiled: the fused computation, step by step */
+  case TS_OP_CALL: {
     TS_CHECK(fresh_slots(L, k, 0, nl));
     rt_step_t *s = add_step(L, k, ST_CALL);
     s->callee = arena_ints(p, 1);
@@ -918,6 +931,10 @@ ts_status_t ts_rt_program_create(const ts_hlo_module_t *m, const ts_rt_program_o
   if (!p) return TS_ERR_NOMEM;
   p->m = m;
   p->replicas = opts && opts->replica_count > 0 ? opts->replica_count : m->replica_count > 0 ? m->replica_count : 1;
+  if (opts) {
+    p->fusion_kernel = opts->fusion_kernel;
+    p->fusion_state = opts->fusion_state;
+  }
   p->partitions = opts && opts->num_partitions > 0 ? opts->num_partitions
                   : m->num_partitions > 0         ? m->num_partitions
                                                   : 1;

@@ -129,6 +129,8 @@ typedef struct {
 struct ts_rt_program {
   const ts_hlo_module_t *m;
   int64_t replicas, partitions;
+  ts_kernel_fn (*fusion_kernel)(void *state, const ts_hlo_instr_t *fusion); /* ts_rt_program_opts_t's */
+  void *fusion_state;
   int ncomps;
   rt_comp_t *comps;              /* by index in m->comps */
   int entry;

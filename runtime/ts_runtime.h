@@ -28,6 +28,11 @@ typedef struct ts_rt_program ts_rt_program_t;
 typedef struct {
   int64_t replica_count;  /* 0: the module's */
   int64_t num_partitions; /* 0: the module's */
+  /* Compiled kernels for fusions (codegen/'s ts_codegen_kernel): the kernel
+   * that computes a fusion instruction in one step, or NULL to run its
+   * computation instruction by instruction on kernels/. NULL: none. */
+  ts_kernel_fn (*fusion_kernel)(void *state, const ts_hlo_instr_t *fusion);
+  void *fusion_state;
 } ts_rt_program_opts_t;
 
 /* Compiles a verified per-device module (its shapes are the shard shapes;

@@ -1,0 +1,456 @@
+/* Fusion -> LLVM IR -> default<O2> -> ORC LLJIT. A fusion's kernel is emitted
+ * with the ts_kernel_fn signature itself: it reads the operands' data
+ * pointers out of the ts_array_t views and runs one loop over the (static)
+ * element count, so the runtime calls it like any kernel. */
+#include "ts_codegen.h"
+
+#include "codegen_internal.h"
+
+#include <llvm-c/Error.h>
+#include <llvm-c/LLJIT.h>
+#include <llvm-c/Orc.h>
+#include <llvm-c/Target.h>
+#include <llvm-c/TargetMachine.h>
+#include <llvm-c/Transforms/PassBuilder.h>
+
+#include <pthread.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define MAX_IN 256
+
+/* ---- the process's JIT ------------------------------------------------------ */
+
+static pthread_once_t jit_once = PTHREAD_ONCE_INIT;
+static pthread_mutex_t jit_mu = PTHREAD_MUTEX_INITIALIZER;
+static LLVMOrcLLJITRef jit;
+static LLVMTargetMachineRef opt_tm; /* for the pass pipeline's cost model */
+static char jit_error[512];
+static char *host_cpu, *host_features;
+static unsigned long long kernel_seq;
+
+static void take_error(LLVMErrorRef e) {
+  char *msg = LLVMGetErrorMessage(e);
+  snprintf(jit_error, sizeof jit_error, "%s", msg);
+  LLVMDisposeErrorMessage(msg);
+}
+
+static LLVMTargetMachineRef host_tm(void) {
+  char *triple = LLVMGetDefaultTargetTriple(), *err = NULL;
+  LLVMTargetRef t;
+  LLVMTargetMachineRef tm = NULL;
+  if (LLVMGetTargetFromTriple(triple, &t, &err) == 0)
+    tm = LLVMCreateTargetMachine(t, triple, host_cpu, host_features, LLVMCodeGenLevelAggressive, LLVMRelocDefault,
+                                 LLVMCodeModelJITDefault);
+  else
+    snprintf(jit_error, sizeof jit_error, "%s", err ? err : "no target for the host");
+  LLVMDisposeMessage(err);
+  LLVMDisposeMessage(triple);
+  return tm;
+}
+
+static void jit_start(void) {
+  if (getenv("TESSERA_CODEGEN_NO_JIT")) { /* test hook: a JIT that cannot start */
+    snprintf(jit_error, sizeof jit_error, "TESSERA_CODEGEN_NO_JIT is set");
+    return;
+  }
+  if (LLVMInitializeNativeTarget() || LLVMInitializeNativeAsmPrinter()) {
+    snprintf(jit_error, sizeof jit_error, "LLVM has no native target");
+    return;
+  }
+  host_cpu = LLVMGetHostCPUName();
+  host_features = LLVMGetHostCPUFeatures();
+  opt_tm = host_tm();
+  LLVMTargetMachineRef jtm = host_tm();
+  if (!opt_tm || !jtm) return;
+  LLVMOrcLLJITBuilderRef b = LLVMOrcCreateLLJITBuilder();
+  LLVMOrcLLJITBuilderSetJITTargetMachineBuilder(b, LLVMOrcJITTargetMachineBuilderCreateFromTargetMachine(jtm));
+  LLVMOrcLLJITRef j;
+  LLVMErrorRef e = LLVMOrcCreateLLJIT(&j, b);
+  if (e) {
+    take_error(e);
+    return;
+  }
+  jit = j;
+}
+
+/* ---- compiled modules ------------------------------------------------------- */
+
+typedef struct {
+  const ts_hlo_instr_t *instr;
+  char sym[48];
+  ts_kernel_fn fn;
+} kernel_t;
+
+struct ts_codegen {
+  int n;
+  kernel_t *k;
+  char entry_sym[48];
+  ts_codegen_loop_fn entry;
+};
+
+typedef struct {
+  LLVMContextRef cx;
+  LLVMModuleRef mod;
+  LLVMBuilderRef b;
+  LLVMTypeRef f32, i1, i8, i32, i64, i8p, i8pp;
+  const char *perturb; /* TESSERA_CODEGEN_PERTURB: an opcode whose results are made wrong */
+} cg_t;
+
+static double now_ms(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (double)t.tv_sec * 1e3 + (double)t.tv_nsec / 1e6;
+}
+
+/* Whether the computation is a loop we emit: f32/pred arrays of the root's
+ * element count or of one element (uniform), ops from the list below. */
+static bool supported(const ts_hlo_comp_t *c, int nin) {
+  if (c->nparams > nin || c->nparams > MAX_IN) return false;
+  const ts_hlo_instr_t *root = c->root;
+  if (!root || !ts_shape_is_array(root->shape)) return false;
+  int64_t n = ts_shape_elements(root->shape);
+  for (int k = 0; k < c->ninstrs; k++) {
+    const ts_hlo_instr_t *i = c->instrs[k];
+    if (!ts_shape_is_array(i->shape) || i->shape->dynamic) return false;
+    ts_elem_t e = i->shape->elem;
+    if (e != TS_F32 && e != TS_PRED) return false;
+    int64_t cnt = ts_shape_elements(i->shape);
+    if (cnt != n && cnt != 1) return false;
+    bool f = e == TS_F32;
+    switch (i->op) {
+    case TS_OP_PARAMETER: break;
+    case TS_OP_CONSTANT:
+      if (cnt != 1 || !i->literal || i->literal->elided) return false;
+      if (f ? !i->literal->f : !i->literal->i) return false;
+      break;
+    case TS_OP_BROADCAST:
+      if (ts_shape_elements(i->ops[0]->shape) != 1 && ts_shape_elements(i->ops[0]->shape) != cnt) return false;
+      if (ts_shape_elements(i->ops[0]->shape) == cnt && !ts_shape_equal(i->ops[0]->shape, i->shape, false))
+        return false; /* a broadcast that moves elements is an index map */
+      break;
+    case TS_OP_RESHAPE: case TS_OP_BITCAST: /* row-major: the same elements in order */
+      if (i->ops[0]->shape->elem != e) return false;
+      break;
+    case TS_OP_CONVERT: break;
+    case TS_OP_COMPARE: {
+      if (i->ops[0]->shape->elem != TS_F32) return false;
+      const ts_hlo_attr_t *d = ts_hlo_instr_attr(i, "direction"), *t = ts_hlo_instr_attr(i, "type");
+      if (!d || (d->kind != TS_ATTR_IDENT && d->kind != TS_ATTR_RAW)) return false;
+      if (t && !(t->kind == TS_ATTR_IDENT && strcmp(t->v.s, "FLOAT") == 0)) return false;
+      break;
+    }
+    case TS_OP_SELECT: if (!f) return false; break;
+    case TS_OP_AND: case TS_OP_OR: case TS_OP_XOR: case TS_OP_NOT: if (f) return false; break;
+    case TS_OP_ADD: case TS_OP_SUBTRACT: case TS_OP_MULTIPLY: case TS_OP_DIVIDE: case TS_OP_MAXIMUM:
+    case TS_OP_MINIMUM: case TS_OP_NEGATE: case TS_OP_ABS: case TS_OP_FLOOR: case TS_OP_CEIL: case TS_OP_CLAMP:
+    case TS_OP_EXPONENTIAL: case TS_OP_LOG: case TS_OP_TANH: case TS_OP_LOGISTIC: case TS_OP_SQRT: case TS_OP_RSQRT:
+      if (!f) return false;
+      break;
+    default: return false;
+    }
+  }
+  return true;
+}
+
+static LLVMValueRef cf(cg_t *g, double v) { return LLVMConstReal(g->f32, v); }
+
+static LLVMValueRef fmax_xla(cg_t *g, LLVMValueRef x, LLVMValueRef y, bool is_min) {
+  /* kernels/'s max: x > y ? x : y > x ? y : (x == y && x != 0) ? x : x + y
+   * (NaN propagates, max(-0, +0) = +0); min mirrors it with -(-x + -y). */
+  LLVMBuilderRef b = g->b;
+  LLVMRealPredicate gt = is_min ? LLVMRealOLT : LLVMRealOGT;
+  LLVMValueRef tie = is_min ? LLVMBuildFNeg(b, LLVMBuildFAdd(b, LLVMBuildFNeg(b, x, ""), LLVMBuildFNeg(b, y, ""), ""), "")
+                            : LLVMBuildFAdd(b, x, y, "");
+  LLVMValueRef eqnz = LLVMBuildAnd(b, LLVMBuildFCmp(b, LLVMRealOEQ, x, y, ""),
+                                   LLVMBuildFCmp(b, LLVMRealONE, x, cf(g, 0.0), ""), "");
+  LLVMValueRef r = LLVMBuildSelect(b, eqnz, x, tie, "");
+  r = LLVMBuildSelect(b, LLVMBuildFCmp(b, gt, y, x, ""), y, r, "");
+  return LLVMBuildSelect(b, LLVMBuildFCmp(b, gt, x, y, ""), x, r, "");
+}
+
+static LLVMValueRef call_f(cg_t *g, LLVMValueRef fn, LLVMValueRef x) {
+  return LLVMBuildCall2(g->b, LLVMGlobalGetValueType(fn), fn, &x, 1, "");
+}
+
+/* The value of instruction i at loop index `idx` (the values of its
+ * operands already in v[]). */
+static LLVMValueRef emit_op(cg_t *g, const ts_hlo_instr_t *i, LLVMValueRef *v, LLVMValueRef *inp,
+                            LLVMValueRef idx) {
+  LLVMBuilderRef b = g->b;
+  LLVMValueRef a = i->nops > 0 ? v[i->ops[0]->id] : NULL, c = i->nops > 1 ? v[i->ops[1]->id] : NULL;
+  bool f = i->shape->elem == TS_F32;
+  switch (i->op) {
+  case TS_OP_PARAMETER: {
+    LLVMValueRef at = ts_shape_elements(i->shape) == 1 ? LLVMConstInt(g->i64, 0, 0) : idx;
+    LLVMTypeRef et = f ? g->f32 : g->i8;
+    LLVMValueRef p = LLVMBuildGEP2(b, et, inp[i->param_number], &at, 1, "");
+    LLVMValueRef x = LLVMBuildLoad2(b, et, p, "");
+    return f ? x : LLVMBuildICmp(b, LLVMIntNE, x, LLVMConstInt(g->i8, 0, 0), "");
+  }
+  case TS_OP_CONSTANT:
+    return f ? cf(g, (double)(float)i->literal->f[0]) : LLVMConstInt(g->i1, i->literal->i[0] != 0, 0);
+  case TS_OP_BROADCAST: case TS_OP_RESHAPE: case TS_OP_BITCAST: return a;
+  case TS_OP_CONVERT: {
+    ts_elem_t from = i->ops[0]->shape->elem;
+    if (from == i->shape->elem) return a;
+    if (from == TS_PRED) return LLVMBuildUIToFP(b, a, g->f32, "");
+    return LLVMBuildFCmp(b, LLVMRealUNE, a, cf(g, 0.0), ""); /* f32 -> pred: != 0 (NaN is true) */
+  }
+  case TS_OP_COMPARE: {
+    const char *d = ts_hlo_instr_attr(i, "direction")->v.s;
+    LLVMRealPredicate p = !strcmp(d, "EQ") ? LLVMRealOEQ : !strcmp(d, "NE") ? LLVMRealUNE
+                        : !strcmp(d, "LT") ? LLVMRealOLT : !strcmp(d, "LE") ? LLVMRealOLE
+                        : !strcmp(d, "GT") ? LLVMRealOGT : LLVMRealOGE;
+    return LLVMBuildFCmp(b, p, a, c, "");
+  }
+  case TS_OP_SELECT: return LLVMBuildSelect(b, a, c, v[i->ops[2]->id], "");
+  case TS_OP_AND: return LLVMBuildAnd(b, a, c, "");
+  case TS_OP_OR: return LLVMBuildOr(b, a, c, "");
+  case TS_OP_XOR: return LLVMBuildXor(b, a, c, "");
+  case TS_OP_NOT: return LLVMBuildNot(b, a, "");
+  case TS_OP_ADD: return LLVMBuildFAdd(b, a, c, "");
+  case TS_OP_SUBTRACT: return LLVMBuildFSub(b, a, c, "");
+  case TS_OP_MULTIPLY: return LLVMBuildFMul(b, a, c, "");
+  case TS_OP_DIVIDE: return LLVMBuildFDiv(b, a, c, "");
+  case TS_OP_MAXIMUM: return fmax_xla(g, a, c, false);
+  case TS_OP_MINIMUM: return fmax_xla(g, a, c, true);
+  case TS_OP_CLAMP: /* clamp(lo, x, hi) = min(max(x, lo), hi) */
+    return fmax_xla(g, fmax_xla(g, c, a, false), v[i->ops[2]->id], true);
+  case TS_OP_NEGATE: return LLVMBuildFNeg(b, a, "");
+  case TS_OP_ABS: return call_f(g, cg_intrinsic_f32(g->mod, "llvm.fabs.f32", 1), a);
+  case TS_OP_FLOOR: return call_f(g, cg_intrinsic_f32(g->mod, "llvm.floor.f32", 1), a);
+  case TS_OP_CEIL: return call_f(g, cg_intrinsic_f32(g->mod, "llvm.ceil.f32", 1), a);
+  default: return call_f(g, cg_math_f32(g->mod, i->op), a);
+  }
+}
+
+/* Emits `void sym_loop(i8** in, i8* out, i64 n)`: the computation's root over
+ * n elements. */
+static LLVMValueRef emit_loop(cg_t *g, const ts_hlo_comp_t *c, const char *sym) {
+  LLVMTypeRef args[3] = {g->i8pp, g->i8p, g->i64};
+  LLVMValueRef fn = LLVMAddFunction(g->mod, sym, LLVMFunctionType(LLVMVoidTypeInContext(g->cx), args, 3, 0));
+  LLVMBasicBlockRef entry = LLVMAppendBasicBlockInContext(g->cx, fn, "entry");
+  LLVMBasicBlockRef loop = LLVMAppendBasicBlockInContext(g->cx, fn, "loop");
+  LLVMBasicBlockRef exit = LLVMAppendBasicBlockInContext(g->cx, fn, "exit");
+  LLVMBuilderRef b = g->b;
+  LLVMPositionBuilderAtEnd(b, entry);
+  LLVMValueRef inp[MAX_IN];
+  for (int p = 0; p < c->nparams; p++) {
+    LLVMValueRef at = LLVMConstInt(g->i64, (unsigned long long)p, 0);
+    LLVMValueRef raw = LLVMBuildLoad2(b, g->i8p, LLVMBuildGEP2(b, g->i8p, LLVMGetParam(fn, 0), &at, 1, ""), "");
+    inp[p] = c->params[p]->shape->elem == TS_F32 ? LLVMBuildBitCast(b, raw, LLVMPointerType(g->f32, 0), "") : raw;
+  }
+  LLVMValueRef n = LLVMGetParam(fn, 2);
+  LLVMBuildCondBr(b, LLVMBuildICmp(b, LLVMIntSGT, n, LLVMConstInt(g->i64, 0, 0), ""), loop, exit);
+  LLVMPositionBuilderAtEnd(b, loop);
+  LLVMValueRef i = LLVMBuildPhi(b, g->i64, "i");
+  const ts_hlo_module_t *m = c->module;
+  LLVMValueRef *v = ts_calloc((size_t)m->next_id + 1, sizeof *v);
+  const ts_hlo_instr_t **order = ts_calloc((size_t)c->ninstrs + 1, sizeof *order);
+  if (!v || !order || ts_hlo_comp_post_order(c, order) != TS_OK) {
+    ts_free(v);
+    ts_free(order);
+    return NULL;
+  }
+  for (int k = 0; k < c->ninstrs; k++) {
+    const ts_hlo_instr_t *ins = order[k];
+    LLVMValueRef x = emit_op(g, ins, v, inp, i);
+    if (g->perturb && ins->shape->elem == TS_F32 && strcmp(g->perturb, ts_opcode_name(ins->op)) == 0)
+      x = LLVMBuildFMul(b, x, cf(g, 1.01), ""); /* a deliberately wrong kernel (tests: --check catches it) */
+    v[ins->id] = x;
+  }
+  LLVMValueRef r = v[c->root->id];
+  bool f = c->root->shape->elem == TS_F32;
+  LLVMValueRef outp = f ? LLVMBuildBitCast(b, LLVMGetParam(fn, 1), LLVMPointerType(g->f32, 0), "") : LLVMGetParam(fn, 1);
+  if (!f) r = LLVMBuildZExt(b, r, g->i8, "");
+  LLVMBuildStore(b, r, LLVMBuildGEP2(b, f ? g->f32 : g->i8, outp, &i, 1, ""));
+  LLVMValueRef next = LLVMBuildAdd(b, i, LLVMConstInt(g->i64, 1, 0), "");
+  LLVMBuildCondBr(b, LLVMBuildICmp(b, LLVMIntSLT, next, n, ""), loop, exit);
+  LLVMValueRef in0 = LLVMConstInt(g->i64, 0, 0);
+  LLVMBasicBlockRef from[2] = {entry, loop};
+  LLVMValueRef vals[2] = {in0, next};
+  LLVMAddIncoming(i, vals, from, 2);
+  LLVMPositionBuilderAtEnd(b, exit);
+  LLVMBuildRetVoid(b);
+  ts_free(v);
+  ts_free(order);
+  return fn;
+}
+
+/* Emits the ts_kernel_fn wrapper: i32 sym(ctx*, instr*, ts_array_t *in, i32
+ * nin, ts_array_t *out, i32 nout) reading each view's data pointer. */
+static void emit_kernel(cg_t *g, LLVMValueRef loop, int nparams, int64_t count, const char *sym) {
+  LLVMTypeRef args[6] = {g->i8p, g->i8p, g->i8p, g->i32, g->i8p, g->i32};
+  LLVMValueRef fn = LLVMAddFunction(g->mod, sym, LLVMFunctionType(g->i32, args, 6, 0));
+  LLVMBuilderRef b = g->b;
+  LLVMPositionBuilderAtEnd(b, LLVMAppendBasicBlockInContext(g->cx, fn, "entry"));
+  LLVMValueRef ptrs = LLVMBuildArrayAlloca(b, g->i8p, LLVMConstInt(g->i32, (unsigned long long)(nparams ? nparams : 1), 0), "");
+  for (int p = 0; p < nparams; p++) {
+    LLVMValueRef off = LLVMConstInt(g->i64, (unsigned long long)(p * sizeof(ts_array_t) + offsetof(ts_array_t, data)), 0);
+    LLVMValueRef slot = LLVMBuildGEP2(b, g->i8, LLVMGetParam(fn, 2), &off, 1, "");
+    LLVMValueRef data = LLVMBuildLoad2(b, g->i8p, LLVMBuildBitCast(b, slot, g->i8pp, ""), "");
+    LLVMValueRef at = LLVMConstInt(g->i64, (unsigned long long)p, 0);
+    LLVMBuildStore(b, data, LLVMBuildGEP2(b, g->i8p, ptrs, &at, 1, ""));
+  }
+  LLVMValueRef off = LLVMConstInt(g->i64, offsetof(ts_array_t, data), 0);
+  LLVMValueRef oslot = LLVMBuildGEP2(b, g->i8, LLVMGetParam(fn, 4), &off, 1, "");
+  LLVMValueRef odata = LLVMBuildLoad2(b, g->i8p, LLVMBuildBitCast(b, oslot, g->i8pp, ""), "");
+  LLVMValueRef cargs[3] = {ptrs, odata, LLVMConstInt(g->i64, (unsigned long long)count, 0)};
+  LLVMBuildCall2(b, LLVMGlobalGetValueType(loop), loop, cargs, 3, "");
+  LLVMBuildRet(b, LLVMConstInt(g->i32, 0, 0));
+}
+
+static void set_target_attrs(LLVMContextRef cx, LLVMModuleRef mod) {
+  for (LLVMValueRef f = LLVMGetFirstFunction(mod); f; f = LLVMGetNextFunction(f)) {
+    if (LLVMCountBasicBlocks(f) == 0) continue;
+    LLVMAddAttributeAtIndex(f, LLVMAttributeFunctionIndex,
+                            LLVMCreateStringAttribute(cx, "target-cpu", 10, host_cpu, (unsigned)strlen(host_cpu)));
+    LLVMAddAttributeAtIndex(f, LLVMAttributeFunctionIndex,
+                            LLVMCreateStringAttribute(cx, "target-features", 15, host_features,
+                                                      (unsigned)strlen(host_features)));
+  }
+}
+
+ts_status_t ts_codegen_compile(const ts_hlo_module_t *m, const ts_codegen_opts_t *opts, ts_codegen_t **out,
+                               ts_codegen_stats_t *stats, ts_diag_t *diag) {
+  *out = NULL;
+  ts_codegen_stats_t st0 = {0};
+  pthread_once(&jit_once, jit_start);
+  if (!jit) {
+    ts_diag_plain(diag, "the LLVM JIT did not start: %s", jit_error[0] ? jit_error : "unknown reason");
+    return TS_ERR_SYSTEM;
+  }
+  ts_codegen_t *cg = ts_calloc(1, sizeof *cg);
+  int nf = 0;
+  for (int c = 0; c < m->ncomps; c++)
+    for (int k = 0; k < m->comps[c]->ninstrs; k++) nf += m->comps[c]->instrs[k]->op == TS_OP_FUSION;
+  if (!cg || !(cg->k = ts_calloc((size_t)nf + 1, sizeof *cg->k))) {
+    ts_free(cg);
+    return TS_ERR_NOMEM;
+  }
+  pthread_mutex_lock(&jit_mu);
+  double t0 = now_ms();
+  LLVMOrcThreadSafeContextRef tsc = LLVMOrcCreateNewThreadSafeContext();
+  cg_t g = {.cx = LLVMOrcThreadSafeContextGetContext(tsc)};
+  g.mod = LLVMModuleCreateWithNameInContext("tessera_fusions", g.cx);
+  g.b = LLVMCreateBuilderInContext(g.cx);
+  g.f32 = LLVMFloatTypeInContext(g.cx);
+  g.i1 = LLVMInt1TypeInContext(g.cx);
+  g.i8 = LLVMInt8TypeInContext(g.cx);
+  g.i32 = LLVMInt32TypeInContext(g.cx);
+  g.i64 = LLVMInt64TypeInContext(g.cx);
+  g.i8p = LLVMPointerType(g.i8, 0);
+  g.i8pp = LLVMPointerType(g.i8p, 0);
+  g.perturb = getenv("TESSERA_CODEGEN_PERTURB");
+  if (g.perturb && !*g.perturb) g.perturb = NULL;
+  unsigned long long seq = ++kernel_seq;
+  for (int c = 0; c < m->ncomps; c++)
+    for (int k = 0; k < m->comps[c]->ninstrs; k++) {
+      const ts_hlo_instr_t *i = m->comps[c]->instrs[k];
+      if (i->op != TS_OP_FUSION) continue;
+      st0.fusions++;
+      if (i->ncalled != 1 || !supported(i->called[0], i->nops) || !ts_shape_is_array(i->shape)) continue;
+      kernel_t *kk = &cg->k[cg->n];
+      char lsym[64];
+      snprintf(kk->sym, sizeof kk->sym, "ts_m%llu_k%d", seq, cg->n);
+      snprintf(lsym, sizeof lsym, "%s_loop", kk->sym);
+      LLVMValueRef loop = emit_loop(&g, i->called[0], lsym);
+      if (!loop) continue;
+      LLVMSetLinkage(loop, LLVMInternalLinkage);
+      emit_kernel(&g, loop, i->called[0]->nparams, ts_shape_elements(i->shape), kk->sym);
+      kk->instr = i;
+      cg->n++;
+    }
+  if (opts && opts->entry && supported(m->entry, m->entry->nparams)) {
+    snprintf(cg->entry_sym, sizeof cg->entry_sym, "ts_m%llu_entry", seq);
+    emit_loop(&g, m->entry, cg->entry_sym);
+  }
+  LLVMDisposeBuilder(g.b);
+  set_target_attrs(g.cx, g.mod);
+  char *dl = LLVMCopyStringRepOfTargetData(LLVMCreateTargetDataLayout(opt_tm));
+  LLVMSetDataLayout(g.mod, dl);
+  LLVMDisposeMessage(dl);
+  char *triple = LLVMGetTargetMachineTriple(opt_tm);
+  LLVMSetTarget(g.mod, triple);
+  LLVMDisposeMessage(triple);
+  double t1 = now_ms();
+  LLVMPassBuilderOptionsRef po = LLVMCreatePassBuilderOptions();
+  LLVMPassBuilderOptionsSetLoopVectorization(po, 1);
+  LLVMPassBuilderOptionsSetSLPVectorization(po, 1);
+  LLVMPassBuilderOptionsSetLoopUnrolling(po, 1);
+  LLVMErrorRef e = LLVMRunPasses(g.mod, "default<O2>", opt_tm, po);
+  LLVMDisposePassBuilderOptions(po);
+  ts_status_t st = TS_OK;
+  if (e) {
+    take_error(e);
+    ts_diag_plain(diag, "LLVM passes failed: %s", jit_error);
+    LLVMDisposeModule(g.mod);
+    LLVMOrcDisposeThreadSafeContext(tsc);
+    st = TS_ERR_INTERNAL;
+    goto done;
+  }
+  if (getenv("TESSERA_CODEGEN_DUMP")) LLVMDumpModule(g.mod);
+  double t2 = now_ms();
+  LLVMOrcThreadSafeModuleRef tsm = LLVMOrcCreateNewThreadSafeModule(g.mod, tsc);
+  LLVMOrcDisposeThreadSafeContext(tsc); /* the module keeps the context alive */
+  e = LLVMOrcLLJITAddLLVMIRModule(jit, LLVMOrcLLJITGetMainJITDylib(jit), tsm);
+  if (e) {
+    take_error(e);
+    ts_diag_plain(diag, "the LLVM JIT rejected the module: %s", jit_error);
+    LLVMOrcDisposeThreadSafeModule(tsm);
+    st = TS_ERR_INTERNAL;
+    goto done;
+  }
+  for (int k = 0; k < cg->n && st == TS_OK; k++) {
+    LLVMOrcExecutorAddress addr = 0;
+    if ((e = LLVMOrcLLJITLookup(jit, &addr, cg->k[k].sym))) {
+      take_error(e);
+      ts_diag_plain(diag, "the LLVM JIT could not compile %s: %s", cg->k[k].instr->name, jit_error);
+      st = TS_ERR_INTERNAL;
+      break;
+    }
+    cg->k[k].fn = (ts_kernel_fn)(uintptr_t)addr;
+  }
+  if (st == TS_OK && cg->entry_sym[0]) {
+    LLVMOrcExecutorAddress addr = 0;
+    if ((e = LLVMOrcLLJITLookup(jit, &addr, cg->entry_sym))) {
+      take_error(e);
+      ts_diag_plain(diag, "the LLVM JIT could not compile the entry: %s", jit_error);
+      st = TS_ERR_INTERNAL;
+    } else {
+      cg->entry = (ts_codegen_loop_fn)(uintptr_t)addr;
+    }
+  }
+  st0.compiled = cg->n;
+  st0.ir_ms = t1 - t0;
+  st0.opt_ms = t2 - t1;
+  st0.jit_ms = now_ms() - t2;
+done:
+  pthread_mutex_unlock(&jit_mu);
+  if (st != TS_OK) {
+    ts_codegen_destroy(cg);
+    return st;
+  }
+  if (stats) *stats = st0;
+  *out = cg;
+  return TS_OK;
+}
+
+void ts_codegen_destroy(ts_codegen_t *cg) {
+  if (!cg) return;
+  ts_free(cg->k);
+  ts_free(cg);
+}
+
+ts_kernel_fn ts_codegen_kernel(void *state, const ts_hlo_instr_t *fusion) {
+  const ts_codegen_t *cg = state;
+  if (!cg) return NULL;
+  for (int k = 0; k < cg->n; k++)
+    if (cg->k[k].instr == fusion) return cg->k[k].fn;
+  return NULL;
+}
+
+ts_codegen_loop_fn ts_codegen_entry(const ts_codegen_t *cg) { return cg ? cg->entry : NULL; }
