@@ -14,7 +14,8 @@
  *         else 1 - 2 / (exp(2|x|) + 1) with x's sign.
  *   logistic: e = exp(-|x|), 1/(1+e) for x >= 0 and e/(1+e) below, so the
  *         tail toward -inf keeps its subnormal results.
- *   sqrt: llvm.sqrt (IEEE, correctly rounded: sqrtps); rsqrt: 1/sqrt. */
+ *   sqrt: llvm.sqrt (IEEE, correctly rounded: sqrtps); rsqrt: 1/sqrt (two
+ *         correct roundings: at most 1.5 ULP, as kernels/ computes it). */
 #include "codegen_internal.h"
 
 #include <string.h>
@@ -120,6 +121,7 @@ static LLVMValueRef emit_tanh(mb_t *m, LLVMValueRef x, LLVMValueRef expf) {
   LLVMValueRef ax = intr1(m, "llvm.fabs.f32", x);
   LLVMValueRef z = mul(m, x, x);
   LLVMValueRef small = add(m, mul(m, mul(m, horner(m, z, p, 5), z), x), x);
+  small = sel(m, fcmp(m, LLVMRealOEQ, x, cf(m, 0.0)), x, small); /* tanh(-0) = -0 */
   LLVMValueRef e = call1(m, expf, add(m, ax, ax));
   LLVMValueRef big = sub(m, cf(m, 1.0), LLVMBuildFDiv(m->b, cf(m, 2.0), add(m, e, cf(m, 1.0)), ""));
   big = intr2(m, "llvm.copysign.f32", big, x);

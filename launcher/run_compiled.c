@@ -7,6 +7,7 @@
 #include "ts_fusion.h"
 
 #include <stdio.h>
+#include <string.h>
 #include <time.h>
 
 static double ms_now(void) {
@@ -34,7 +35,10 @@ ts_status_t run_compiled_kernels(ts_hlo_module_t *pm, int64_t R, int64_t P, bool
   ts_diag_t cd = {0};
   st = ts_codegen_compile(pm, NULL, cg, &cs, &cd);
   if (st == TS_ERR_SYSTEM) { /* no JIT: the plain kernels run everything */
-    fprintf(stderr, "tessera run: warning: %s; running on the plain kernels\n", cd.text ? cd.text : "no JIT");
+    const char *why = cd.text ? cd.text : "the LLVM JIT did not start";
+    if (strncmp(why, "error: ", 7) == 0) why += 7;
+    int n = (int)strcspn(why, "\n");
+    fprintf(stderr, "tessera run: warning: %.*s; running on the plain kernels\n", n, why);
     ts_diag_free(&cd);
     return TS_OK;
   }

@@ -5,7 +5,7 @@
 # tests/runtime/*.hlo (unit), partitioned corpus modules (corpus).
 add_executable(test_runtime runtime/test_runtime.c)
 target_include_directories(test_runtime PRIVATE ${CMAKE_CURRENT_SOURCE_DIR})
-target_link_libraries(test_runtime PRIVATE ts_runtime ts_partitioner ts_interp ts_coll ts_hlo ts_common Threads::Threads)
+target_link_libraries(test_runtime PRIVATE ts_codegen ts_fusion ts_runtime ts_partitioner ts_interp ts_coll ts_hlo ts_common Threads::Threads)
 
 set(rt_dir ${CMAKE_CURRENT_SOURCE_DIR}/runtime)
 # ts_runtime_test(NAME LABELS TIMEOUT ARGS...)

@@ -9,7 +9,9 @@
  *                [--slices S] [--seed S] [--xfail FILE] [--max-bytes B]
  *                [--expect-inplace K] [--expect-copy K] [--expect-reuse]
  *                [--expect-hier NAME] [--expect-flat NAME] [--fail-hook DEV:INSTR]
- *                [--expect-error TEXT] [--mpi] MODULE.hlo
+ *                [--expect-error TEXT] [--kernels compiled|interp] [--mpi] MODULE.hlo
+ * --kernels compiled (the default, as tessera run): the per-device module is
+ * fused and its fusions run as LLVM kernels (codegen/); interp: kernels/ only.
  * --expect-hier NAME: every trace event of collective NAME (at least one per
  * step) says the library ran it "hierarchical"; --expect-flat NAME: none does.
  * Exit 0 on a match, 1 on a mismatch or failed expectation, 77 skipped. */
@@ -21,6 +23,8 @@
 #include <time.h>
 
 #include "rt_internal.h"
+#include "ts_codegen.h"
+#include "ts_fusion.h"
 #include "ts_interp.h"
 #include "ts_partitioner.h"
 #include "ts_test.h"
@@ -36,6 +40,7 @@ typedef struct {
   const char *expect_hier, *expect_flat;
   int fail_dev;
   const char *fail_instr;
+  bool interp_kernels;
 } args_t;
 
 /* ---- one device's thread ---------------------------------------------------- */
@@ -210,6 +215,7 @@ static int parse_args(int argc, char **argv, args_t *a) {
       {"expect-inplace", required_argument, NULL, 'i'}, {"expect-copy", required_argument, NULL, 'c'},
       {"expect-reuse", no_argument, NULL, 'u'},    {"expect-hier", required_argument, NULL, 'h'},
       {"fail-hook", required_argument, NULL, 'f'}, {"expect-error", required_argument, NULL, 'e'},
+      {"kernels", required_argument, NULL, 'K'},
       {"mpi", no_argument, NULL, 'M'},             {"replica-count", required_argument, NULL, 'R'},
       {"expect-flat", required_argument, NULL, 'F'},
       {NULL, 0, NULL, 0},
@@ -225,6 +231,7 @@ static int parse_args(int argc, char **argv, args_t *a) {
   while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
     switch (c) {
     case 'P': a->partition = atoll(optarg); break;
+    case 'K': a->interp_kernels = strcmp(optarg, "interp") == 0; break;
     case 'o':
       if (!popt(&a->popts, optarg)) {
         fprintf(stderr, "unknown partitioner option %s\n", optarg);
@@ -294,6 +301,7 @@ int main(int argc, char **argv) {
   size_t len = 0;
   ts_hlo_module_t *m = NULL, *pm = NULL;
   ts_rt_program_t *p = NULL;
+  ts_codegen_t *cg = NULL;
   ts_interp_t *it = NULL;
   ts_value_t **args = NULL, **want = NULL;
   void ***got = NULL;
@@ -322,6 +330,21 @@ int main(int argc, char **argv) {
     pm = m;
   }
   ts_rt_program_opts_t po = {.replica_count = a.replicas};
+  if (!a.interp_kernels && !a.expect_error) {
+    ts_hlo_verify_opts_t fv = {.num_partitions = a.partition, .replica_count = a.replicas};
+    ts_diag_t cd = {0};
+    if (ts_fusion_run(pm, NULL, NULL, &diag) != TS_OK || ts_hlo_verify(pm, &fv, &diag) != TS_OK) {
+      fprintf(stderr, "fusion failed: %s\n", diag.text ? diag.text : "?");
+      { rc = 1; goto out; }
+    }
+    if (ts_codegen_compile(pm, NULL, &cg, NULL, &cd) == TS_OK) {
+      po.fusion_kernel = ts_codegen_kernel;
+      po.fusion_state = cg;
+    } else {
+      fprintf(stderr, "warning: %s; the plain kernels run\n", cd.text ? cd.text : "no JIT");
+    }
+    ts_diag_free(&cd);
+  }
   ts_status_t st = ts_rt_program_create(pm, &po, &p, &diag);
   if (a.expect_error) {
     bool ok = st != TS_OK && diag.text && strstr(diag.text, a.expect_error);
@@ -527,6 +550,7 @@ out:
   ts_interp_destroy(it);
   ts_interp_release_buffers();
   ts_rt_program_destroy(p);
+  ts_codegen_destroy(cg);
   if (pm != m) ts_hlo_module_destroy(pm);
   ts_hlo_module_destroy(m);
   ts_free(text);
