@@ -147,6 +147,7 @@ static bool supported(const ts_hlo_comp_t *c, int nin) {
     case TS_OP_ADD: case TS_OP_SUBTRACT: case TS_OP_MULTIPLY: case TS_OP_DIVIDE: case TS_OP_MAXIMUM:
     case TS_OP_MINIMUM: case TS_OP_NEGATE: case TS_OP_ABS: case TS_OP_FLOOR: case TS_OP_CEIL: case TS_OP_CLAMP:
     case TS_OP_EXPONENTIAL: case TS_OP_LOG: case TS_OP_TANH: case TS_OP_LOGISTIC: case TS_OP_SQRT: case TS_OP_RSQRT:
+    case TS_OP_LOG_PLUS_ONE: case TS_OP_EXPONENTIAL_MINUS_ONE:
       if (!f) return false;
       break;
     default: return false;

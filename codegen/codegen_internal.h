@@ -7,7 +7,7 @@
 #include <llvm-c/Core.h>
 
 /* An internal, always-inlined `float f(float)` computing `op` (exp, log,
- * tanh, logistic, sqrt, rsqrt) in module `mod`, created on first use; NULL
+ * log1p, expm1, tanh, logistic, sqrt, rsqrt) in module `mod`, created on first use; NULL
  * for an opcode with no implementation here. */
 LLVMValueRef cg_math_f32(LLVMModuleRef mod, ts_opcode_t op);
 

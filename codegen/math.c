@@ -14,6 +14,11 @@
  *         else 1 - 2 / (exp(2|x|) + 1) with x's sign.
  *   logistic: e = exp(-|x|), 1/(1+e) for x >= 0 and e/(1+e) below, so the
  *         tail toward -inf keeps its subnormal results.
+ *   log1p: u = 1 + x; x where u == 1, else log(u) * (x / (u - 1)): the
+ *         rounding error of 1 + x cancels (D. Goldberg, "What every computer
+ *         scientist should know about floating-point arithmetic", 1991).
+ *   expm1: u = exp(x); x where u == 1, -1 where u - 1 == -1, else
+ *         (u - 1) * (x / log(u)) (W. Kahan's trick, same paper).
  *   sqrt: llvm.sqrt (IEEE, correctly rounded: sqrtps); rsqrt: 1/sqrt (two
  *         correct roundings: at most 1.5 ULP, as kernels/ computes it). */
 #include "codegen_internal.h"
@@ -135,6 +140,24 @@ static LLVMValueRef emit_logistic(mb_t *m, LLVMValueRef x, LLVMValueRef expf) {
   return sel(m, fcmp(m, LLVMRealUNO, x, x), x, y);
 }
 
+static LLVMValueRef emit_log1p(mb_t *m, LLVMValueRef x, LLVMValueRef logf) {
+  LLVMValueRef u = add(m, cf(m, 1.0), x);
+  /* x / (u - 1) is near 1: no overflow for huge x */
+  LLVMValueRef y = mul(m, call1(m, logf, u), LLVMBuildFDiv(m->b, x, sub(m, u, cf(m, 1.0)), ""));
+  y = sel(m, fcmp(m, LLVMRealOEQ, u, cf(m, 1.0)), x, y);
+  y = sel(m, fcmp(m, LLVMRealOEQ, x, cf(m, __builtin_inf())), x, y);
+  return sel(m, fcmp(m, LLVMRealOEQ, u, cf(m, 0.0)), cf(m, -__builtin_inf()), y); /* x = -1 */
+}
+
+static LLVMValueRef emit_expm1(mb_t *m, LLVMValueRef x, LLVMValueRef expf, LLVMValueRef logf) {
+  LLVMValueRef u = call1(m, expf, x), um1 = sub(m, u, cf(m, 1.0));
+  LLVMValueRef y = mul(m, um1, LLVMBuildFDiv(m->b, x, call1(m, logf, u), ""));
+  y = sel(m, fcmp(m, LLVMRealOEQ, um1, cf(m, -1.0)), cf(m, -1.0), y);
+  y = sel(m, fcmp(m, LLVMRealOEQ, u, cf(m, 1.0)), x, y);
+  y = sel(m, fcmp(m, LLVMRealOEQ, u, cf(m, __builtin_inf())), u, y);
+  return sel(m, fcmp(m, LLVMRealUNO, x, x), x, y);
+}
+
 LLVMValueRef cg_math_f32(LLVMModuleRef mod, ts_opcode_t op) {
   const char *name;
   switch (op) {
@@ -143,13 +166,17 @@ LLVMValueRef cg_math_f32(LLVMModuleRef mod, ts_opcode_t op) {
   case TS_OP_TANH: name = "ts_tanhf"; break;
   case TS_OP_LOGISTIC: name = "ts_logisticf"; break;
   case TS_OP_SQRT: name = "ts_sqrtf"; break;
+  case TS_OP_LOG_PLUS_ONE: name = "ts_log1pf"; break;
+  case TS_OP_EXPONENTIAL_MINUS_ONE: name = "ts_expm1f"; break;
   case TS_OP_RSQRT: name = "ts_rsqrtf"; break;
   default: return NULL;
   }
   LLVMValueRef fn = LLVMGetNamedFunction(mod, name);
   if (fn) return fn;
-  LLVMValueRef expf = NULL;
-  if (op == TS_OP_TANH || op == TS_OP_LOGISTIC) expf = cg_math_f32(mod, TS_OP_EXPONENTIAL);
+  LLVMValueRef expf = NULL, logf = NULL;
+  if (op == TS_OP_TANH || op == TS_OP_LOGISTIC || op == TS_OP_EXPONENTIAL_MINUS_ONE)
+    expf = cg_math_f32(mod, TS_OP_EXPONENTIAL);
+  if (op == TS_OP_LOG_PLUS_ONE || op == TS_OP_EXPONENTIAL_MINUS_ONE) logf = cg_math_f32(mod, TS_OP_LOG);
   LLVMContextRef cx = LLVMGetModuleContext(mod);
   mb_t m = {.mod = mod, .f32 = LLVMFloatTypeInContext(cx), .i32 = LLVMInt32TypeInContext(cx),
             .i1 = LLVMInt1TypeInContext(cx)};
@@ -167,6 +194,8 @@ LLVMValueRef cg_math_f32(LLVMModuleRef mod, ts_opcode_t op) {
   case TS_OP_TANH: y = emit_tanh(&m, x, expf); break;
   case TS_OP_LOGISTIC: y = emit_logistic(&m, x, expf); break;
   case TS_OP_SQRT: y = intr1(&m, "llvm.sqrt.f32", x); break;
+  case TS_OP_LOG_PLUS_ONE: y = emit_log1p(&m, x, logf); break;
+  case TS_OP_EXPONENTIAL_MINUS_ONE: y = emit_expm1(&m, x, expf, logf); break;
   default: y = LLVMBuildFDiv(m.b, cf(&m, 1.0), intr1(&m, "llvm.sqrt.f32", x), ""); break;
   }
   LLVMBuildRet(m.b, y);

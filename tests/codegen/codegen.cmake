@@ -1,10 +1,11 @@
 # codegen/: the compiled math functions against libm (ULP sweeps), every
 # fusion kind's compiled kernel against the interpreter, and tessera run
 # --check catching a deliberately wrong kernel.
-ts_unit_test(test_codegen_math CASES exp log tanh logistic sqrt rsqrt)
+ts_unit_test(test_codegen_math CASES exp log tanh logistic sqrt rsqrt log1p expm1)
 target_link_libraries(test_codegen_math PRIVATE ts_codegen m)
 foreach(c test_codegen_math test_codegen_math.exp test_codegen_math.log test_codegen_math.tanh
-    test_codegen_math.logistic test_codegen_math.sqrt test_codegen_math.rsqrt)
+    test_codegen_math.logistic test_codegen_math.sqrt test_codegen_math.rsqrt test_codegen_math.log1p
+    test_codegen_math.expm1)
   set_tests_properties(${c} PROPERTIES TIMEOUT 300)
 endforeach()
 ts_unit_test(test_codegen_kernels)

@@ -106,6 +106,7 @@ done:
 static const fn_t fns[] = {
     {"exponential", exp, 1}, {"log", log, 1}, {"tanh", tanh, 2},
     {"logistic", ref_logistic, 3}, {"sqrt", sqrt, 0.5}, {"rsqrt", ref_rsqrt, 1.5},
+    {"log-plus-one", log1p, 3}, {"exponential-minus-one", expm1, 3},
 };
 
 static void exp_(void) { sweep(&fns[0]); }
@@ -114,9 +115,12 @@ static void tanh_(void) { sweep(&fns[2]); }
 static void logistic(void) { sweep(&fns[3]); }
 static void sqrt_(void) { sweep(&fns[4]); }
 static void rsqrt(void) { sweep(&fns[5]); }
+static void log1p_(void) { sweep(&fns[6]); }
+static void expm1_(void) { sweep(&fns[7]); }
 
 int main(int argc, char **argv) {
   static const ts_test_case_t cases[] = {{"exp", exp_},   {"log", log_},   {"tanh", tanh_},
-                                         {"logistic", logistic}, {"sqrt", sqrt_}, {"rsqrt", rsqrt}};
+                                         {"logistic", logistic}, {"sqrt", sqrt_}, {"rsqrt", rsqrt},
+                                         {"log1p", log1p_}, {"expm1", expm1_}};
   return ts_test_cases("test_codegen_math", argc, argv, cases, (int)(sizeof cases / sizeof cases[0]));
 }

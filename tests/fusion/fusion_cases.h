@@ -19,7 +19,9 @@ static const fusion_case_t fusion_cases[] = {
     {"math",
      "HloModule m\nENTRY e {\n a = f32[300] parameter(0)\n b = f32[300] parameter(1)\n x = f32[300] exponential(a)\n"
      " l = f32[300] log(b)\n t = f32[300] tanh(x)\n g = f32[300] logistic(l)\n q = f32[300] sqrt(b)\n"
-     " r = f32[300] rsqrt(a)\n s = f32[300] add(t, g)\n u = f32[300] add(q, r)\n ROOT v = f32[300] multiply(s, u)\n}\n",
+     " r = f32[300] rsqrt(a)\n s = f32[300] add(t, g)\n u = f32[300] add(q, r)\n p1 = f32[300] log-plus-one(b)\n"
+     " m1 = f32[300] exponential-minus-one(a)\n w = f32[300] add(p1, m1)\n u2 = f32[300] add(u, w)\n"
+     " ROOT v = f32[300] multiply(s, u2)\n}\n",
      1, 0, 1},
     {"select_compare_convert",
      "HloModule m\nENTRY e {\n a = f32[64] parameter(0)\n b = f32[64] parameter(1)\n"
