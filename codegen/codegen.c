@@ -105,20 +105,32 @@ static double now_ms(void) {
   return (double)t.tv_sec * 1e3 + (double)t.tv_nsec / 1e6;
 }
 
-/* Whether the computation is a loop we emit: f32/pred arrays of the root's
- * element count or of one element (uniform), ops from the list below. */
-static bool supported(const ts_hlo_comp_t *c, int nin) {
+static ts_i64_list_t list_attr(const ts_hlo_instr_t *i, const char *name) {
+  const ts_hlo_attr_t *a = ts_hlo_instr_attr(i, name);
+  return a && a->kind == TS_ATTR_INT_LIST ? a->v.list : (ts_i64_list_t){0, NULL};
+}
+
+/* Whether the computation is a loop we emit: f32/pred arrays, ops from the
+ * list below. *flat: every value has the root's element count or one
+ * element and no op moves elements, so one loop over the linear index (of
+ * any length n) does; otherwise nested loops over the root's dimensions
+ * with each operand read at its index map (XLA's elemental emitter). */
+static bool supported(const ts_hlo_comp_t *c, int nin, bool *flat) {
   if (c->nparams > nin || c->nparams > MAX_IN) return false;
   const ts_hlo_instr_t *root = c->root;
-  if (!root || !ts_shape_is_array(root->shape)) return false;
+  if (!root || !ts_shape_is_array(root->shape) || root->shape->rank > 8) return false;
   int64_t n = ts_shape_elements(root->shape);
+  *flat = true;
   for (int k = 0; k < c->ninstrs; k++) {
     const ts_hlo_instr_t *i = c->instrs[k];
-    if (!ts_shape_is_array(i->shape) || i->shape->dynamic) return false;
+    if (!ts_shape_is_array(i->shape) || i->shape->dynamic || i->shape->rank > 8) return false;
     ts_elem_t e = i->shape->elem;
-    if (e != TS_F32 && e != TS_PRED) return false;
+    if (e != TS_F32 && e != TS_PRED && !(e == TS_S32 && i->op == TS_OP_IOTA)) return false;
+    if (i->op != TS_OP_CONVERT)
+      for (int o = 0; o < i->nops; o++)
+        if (i->ops[o]->shape->elem == TS_S32) return false; /* s32 only as an iota a convert reads */
     int64_t cnt = ts_shape_elements(i->shape);
-    if (cnt != n && cnt != 1) return false;
+    if (cnt != n && cnt != 1) *flat = false;
     bool f = e == TS_F32;
     switch (i->op) {
     case TS_OP_PARAMETER: break;
@@ -126,14 +138,38 @@ static bool supported(const ts_hlo_comp_t *c, int nin) {
       if (cnt != 1 || !i->literal || i->literal->elided) return false;
       if (f ? !i->literal->f : !i->literal->i) return false;
       break;
-    case TS_OP_BROADCAST:
-      if (ts_shape_elements(i->ops[0]->shape) != 1 && ts_shape_elements(i->ops[0]->shape) != cnt) return false;
-      if (ts_shape_elements(i->ops[0]->shape) == cnt && !ts_shape_equal(i->ops[0]->shape, i->shape, false))
-        return false; /* a broadcast that moves elements is an index map */
+    case TS_OP_BROADCAST: {
+      int64_t oc = ts_shape_elements(i->ops[0]->shape);
+      if (list_attr(i, "dimensions").n != i->ops[0]->shape->rank) return false;
+      if (oc != 1 && !ts_shape_equal(i->ops[0]->shape, i->shape, false)) *flat = false;
       break;
+    }
     case TS_OP_RESHAPE: case TS_OP_BITCAST: /* row-major: the same elements in order */
       if (i->ops[0]->shape->elem != e) return false;
+      if (ts_shape_elements(i->ops[0]->shape) != cnt) return false;
       break;
+    case TS_OP_TRANSPOSE:
+      if (list_attr(i, "dimensions").n != i->shape->rank) return false;
+      *flat = false;
+      break;
+    case TS_OP_SLICE: {
+      const ts_hlo_attr_t *a = ts_hlo_instr_attr(i, "slice");
+      if (!a || a->kind != TS_ATTR_SLICE || a->v.slice->n != i->shape->rank) return false;
+      for (int d = 0; d < a->v.slice->n; d++)
+        if (a->v.slice->stride[d] <= 0) return false;
+      *flat = false;
+      break;
+    }
+    case TS_OP_CONCATENATE:
+      if (list_attr(i, "dimensions").n != 1 || i->nops > 64) return false;
+      *flat = false;
+      break;
+    case TS_OP_IOTA: {
+      const ts_hlo_attr_t *a = ts_hlo_instr_attr(i, "iota_dimension");
+      if (!a || a->kind != TS_ATTR_INT) return false;
+      *flat = false;
+      break;
+    }
     case TS_OP_CONVERT: break;
     case TS_OP_COMPARE: {
       if (i->ops[0]->shape->elem != TS_F32) return false;
@@ -178,10 +214,10 @@ static LLVMValueRef call_f(cg_t *g, LLVMValueRef fn, LLVMValueRef x) {
 
 /* The value of instruction i at loop index `idx` (the values of its
  * operands already in v[]). */
-static LLVMValueRef emit_op(cg_t *g, const ts_hlo_instr_t *i, LLVMValueRef *v, LLVMValueRef *inp,
+static LLVMValueRef emit_op(cg_t *g, const ts_hlo_instr_t *i, LLVMValueRef *ov, LLVMValueRef *inp,
                             LLVMValueRef idx) {
   LLVMBuilderRef b = g->b;
-  LLVMValueRef a = i->nops > 0 ? v[i->ops[0]->id] : NULL, c = i->nops > 1 ? v[i->ops[1]->id] : NULL;
+  LLVMValueRef a = i->nops > 0 ? ov[0] : NULL, c = i->nops > 1 ? ov[1] : NULL;
   bool f = i->shape->elem == TS_F32;
   switch (i->op) {
   case TS_OP_PARAMETER: {
@@ -198,6 +234,7 @@ static LLVMValueRef emit_op(cg_t *g, const ts_hlo_instr_t *i, LLVMValueRef *v, L
     ts_elem_t from = i->ops[0]->shape->elem;
     if (from == i->shape->elem) return a;
     if (from == TS_PRED) return LLVMBuildUIToFP(b, a, g->f32, "");
+    if (from == TS_S32) return LLVMBuildSIToFP(b, a, g->f32, "");
     return LLVMBuildFCmp(b, LLVMRealUNE, a, cf(g, 0.0), ""); /* f32 -> pred: != 0 (NaN is true) */
   }
   case TS_OP_COMPARE: {
@@ -207,7 +244,7 @@ static LLVMValueRef emit_op(cg_t *g, const ts_hlo_instr_t *i, LLVMValueRef *v, L
                         : !strcmp(d, "GT") ? LLVMRealOGT : LLVMRealOGE;
     return LLVMBuildFCmp(b, p, a, c, "");
   }
-  case TS_OP_SELECT: return LLVMBuildSelect(b, a, c, v[i->ops[2]->id], "");
+  case TS_OP_SELECT: return LLVMBuildSelect(b, a, c, ov[2], "");
   case TS_OP_AND: return LLVMBuildAnd(b, a, c, "");
   case TS_OP_OR: return LLVMBuildOr(b, a, c, "");
   case TS_OP_XOR: return LLVMBuildXor(b, a, c, "");
@@ -219,7 +256,7 @@ static LLVMValueRef emit_op(cg_t *g, const ts_hlo_instr_t *i, LLVMValueRef *v, L
   case TS_OP_MAXIMUM: return fmax_xla(g, a, c, false);
   case TS_OP_MINIMUM: return fmax_xla(g, a, c, true);
   case TS_OP_CLAMP: /* clamp(lo, x, hi) = min(max(x, lo), hi) */
-    return fmax_xla(g, fmax_xla(g, c, a, false), v[i->ops[2]->id], true);
+    return fmax_xla(g, fmax_xla(g, c, a, false), ov[2], true);
   case TS_OP_NEGATE: return LLVMBuildFNeg(b, a, "");
   case TS_OP_ABS: return call_f(g, cg_intrinsic_f32(g->mod, "llvm.fabs.f32", 1), a);
   case TS_OP_FLOOR: return call_f(g, cg_intrinsic_f32(g->mod, "llvm.floor.f32", 1), a);
@@ -258,7 +295,9 @@ static LLVMValueRef emit_loop(cg_t *g, const ts_hlo_comp_t *c, const char *sym) 
   }
   for (int k = 0; k < c->ninstrs; k++) {
     const ts_hlo_instr_t *ins = order[k];
-    LLVMValueRef x = emit_op(g, ins, v, inp, i);
+    LLVMValueRef ov[3] = {0};
+    for (int o = 0; o < ins->nops && o < 3; o++) ov[o] = v[ins->ops[o]->id];
+    LLVMValueRef x = emit_op(g, ins, ov, inp, i);
     if (g->perturb && ins->shape->elem == TS_F32 && strcmp(g->perturb, ts_opcode_name(ins->op)) == 0)
       x = LLVMBuildFMul(b, x, cf(g, 1.01), ""); /* a deliberately wrong kernel (tests: --check catches it) */
     v[ins->id] = x;
@@ -278,6 +317,192 @@ static LLVMValueRef emit_loop(cg_t *g, const ts_hlo_comp_t *c, const char *sym) 
   LLVMBuildRetVoid(b);
   ts_free(v);
   ts_free(order);
+  return fn;
+}
+
+/* ---- nested loops with index maps ------------------------------------------ */
+
+typedef struct {
+  const ts_hlo_instr_t *i;
+  int rank;
+  LLVMValueRef idx[8];
+  LLVMValueRef v;
+} memo_t;
+
+typedef struct {
+  cg_t *g;
+  LLVMValueRef *inp;
+  memo_t *memo;
+  int nmemo, cap;
+} gen_t;
+
+static LLVMValueRef i64c(cg_t *g, int64_t v) { return LLVMConstInt(g->i64, (unsigned long long)v, 1); }
+
+static LLVMValueRef linearize(cg_t *g, const ts_shape_t *sh, LLVMValueRef *idx) {
+  LLVMValueRef lin = i64c(g, 0);
+  int64_t st[8];
+  ts_strides(sh->rank, sh->dims, st);
+  for (int d = 0; d < sh->rank; d++)
+    lin = LLVMBuildAdd(g->b, lin, LLVMBuildMul(g->b, idx[d], i64c(g, st[d]), ""), "");
+  return lin;
+}
+
+/* The value of instruction i at multi-index idx (i's own shape). */
+static LLVMValueRef gen(gen_t *G, const ts_hlo_instr_t *i, LLVMValueRef *idx) {
+  cg_t *g = G->g;
+  LLVMBuilderRef b = g->b;
+  int r = i->shape->rank;
+  for (int k = 0; k < G->nmemo; k++) {
+    memo_t *e = &G->memo[k];
+    if (e->i == i && (r == 0 || memcmp(e->idx, idx, sizeof *idx * (size_t)r) == 0)) return e->v;
+  }
+  LLVMValueRef v, oi[8];
+  const ts_shape_t *os = i->nops ? i->ops[0]->shape : NULL;
+  switch (i->op) {
+  case TS_OP_PARAMETER: {
+    bool f = i->shape->elem == TS_F32;
+    LLVMTypeRef et = f ? g->f32 : g->i8;
+    LLVMValueRef at = linearize(g, i->shape, idx);
+    LLVMValueRef x = LLVMBuildLoad2(b, et, LLVMBuildGEP2(b, et, G->inp[i->param_number], &at, 1, ""), "");
+    v = f ? x : LLVMBuildICmp(b, LLVMIntNE, x, LLVMConstInt(g->i8, 0, 0), "");
+    break;
+  }
+  case TS_OP_BROADCAST: {
+    ts_i64_list_t dims = list_attr(i, "dimensions");
+    for (int k = 0; k < dims.n; k++) oi[k] = idx[dims.v[k]];
+    v = gen(G, i->ops[0], oi);
+    break;
+  }
+  case TS_OP_TRANSPOSE: {
+    ts_i64_list_t perm = list_attr(i, "dimensions"); /* output dim k is operand dim perm[k] */
+    for (int k = 0; k < perm.n; k++) oi[perm.v[k]] = idx[k];
+    v = gen(G, i->ops[0], oi);
+    break;
+  }
+  case TS_OP_RESHAPE: case TS_OP_BITCAST: {
+    LLVMValueRef lin = linearize(g, i->shape, idx);
+    int64_t st[8];
+    ts_strides(os->rank, os->dims, st);
+    for (int k = 0; k < os->rank; k++)
+      oi[k] = LLVMBuildURem(b, LLVMBuildUDiv(b, lin, i64c(g, st[k]), ""), i64c(g, os->dims[k]), "");
+    v = gen(G, i->ops[0], oi);
+    break;
+  }
+  case TS_OP_SLICE: {
+    const ts_slice_t *sl = ts_hlo_instr_attr(i, "slice")->v.slice;
+    for (int k = 0; k < r; k++)
+      oi[k] = LLVMBuildAdd(b, i64c(g, sl->start[k]), LLVMBuildMul(b, idx[k], i64c(g, sl->stride[k]), ""), "");
+    v = gen(G, i->ops[0], oi);
+    break;
+  }
+  case TS_OP_CONCATENATE: {
+    /* Every operand read at an index clamped into it; a select picks. */
+    int64_t dim = list_attr(i, "dimensions").v[0], off = 0;
+    v = NULL;
+    for (int o = 0; o < i->nops; o++) {
+      int64_t sz = i->ops[o]->shape->dims[dim];
+      memcpy(oi, idx, sizeof *idx * (size_t)r);
+      LLVMValueRef t = LLVMBuildSub(b, idx[dim], i64c(g, off), "");
+      LLVMValueRef lo = LLVMBuildICmp(b, LLVMIntSLT, t, i64c(g, 0), "");
+      t = LLVMBuildSelect(b, lo, i64c(g, 0), t, "");
+      LLVMValueRef hi = LLVMBuildICmp(b, LLVMIntSGT, t, i64c(g, sz - 1), "");
+      oi[dim] = LLVMBuildSelect(b, hi, i64c(g, sz - 1), t, "");
+      LLVMValueRef x = gen(G, i->ops[o], oi);
+      v = v ? LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntSGE, idx[dim], i64c(g, off), ""), x, v, "") : x;
+      off += sz;
+    }
+    break;
+  }
+  case TS_OP_IOTA: { /* f32 directly; s32 as i32 (only a convert reads it) */
+    LLVMValueRef k = idx[ts_hlo_instr_attr(i, "iota_dimension")->v.i];
+    v = i->shape->elem == TS_F32 ? LLVMBuildSIToFP(b, k, g->f32, "") : LLVMBuildTrunc(b, k, g->i32, "");
+    break;
+  }
+  default: {
+    LLVMValueRef ov[3] = {0};
+    for (int o = 0; o < i->nops && o < 3; o++) ov[o] = gen(G, i->ops[o], idx);
+    v = emit_op(g, i, ov, G->inp, NULL);
+    break;
+  }
+  }
+  if (g->perturb && i->shape->elem == TS_F32 && strcmp(g->perturb, ts_opcode_name(i->op)) == 0)
+    v = LLVMBuildFMul(b, v, cf(g, 1.01), "");
+  if (G->nmemo == G->cap) {
+    int cap = G->cap ? G->cap * 2 : 64;
+    memo_t *nm = realloc(G->memo, sizeof *nm * (size_t)cap);
+    if (!nm) return v;
+    G->memo = nm;
+    G->cap = cap;
+  }
+  memo_t *e = &G->memo[G->nmemo++];
+  e->i = i;
+  e->rank = r;
+  if (r) memcpy(e->idx, idx, sizeof *idx * (size_t)r);
+  e->v = v;
+  return v;
+}
+
+/* Emits `void sym(i8** in, i8* out, i64 n)` (n unused: the shapes are
+ * static) as nested loops over the root's dimensions, innermost last. */
+static LLVMValueRef emit_nested(cg_t *g, const ts_hlo_comp_t *c, const char *sym) {
+  LLVMTypeRef args[3] = {g->i8pp, g->i8p, g->i64};
+  LLVMValueRef fn = LLVMAddFunction(g->mod, sym, LLVMFunctionType(LLVMVoidTypeInContext(g->cx), args, 3, 0));
+  LLVMBuilderRef b = g->b;
+  LLVMBasicBlockRef entry = LLVMAppendBasicBlockInContext(g->cx, fn, "entry");
+  LLVMPositionBuilderAtEnd(b, entry);
+  LLVMValueRef inp[MAX_IN];
+  for (int p = 0; p < c->nparams; p++) {
+    LLVMValueRef at = i64c(g, p);
+    LLVMValueRef raw = LLVMBuildLoad2(b, g->i8p, LLVMBuildGEP2(b, g->i8p, LLVMGetParam(fn, 0), &at, 1, ""), "");
+    inp[p] = c->params[p]->shape->elem == TS_F32 ? LLVMBuildBitCast(b, raw, LLVMPointerType(g->f32, 0), "") : raw;
+  }
+  const ts_shape_t *rs = c->root->shape;
+  int r = rs->rank;
+  for (int d = 0; d < r; d++)
+    if (rs->dims[d] == 0) { /* nothing to compute */
+      LLVMBuildRetVoid(b);
+      return fn;
+    }
+  bool f = rs->elem == TS_F32;
+  LLVMValueRef outp = f ? LLVMBuildBitCast(b, LLVMGetParam(fn, 1), LLVMPointerType(g->f32, 0), "") : LLVMGetParam(fn, 1);
+  gen_t G = {.g = g, .inp = inp};
+  if (r == 0) { /* a scalar: no loop */
+    LLVMValueRef v = gen(&G, c->root, NULL);
+    free(G.memo);
+    if (!f) v = LLVMBuildZExt(b, v, g->i8, "");
+    LLVMBuildStore(b, v, outp);
+    LLVMBuildRetVoid(b);
+    return fn;
+  }
+  LLVMBasicBlockRef L[8] = {0}, T[8] = {0}, exit;
+  LLVMValueRef iv[8] = {0};
+  for (int d = 0; d < r; d++) {
+    L[d] = LLVMAppendBasicBlockInContext(g->cx, fn, "loop");
+    T[d] = LLVMAppendBasicBlockInContext(g->cx, fn, "latch");
+  }
+  exit = LLVMAppendBasicBlockInContext(g->cx, fn, "exit");
+  LLVMBuildBr(b, L[0]);
+  for (int d = 0; d < r; d++) {
+    LLVMPositionBuilderAtEnd(b, L[d]);
+    iv[d] = LLVMBuildPhi(b, g->i64, "");
+    if (d + 1 < r) LLVMBuildBr(b, L[d + 1]);
+  }
+  LLVMValueRef v = gen(&G, c->root, iv);
+  free(G.memo);
+  LLVMValueRef at = linearize(g, rs, iv);
+  if (!f) v = LLVMBuildZExt(b, v, g->i8, "");
+  LLVMBuildStore(b, v, LLVMBuildGEP2(b, f ? g->f32 : g->i8, outp, &at, 1, ""));
+  LLVMBuildBr(b, T[r - 1]);
+  for (int d = r - 1; d >= 0; d--) {
+    LLVMPositionBuilderAtEnd(b, T[d]);
+    LLVMValueRef next = LLVMBuildAdd(b, iv[d], i64c(g, 1), "");
+    LLVMBuildCondBr(b, LLVMBuildICmp(b, LLVMIntSLT, next, i64c(g, rs->dims[d]), ""), L[d], d ? T[d - 1] : exit);
+    LLVMBasicBlockRef from[2] = {d ? L[d - 1] : entry, T[d]};
+    LLVMValueRef vals[2] = {i64c(g, 0), next};
+    LLVMAddIncoming(iv[d], vals, from, 2);
+  }
+  LLVMPositionBuilderAtEnd(b, exit);
+  LLVMBuildRetVoid(b);
   return fn;
 }
 
@@ -353,21 +578,24 @@ ts_status_t ts_codegen_compile(const ts_hlo_module_t *m, const ts_codegen_opts_t
       const ts_hlo_instr_t *i = m->comps[c]->instrs[k];
       if (i->op != TS_OP_FUSION) continue;
       st0.fusions++;
-      if (i->ncalled != 1 || !supported(i->called[0], i->nops) || !ts_shape_is_array(i->shape)) continue;
+      bool flat;
+      if (i->ncalled != 1 || !ts_shape_is_array(i->shape) || !supported(i->called[0], i->nops, &flat)) continue;
       kernel_t *kk = &cg->k[cg->n];
       char lsym[64];
       snprintf(kk->sym, sizeof kk->sym, "ts_m%llu_k%d", seq, cg->n);
       snprintf(lsym, sizeof lsym, "%s_loop", kk->sym);
-      LLVMValueRef loop = emit_loop(&g, i->called[0], lsym);
+      LLVMValueRef loop = flat ? emit_loop(&g, i->called[0], lsym) : emit_nested(&g, i->called[0], lsym);
       if (!loop) continue;
       LLVMSetLinkage(loop, LLVMInternalLinkage);
       emit_kernel(&g, loop, i->called[0]->nparams, ts_shape_elements(i->shape), kk->sym);
       kk->instr = i;
       cg->n++;
     }
-  if (opts && opts->entry && supported(m->entry, m->entry->nparams)) {
+  bool eflat;
+  if (opts && opts->entry && supported(m->entry, m->entry->nparams, &eflat)) {
     snprintf(cg->entry_sym, sizeof cg->entry_sym, "ts_m%llu_entry", seq);
-    emit_loop(&g, m->entry, cg->entry_sym);
+    if (eflat) emit_loop(&g, m->entry, cg->entry_sym);
+    else emit_nested(&g, m->entry, cg->entry_sym);
   }
   LLVMDisposeBuilder(g.b);
   set_target_attrs(g.cx, g.mod);

@@ -35,12 +35,12 @@ static const fusion_case_t fusion_cases[] = {
      " s = f32[6,4] add(t, b)\n r = f32[24] reshape(s)\n v = f32[4] parameter(2)\n"
      " bv = f32[6,4] broadcast(v), dimensions={1}\n w = f32[6,4] multiply(s, bv)\n rw = f32[24] reshape(w)\n"
      " ROOT o = f32[24] subtract(r, rw)\n}\n",
-     1, 0, 0},
+     1, 0, 1},
     {"slice_concat_iota",
      "HloModule m\nENTRY e {\n a = f32[10] parameter(0)\n s0 = f32[4] slice(a), slice={[0:4]}\n"
      " s1 = f32[6] slice(a), slice={[4:10]}\n e0 = f32[4] exponential(s0)\n c = f32[10] concatenate(s1, e0), dimensions={0}\n"
      " i = s32[10] iota(), iota_dimension=0\n fi = f32[10] convert(i)\n ROOT r = f32[10] add(c, fi)\n}\n",
-     1, 0, 0},
+     1, 0, 1},
     {"reduce_input",
      "HloModule m\nsum {\n p = f32[] parameter(0)\n q = f32[] parameter(1)\n ROOT a = f32[] add(p, q)\n}\n"
      "ENTRY e {\n a = f32[8,32] parameter(0)\n b = f32[8,32] parameter(1)\n m = f32[8,32] multiply(a, b)\n"
