@@ -610,7 +610,8 @@ ts_status_t ts_codegen_compile(const ts_hlo_module_t *m, const ts_codegen_opts_t
   LLVMPassBuilderOptionsSetLoopVectorization(po, 1);
   LLVMPassBuilderOptionsSetSLPVectorization(po, 1);
   LLVMPassBuilderOptionsSetLoopUnrolling(po, 1);
-  LLVMErrorRef e = LLVMRunPasses(g.mod, "default<O2>", opt_tm, po);
+  const char *passes = getenv("TESSERA_CODEGEN_PASSES"); /* experiments: another pipeline */
+  LLVMErrorRef e = LLVMRunPasses(g.mod, passes && *passes ? passes : "default<O2>", opt_tm, po);
   LLVMDisposePassBuilderOptions(po);
   ts_status_t st = TS_OK;
   if (e) {

@@ -6,7 +6,7 @@ set -euo pipefail
 
 packages=(
   build-essential cmake ninja-build pkg-config git
-  clang llvm-dev libclang-rt-14-dev
+  clang llvm-dev llvm-14-dev libclang-rt-14-dev  # llvm-14-dev: codegen/ (LLVM C API, ORC LLJIT, libLLVM-14.so)
   openmpi-bin libopenmpi-dev
   libucx-dev
   libhwloc-dev
