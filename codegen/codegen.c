@@ -609,7 +609,7 @@ ts_status_t ts_codegen_compile(const ts_hlo_module_t *m, const ts_codegen_opts_t
   LLVMPassBuilderOptionsRef po = LLVMCreatePassBuilderOptions();
   LLVMPassBuilderOptionsSetLoopVectorization(po, 1);
   LLVMPassBuilderOptionsSetSLPVectorization(po, 1);
-  LLVMPassBuilderOptionsSetLoopUnrolling(po, 1);
+  LLVMPassBuilderOptionsSetLoopUnrolling(po, getenv("TESSERA_CODEGEN_UNROLL") != NULL); /* full unrolls of static trip counts cost JIT time, buy little */
   const char *passes = getenv("TESSERA_CODEGEN_PASSES"); /* experiments: another pipeline */
   LLVMErrorRef e = LLVMRunPasses(g.mod, passes && *passes ? passes : "default<O2>", opt_tm, po);
   LLVMDisposePassBuilderOptions(po);
