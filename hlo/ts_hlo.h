@@ -353,6 +353,19 @@ ts_status_t ts_hlo_instr_add_operand(ts_hlo_instr_t *i, ts_hlo_instr_t *op);
  * module arena). Called computations also go to `called`. */
 ts_status_t ts_hlo_instr_add_attr(ts_hlo_instr_t *i, const ts_hlo_attr_t *a);
 const ts_hlo_attr_t *ts_hlo_instr_attr(const ts_hlo_instr_t *i, const char *name);
+
+/* What a custom-call's target means to Tessera (hlo/custom_call.c). */
+typedef enum {
+  TS_CC_UNKNOWN,        /* no meaning here: an error naming the target */
+  TS_CC_SHARDING,       /* a sharding annotation: the value passes through */
+  TS_CC_REGION_ENTER,   /* SPMDFullToShardShape: a manual region begins */
+  TS_CC_REGION_EXIT,    /* SPMDShardToFullShape: it ends */
+  TS_CC_IDENTITY,       /* a placement or layout annotation: the value passes through */
+  TS_CC_TOPK,           /* XLA's TopK */
+  TS_CC_DEVICE_LIBRARY, /* a vendor library's kernel (cuBLAS, cuDNN, ...): cannot run on CPU */
+} ts_custom_call_kind_t;
+ts_custom_call_kind_t ts_hlo_custom_call_kind(const ts_hlo_instr_t *i);
+const char *ts_hlo_custom_call_target(const ts_hlo_instr_t *i); /* "" when none */
 ts_status_t ts_hlo_module_add_attr(ts_hlo_module_t *m, const ts_hlo_attr_t *a);
 const ts_hlo_attr_t *ts_hlo_module_attr(const ts_hlo_module_t *m, const char *name);
 void ts_hlo_comp_set_root(ts_hlo_comp_t *c, ts_hlo_instr_t *root);

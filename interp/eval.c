@@ -67,9 +67,7 @@ static plan_t *plan_of(ts_interp_t *it, const ts_hlo_comp_t *c) {
 /* ---- planning ----------------------------------------------------------- */
 
 static bool is_custom_call(const ts_hlo_instr_t *i, const char *target) {
-  if (i->op != TS_OP_CUSTOM_CALL) return false;
-  const ts_hlo_attr_t *a = ts_hlo_instr_attr(i, "custom_call_target");
-  return a && a->kind == TS_ATTR_STRING && strcmp(a->v.s, target) == 0;
+  return i->op == TS_OP_CUSTOM_CALL && strcmp(ts_hlo_custom_call_target(i), target) == 0;
 }
 
 static bool is_collective(ts_opcode_t op) {
@@ -91,9 +89,9 @@ static ts_opcode_t meaning(const ts_hlo_instr_t *i) {
 
 static bool instr_device_dependent(const ts_hlo_instr_t *i) {
   ts_opcode_t op = meaning(i);
-  return op == TS_OP_PARTITION_ID || op == TS_OP_REPLICA_ID || is_collective(op) ||
-         is_custom_call(i, "SPMDFullToShardShape") || is_custom_call(i, "SPMDShardToFullShape") ||
-         is_custom_call(i, "xla.sdy.GlobalToLocalShape") || is_custom_call(i, "xla.sdy.LocalToGlobalShape");
+  ts_custom_call_kind_t cc = ts_hlo_custom_call_kind(i);
+  return op == TS_OP_PARTITION_ID || op == TS_OP_REPLICA_ID || is_collective(op) || cc == TS_CC_REGION_ENTER ||
+         cc == TS_CC_REGION_EXIT;
 }
 
 /* The plan: post-order, local slots and use counts. */
@@ -633,7 +631,7 @@ static ts_status_t eval_comp(ts_interp_t *it, const ts_hlo_comp_t *c, int ndev, 
 
 static ts_status_t run_kernel(ts_interp_t *it, const ts_hlo_instr_t *i, ts_value_t **ops, int d,
                               ts_value_t **out) {
-  ts_kernel_fn fn = ts_kernel_for(i->op);
+  ts_kernel_fn fn = ts_kernel_for(ts_hlo_custom_call_kind(i) == TS_CC_TOPK ? TS_OP_TOPK : i->op);
   if (!fn)
     return fail(it, i, TS_ERR_INVALID_ARGUMENT, "opcode %s is not supported by the reference interpreter",
                 ts_opcode_name(i->op));
@@ -744,11 +742,6 @@ static ts_status_t eval_conditional(ts_interp_t *it, const ts_hlo_instr_t *i, in
   return TS_OK;
 }
 
-static const char *custom_call_target(const ts_hlo_instr_t *i) {
-  const ts_hlo_attr_t *a = ts_hlo_instr_attr(i, "custom_call_target");
-  return a && a->kind == TS_ATTR_STRING ? a->v.s : "";
-}
-
 /* Evaluates instruction i for every device; vals is the frame, opos the
  * frame positions of i's operands. */
 static ts_status_t eval_instr(ts_interp_t *it, const ts_hlo_instr_t *i, int ndev, ts_value_t **vals,
@@ -804,6 +797,11 @@ static ts_status_t eval_instr(ts_interp_t *it, const ts_hlo_instr_t *i, int ndev
     for (int d = 0; d < ndev; d++)
       if (!(res[d] = ts_value_new(i->shape))) return TS_ERR_NOMEM;
     return TS_OK;
+  case TS_OP_COPY:
+    /* A tuple is copied leaf by leaf; values are never written in place,
+     * so every leaf's copy is the leaf itself. Arrays take the kernel. */
+    if (i->shape->elem != TS_TUPLE) break;
+    /* fall through */
   case TS_OP_ADD_DEPENDENCY: case TS_OP_OPT_BARRIER: case TS_OP_DOMAIN:
   case TS_OP_ALL_REDUCE_DONE: case TS_OP_ASYNC_UPDATE:
     for (int d = 0; d < ndev; d++) res[d] = ts_value_ref(vals[opos[0] * ndev + d]);
@@ -900,18 +898,17 @@ static ts_status_t eval_instr(ts_interp_t *it, const ts_hlo_instr_t *i, int ndev
     return TS_OK;
   }
   case TS_OP_CUSTOM_CALL: {
-    const char *target = custom_call_target(i);
-    if (!strcmp(target, "Sharding") || !strcmp(target, "xla.sdy.FuncResultSharding") ||
-        !strcmp(target, "xla.sdy.ShardingConstraint")) {
+    const char *target = ts_hlo_custom_call_target(i);
+    ts_custom_call_kind_t kind = ts_hlo_custom_call_kind(i);
+    switch (kind) {
+    case TS_CC_SHARDING: case TS_CC_IDENTITY:
       if (nops != 1) return fail(it, i, TS_ERR_INVALID_ARGUMENT, "%s takes one operand", target);
       for (int d = 0; d < ndev; d++) res[d] = ts_value_ref(vals[opos[0] * ndev + d]);
       return TS_OK;
-    }
-    bool sdy = !strcmp(target, "xla.sdy.GlobalToLocalShape") || !strcmp(target, "xla.sdy.LocalToGlobalShape");
-    if (sdy || !strcmp(target, "SPMDFullToShardShape") || !strcmp(target, "SPMDShardToFullShape")) {
-      bool enter = !strcmp(target, "SPMDFullToShardShape") || !strcmp(target, "xla.sdy.GlobalToLocalShape");
-      ts_status_t st = enter ? enter_region(it, i, sdy, ndev, vals, opos, res)
-                             : leave_region(it, i, sdy, ndev, vals, opos, res);
+    case TS_CC_REGION_ENTER: case TS_CC_REGION_EXIT: {
+      bool sdy = strncmp(target, "xla.sdy.", 8) == 0;
+      ts_status_t st = kind == TS_CC_REGION_ENTER ? enter_region(it, i, sdy, ndev, vals, opos, res)
+                                                  : leave_region(it, i, sdy, ndev, vals, opos, res);
       if (st != TS_OK)
         for (int d = 0; d < ndev; d++) {
           ts_value_unref(res[d]);
@@ -919,8 +916,15 @@ static ts_status_t eval_instr(ts_interp_t *it, const ts_hlo_instr_t *i, int ndev
         }
       return st;
     }
-    return fail(it, i, TS_ERR_INVALID_ARGUMENT,
-                "custom-call target \"%s\" has no meaning in the reference interpreter", target);
+    case TS_CC_TOPK: break; /* the topk kernel, below */
+    case TS_CC_DEVICE_LIBRARY:
+      return fail(it, i, TS_ERR_UNSUPPORTED, "custom-call target \"%s\" calls a GPU/vendor library: it cannot run here",
+                  target);
+    case TS_CC_UNKNOWN:
+      return fail(it, i, TS_ERR_INVALID_ARGUMENT,
+                  "custom-call target \"%s\" has no meaning in the reference interpreter", target);
+    }
+    break;
   }
   default: break;
   }

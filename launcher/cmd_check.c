@@ -95,8 +95,10 @@ static uint64_t default_max_memory(void) {
 
 /* The value of an instruction's sharding on its shape; replicated when it
  * has none. */
-static ts_status_t sharding_of(ts_hlo_module_t *m, const ts_hlo_instr_t *i, ts_sharding_value_t **out) {
-  if (!i->sharding) return ts_sharding_simple(m->arena, TS_SHARD_REPLICATED, out);
+/* On one device every sharding means the whole value (as the partitioner
+ * reads it there). */
+static ts_status_t sharding_of(ts_hlo_module_t *m, const ts_hlo_instr_t *i, int ndev, ts_sharding_value_t **out) {
+  if (!i->sharding || ndev == 1) return ts_sharding_simple(m->arena, TS_SHARD_REPLICATED, out);
   return ts_sharding_from_syntax(m->arena, i->sharding, i->shape, out);
 }
 
@@ -119,8 +121,15 @@ static ts_status_t check(const check_args_t *a, ts_diag_t *diag) {
   ts_hlo_verify_opts_t vopts = {.num_partitions = a->partitions};
 
   TS_CHECK_GOTO(ts_cli_read_module(a->path, &vopts, &text, &m, diag), st, done);
+  if (ts_partition_is_per_device(m)) {
+    ts_diag_plain(diag, "%s is already a per-device program (entry %s, as XLA names it after SPMD partitioning): "
+                  "it has no one-device meaning to check against (run it with tessera run --check)",
+                  a->path, m->entry->name);
+    st = TS_ERR_UNSUPPORTED;
+    goto done;
+  }
   int64_t n = a->partitions ? a->partitions : m->num_partitions;
-  if (n <= 1) {
+  if (n < 1 || (n == 1 && !a->partitions)) { /* an explicit --num-partitions 1 checks one device */
     ts_diag_plain(diag, "say how many devices with --num-partitions N (the module's header gives none)");
     st = TS_ERR_INVALID_USAGE;
     goto done;
@@ -199,7 +208,7 @@ static ts_status_t check(const check_args_t *a, ts_diag_t *diag) {
   /* Device d's arguments: its shards under the parameters' shardings. */
   for (int p = 0; p < np; p++) {
     ts_sharding_value_t *sv;
-    if ((st = sharding_of(m, m->entry->params[p], &sv)) != TS_OK) {
+    if ((st = sharding_of(m, m->entry->params[p], ndev, &sv)) != TS_OK) {
       ts_diag_plain(diag, "the sharding of parameter %d does not fit its shape", p);
       goto done;
     }
@@ -233,7 +242,7 @@ static ts_status_t check(const check_args_t *a, ts_diag_t *diag) {
   }
 
   ts_sharding_value_t *root_sv;
-  if ((st = sharding_of(m, m->entry->root, &root_sv)) != TS_OK) {
+  if ((st = sharding_of(m, m->entry->root, ndev, &root_sv)) != TS_OK) {
     ts_diag_plain(diag, "the sharding of the root does not fit its shape");
     goto done;
   }

@@ -304,7 +304,7 @@ int ts_cmd_opt(int argc, char **argv) {
                   done);
   if (strcmp(stage, "partitioned") == 0 || (scheduled && !no_partition)) {
     popts.num_partitions = vopts.num_partitions ? vopts.num_partitions : m->num_partitions;
-    if (popts.num_partitions <= 1) {
+    if (popts.num_partitions < 1 || (popts.num_partitions == 1 && !vopts.num_partitions)) {
       fprintf(stderr, "tessera opt: error: --stage=%s: say how many devices with --num-partitions N "
                       "(the module's header gives none)\n", stage);
       st = TS_ERR_INVALID_USAGE;

@@ -69,6 +69,9 @@ static void usage(FILE *f) {
           "  --tolerance R         relative tolerance of --check (default 1e-4)\n"
           "  --compile-only        partition and assign buffers, print per-device memory\n"
           "                        and the collectives, do not run\n"
+          "  --no-partition        the module is already the per-device program: run it\n"
+          "                        as written on every device (the default for a dump\n"
+          "                        made after XLA's SPMD partitioner, entry *_spmd)\n"
           "  --trace FILE.json     a Chrome/Perfetto trace, one track per rank, merged on rank 0\n"
           "  --no-schedule         run the partitioned program in program order with\n"
           "                        synchronous collectives (by default the latency-hiding\n"
@@ -114,7 +117,7 @@ typedef struct {
   const char *address, *inputs, *outputs, *trace, *path;
   const char *hang_digest, *hang_coordinator, *cost_model, *cost_preset;
   uint64_t seed;
-  bool seeded, loop, check, compile_only, reference, trap, bind, hang, abort_on_hang, schedule;
+  bool seeded, loop, check, compile_only, reference, trap, bind, hang, abort_on_hang, schedule, no_partition;
   double tolerance, timeout, hang_timeout;
   ts_coll_backend_t backend;
   ts_partition_opts_t popts;
@@ -828,7 +831,8 @@ static ts_status_t partition(job_t *j, ts_diag_t *diag) {
                   (long long)(j->R * j->P), (long long)(j->R * j->P), (long long)(j->R * j->P));
     return TS_ERR_INVALID_USAGE;
   }
-  j->partitioned = any && j->P > 1;
+  /* A per-device dump (entry *_spmd, or --no-partition) runs as written. */
+  j->partitioned = any && j->P > 1 && !f->no_partition && !ts_partition_is_per_device(m);
   if (j->partitioned) {
     /* An op nothing can run (a custom-call target with no defined meaning)
      * is the error to report, not whatever the partitioner makes of it. */
@@ -1079,7 +1083,7 @@ enum {
   OPT_STEPS = 0x200, OPT_LOOP, OPT_CHECK, OPT_TOL, OPT_COMPILE_ONLY, OPT_TRACE, OPT_SLICES, OPT_BACKEND,
   OPT_TIMEOUT, OPT_NO_BIND, OPT_REFERENCE, OPT_TASK, OPT_NODES, OPT_ADDRESS,
   OPT_HANG_TIMEOUT, OPT_HANG_DIGEST, OPT_ABORT_ON_HANG, OPT_HANG_COORD, OPT_NO_HANG,
-  OPT_NO_SCHEDULE, OPT_COST_MODEL, OPT_COST_PRESET, OPT_OVERLAP,
+  OPT_NO_SCHEDULE, OPT_COST_MODEL, OPT_COST_PRESET, OPT_OVERLAP, OPT_NO_PARTITION,
 };
 
 /* Parses argv into f; returns -1 to go on, else the exit code. */
@@ -1097,6 +1101,7 @@ static int parse_flags(int argc, char **argv, run_flags_t *f) {
       {"check", no_argument, NULL, OPT_CHECK},
       {"tolerance", required_argument, NULL, OPT_TOL},
       {"compile-only", no_argument, NULL, OPT_COMPILE_ONLY},
+      {"no-partition", no_argument, NULL, OPT_NO_PARTITION},
       {"trace", required_argument, NULL, OPT_TRACE},
       {"slices", required_argument, NULL, OPT_SLICES},
       {"backend", required_argument, NULL, OPT_BACKEND},
@@ -1140,6 +1145,7 @@ static int parse_flags(int argc, char **argv, run_flags_t *f) {
     case OPT_CHECK: f->check = true; break;
     case OPT_TOL: if (!parse_positive("--tolerance", optarg, &f->tolerance)) return 2; break;
     case OPT_COMPILE_ONLY: f->compile_only = true; break;
+    case OPT_NO_PARTITION: f->no_partition = true; break;
     case OPT_TRACE: f->trace = optarg; break;
     case OPT_SLICES: if (!ts_cli_parse_count("run", "--slices", optarg, &f->slices)) return 2; break;
     case OPT_BACKEND:

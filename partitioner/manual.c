@@ -158,7 +158,17 @@ static bool user_all_reduce(part_t *p, const ts_hlo_instr_t *i, const ts_shardin
   const ts_i64_list_t *groups;
   bool all;
   if (partition_groups(i, &ng, &groups, &all)) {
-    if (!has_manual_subgroup(s)) return false;
+    const ts_sharding_value_t *os = p->sh[i->ops[0]->id];
+    bool tiled_in = os && os->kind == TS_SHARD_TILED && !has_manual_subgroup(os);
+    if (s->kind == TS_SHARD_REPLICATED && !tiled_in) return false; /* runs as written on the whole value */
+    if (!has_manual_subgroup(s)) {
+      /* Summing tiles of one array across partitions has no meaning in
+       * the program written for one device (XLA rejects it alike). */
+      ts_part_fail(p, i, TS_ERR_VERIFY,
+                   "a cross-partition all-reduce (channel_id) on a tiled value must be in a (partial) manual "
+                   "partitioning region (mark its operand manual with SPMDFullToShardShape, or drop channel_id)");
+      return true;
+    }
     for (int64_t g = 0; g < (all ? 1 : ng); g++) {
       int64_t n = all ? p->n : groups[g].n, first = -1;
       for (int64_t k = 0; k < n; k++) {
@@ -171,6 +181,17 @@ static bool user_all_reduce(part_t *p, const ts_hlo_instr_t *i, const ts_shardin
   ts_hlo_instr_t *x = ts_part_operand(p, i, 0, s);
   ts_part_set(p, i, ts_part_emit_like(p, i, &x, ts_part_local_shape(p, i->shape, s)), s);
   return true;
+}
+
+/* Whether s or any leaf of it is manual or tiles with a manual subgroup. */
+bool ts_part_any_manual(const ts_sharding_value_t *s) {
+  if (!s) return false;
+  if (s->kind == TS_SHARD_TUPLE) {
+    for (int k = 0; k < s->ntuple; k++)
+      if (ts_part_any_manual(s->tuple[k])) return true;
+    return false;
+  }
+  return s->kind == TS_SHARD_MANUAL || has_manual_subgroup(s);
 }
 
 /* ---- dispatch ----------------------------------------------------------- */

@@ -51,11 +51,6 @@ static size_t leaf_bytes(const ts_shape_t *s) {
   return (size_t)ts_shape_elements(s) * (size_t)ts_elem_storage_bytes(s->elem);
 }
 
-static const char *target_of(const ts_hlo_instr_t *i) {
-  const ts_hlo_attr_t *a = ts_hlo_instr_attr(i, "custom_call_target");
-  return a && a->kind == TS_ATTR_STRING ? a->v.s : "";
-}
-
 static bool is_sync_collective(ts_opcode_t op) {
   return op == TS_OP_ALL_REDUCE || op == TS_OP_ALL_GATHER || op == TS_OP_REDUCE_SCATTER || op == TS_OP_ALL_TO_ALL ||
          op == TS_OP_COLLECTIVE_PERMUTE || op == TS_OP_COLLECTIVE_BROADCAST;
@@ -333,12 +328,13 @@ static ts_status_t lower_instr(lower_t *L, int k) {
     break;
   }
   case TS_OP_CUSTOM_CALL: {
-    const char *t = target_of(i);
-    bool ident = !strcmp(t, "Sharding") || !strcmp(t, "xla.sdy.FuncResultSharding") ||
-                 !strcmp(t, "xla.sdy.ShardingConstraint");
-    bool region = !strcmp(t, "SPMDFullToShardShape") || !strcmp(t, "SPMDShardToFullShape") ||
-                  !strcmp(t, "xla.sdy.GlobalToLocalShape") || !strcmp(t, "xla.sdy.LocalToGlobalShape");
-    if (ident || region) {
+    const char *t = ts_hlo_custom_call_target(i);
+    ts_custom_call_kind_t kind = ts_hlo_custom_call_kind(i);
+    if (kind == TS_CC_TOPK) goto kernel;
+    if (kind == TS_CC_DEVICE_LIBRARY)
+      return rt_fail(m, i, L->diag, TS_ERR_UNSUPPORTED,
+                     "custom-call target \"%s\" calls a GPU/vendor library: it cannot run here", t);
+    if (kind == TS_CC_SHARDING || kind == TS_CC_IDENTITY || kind == TS_CC_REGION_ENTER || kind == TS_CC_REGION_EXIT) {
       /* In a per-device module these only mark shardings: the local value
        * passes through when its bytes fit. */
       int have = 0;
@@ -494,7 +490,7 @@ static ts_status_t lower_instr(lower_t *L, int k) {
       return rt_coll_compile(p, i, i, op, L->diag, &s->coll);
     }
   kernel: {
-    ts_kernel_fn fn = ts_kernel_for(op);
+    ts_kernel_fn fn = ts_kernel_for(ts_hlo_custom_call_kind(i) == TS_CC_TOPK ? TS_OP_TOPK : op);
     if (!fn) return rt_fail(m, i, L->diag, TS_ERR_INVALID_ARGUMENT, "opcode %s has no kernel in the runtime", ts_opcode_name(op));
     TS_CHECK(array_operands(L, i));
     TS_CHECK(fresh_slots(L, k, 0, nl));
