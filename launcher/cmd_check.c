@@ -5,6 +5,7 @@
 #include "ts_interp.h"
 #include "ts_launcher.h"
 #include "ts_partitioner.h"
+#include "ts_pipeline.h"
 #include "ts_sharding.h"
 
 #include <errno.h>
@@ -110,15 +111,17 @@ typedef struct {
 /* Partition, verify, estimate, run both and compare. Messages for the
  * user's input go to diag; the rest is printed here. */
 static ts_status_t check(const check_args_t *a, ts_diag_t *diag) {
+  ts_pipeline_t p;
+  ts_pipeline_init(&p, &(ts_pipeline_opts_t){.purpose = TS_PIPELINE_CHECK, .path = a->path,
+                                             .verify = {.num_partitions = a->partitions}, .partition = a->popts});
   ts_hlo_module_t *m = NULL, *pm = NULL;
   ts_interp_t *ref_it = NULL, *part_it = NULL;
   ts_value_t **args = NULL, **dargs = NULL, **douts = NULL, *want = NULL, *got = NULL;
-  char *text = NULL;
   int np = 0, ndev = 0;
   ts_status_t st;
-  ts_hlo_verify_opts_t vopts = {.num_partitions = a->partitions};
 
-  TS_CHECK_GOTO(ts_cli_read_module(a->path, &vopts, &text, &m, diag), st, done);
+  TS_CHECK_GOTO(ts_pipeline_run_to(&p, TS_STAGE_VERIFIED, diag), st, done);
+  m = p.m;
   int64_t n = a->partitions ? a->partitions : m->num_partitions;
   if (n <= 1) {
     ts_diag_plain(diag, "say how many devices with --num-partitions N (the module's header gives none)");
@@ -131,7 +134,6 @@ static ts_status_t check(const check_args_t *a, ts_diag_t *diag) {
     goto done;
   }
   ndev = (int)n;
-  vopts.num_partitions = n;
   np = m->entry->nparams;
   args = ts_calloc((size_t)np + 1, sizeof *args);
   dargs = ts_calloc((size_t)np * (size_t)ndev + 1, sizeof *dargs);
@@ -154,19 +156,9 @@ static ts_status_t check(const check_args_t *a, ts_diag_t *diag) {
     ref_it = NULL;
   }
 
-  ts_partition_opts_t popts = a->popts;
-  popts.num_partitions = n;
-  TS_CHECK_GOTO(ts_partition(m, &popts, &pm, diag), st, done);
-  {
-    ts_hlo_verify_opts_t pv = {.num_partitions = n};
-    ts_diag_t vd = {0};
-    if ((st = ts_hlo_verify(pm, &pv, &vd)) != TS_OK) {
-      ts_diag_plain(diag, "the partitioned module does not verify: %s", vd.text ? vd.text : ts_status_string(st));
-      ts_diag_free(&vd);
-      st = TS_ERR_CHECK_FAILED;
-      goto done;
-    }
-  }
+  p.o.partition.num_partitions = n;
+  TS_CHECK_GOTO(ts_pipeline_run_to(&p, TS_STAGE_PARTITIONED, diag), st, done);
+  pm = p.pm;
   int ninstr = 0;
   for (int c = 0; c < pm->ncomps; c++) ninstr += pm->comps[c]->ninstrs;
   printf("%s: partitioned for %d devices: %d instructions in %d computations, verified\n", a->path, ndev, ninstr,
@@ -269,9 +261,7 @@ done:
   ts_interp_destroy(part_it);
   ts_interp_destroy(ref_it);
   ts_interp_release_buffers();
-  ts_hlo_module_destroy(pm);
-  ts_hlo_module_destroy(m);
-  ts_free(text);
+  ts_pipeline_fini(&p);
   return st;
 }
 
@@ -328,5 +318,5 @@ int ts_cmd_check(int argc, char **argv) {
     }
   }
   ts_diag_free(&diag);
-  return ts_status_exit_code(st);
+  return ts_pipeline_exit_code(st);
 }

@@ -10,6 +10,7 @@
 #include "ts_interp.h"
 #include "ts_launcher.h"
 #include "ts_partitioner.h"
+#include "ts_pipeline.h"
 #include "ts_runtime.h"
 #include "ts_scheduler.h"
 #include "ts_sharding.h"
@@ -234,6 +235,7 @@ static void summarize(ts_value_t *result) {
 typedef struct {
   const run_flags_t *f;
   run_env_t env;
+  ts_pipeline_t pipe;  /* owns the modules, the schedule and the program below */
   ts_hlo_module_t *m;  /* as written (the partitioner adds propagated shardings) */
   ts_hlo_module_t *pm; /* the per-device program: m itself when not partitioned */
   bool partitioned;
@@ -770,11 +772,13 @@ static ts_status_t hang_rendezvous(job_t *j, ts_diag_t *diag) {
 }
 
 /* Reads the module, picks the partition count, partitions. */
-static ts_status_t prepare(job_t *j, char **text, ts_diag_t *diag) {
+static ts_status_t prepare(job_t *j, ts_diag_t *diag) {
   const run_flags_t *f = j->f;
   ts_hlo_verify_opts_t vopts = {.replica_count = f->replicas, .num_partitions = f->partitions};
   if (f->reference && f->devices > 1 && !f->partitions && !f->replicas) vopts.num_partitions = f->devices;
-  TS_CHECK(ts_cli_read_module(f->path, &vopts, text, &j->m, diag));
+  ts_pipeline_init(&j->pipe, &(ts_pipeline_opts_t){.purpose = TS_PIPELINE_RUN, .path = f->path, .verify = vopts});
+  TS_CHECK(ts_pipeline_run_to(&j->pipe, TS_STAGE_VERIFIED, diag));
+  j->m = j->pipe.m;
   ts_hlo_module_t *m = j->m;
   bool any;
   int64_t named = sharding_devices(m, &any);
@@ -808,10 +812,12 @@ static ts_status_t schedule(job_t *j, ts_diag_t *diag) {
   /* the host's cores are shared by the devices that run on it */
   int per_host = j->env.mode == RUN_THREADS ? j->env.ndevices : j->env.local_size;
   ts_costmodel_share_host(cm, run_host_cores(), per_host > 0 ? per_host : 1);
-  ts_sched_opts_t so = f->sched;
-  so.cost = cm;
-  ts_status_t st = ts_schedule(j->pm, &so, &j->sched, diag);
+  j->pipe.o.sched = f->sched;
+  j->pipe.o.sched.cost = cm;
+  ts_status_t st = ts_pipeline_run_to(&j->pipe, TS_STAGE_SCHEDULED, diag);
+  j->pipe.o.sched.cost = NULL;
   ts_costmodel_destroy(cm);
+  j->sched = j->pipe.sched;
   return st;
 }
 
@@ -828,27 +834,13 @@ static ts_status_t partition(job_t *j, ts_diag_t *diag) {
     return TS_ERR_INVALID_USAGE;
   }
   j->partitioned = any && j->P > 1;
+  j->pipe.o.program = (ts_rt_program_opts_t){.replica_count = j->R, .num_partitions = j->P};
   if (j->partitioned) {
-    /* An op nothing can run (a custom-call target with no defined meaning)
-     * is the error to report, not whatever the partitioner makes of it. */
-    ts_rt_program_t *whole = NULL;
-    ts_status_t vst = ts_rt_program_create(m, &(ts_rt_program_opts_t){.replica_count = j->R, .num_partitions = j->P},
-                                           &whole, diag);
-    ts_rt_program_destroy(whole);
-    if (vst == TS_ERR_INVALID_ARGUMENT) return vst;
-    ts_diag_free(diag);
-    ts_partition_opts_t popts = f->popts;
-    popts.num_partitions = j->P;
-    TS_CHECK(ts_partition(m, &popts, &j->pm, diag));
-    ts_hlo_verify_opts_t pv = {.num_partitions = j->P, .replica_count = j->R};
-    ts_diag_t vd = {0};
-    ts_status_t st = ts_hlo_verify(j->pm, &pv, &vd);
-    if (st != TS_OK) {
-      ts_diag_plain(diag, "the partitioned module does not verify (a partitioner bug): %s",
-                    vd.text ? vd.text : ts_status_string(st));
-      ts_diag_free(&vd);
-      return TS_ERR_INTERNAL;
-    }
+    j->pipe.o.partition = f->popts;
+    j->pipe.o.partition.num_partitions = j->P;
+    j->pipe.o.runnable_first = true;
+    TS_CHECK(ts_pipeline_run_to(&j->pipe, TS_STAGE_PARTITIONED, diag));
+    j->pm = j->pipe.pm;
     for (int p = 0; p < j->np; p++)
       if (sharding_of(m, m->entry->params[p], &j->param_sv[p]) != TS_OK) {
         ts_diag_plain(diag, "the sharding of parameter %d does not fit its shape", p);
@@ -859,6 +851,7 @@ static ts_status_t partition(job_t *j, ts_diag_t *diag) {
       return TS_ERR_INVALID_ARGUMENT;
     }
   } else {
+    ts_pipeline_skip(&j->pipe, TS_STAGE_PARTITIONED);
     j->pm = m;
   }
   /* A module that says it is scheduled keeps its order; so does one device,
@@ -866,8 +859,9 @@ static ts_status_t partition(job_t *j, ts_diag_t *diag) {
   const ts_hlo_attr_t *sa = ts_hlo_module_attr(j->pm, "is_scheduled");
   bool scheduled = sa && sa->kind == TS_ATTR_BOOL && sa->v.b;
   if (f->schedule && !scheduled && j->R * j->P > 1) TS_CHECK(schedule(j, diag));
-  ts_rt_program_opts_t po = {.replica_count = j->R, .num_partitions = j->P};
-  TS_CHECK(ts_rt_program_create(j->pm, &po, &j->prog, diag));
+  else ts_pipeline_skip(&j->pipe, TS_STAGE_SCHEDULED);
+  TS_CHECK(ts_pipeline_run_to(&j->pipe, TS_STAGE_ASSIGNED, diag));
+  j->prog = j->pipe.prog;
   TS_CHECK(fingerprint(j->pm, &j->fingerprint));
   j->first_leaf = ts_calloc((size_t)j->np + 1, sizeof *j->first_leaf);
   if (!j->first_leaf) return TS_ERR_NOMEM;
@@ -1035,8 +1029,6 @@ static void job_free(job_t *j) {
   if (j->comms)
     for (int l = 0; l < j->nlocal; l++) ts_coll_comm_destroy(j->comms[l]);
   ts_free(j->comms);
-  ts_rt_program_destroy(j->prog);
-  ts_sched_result_destroy(j->sched);
   if (j->init)
     for (int p = 0; p < j->np; p++) ts_value_unref(j->init[p]);
   ts_free(j->init);
@@ -1044,8 +1036,7 @@ static void job_free(job_t *j) {
   ts_free(j->is_weight);
   ts_free(j->out_param);
   ts_free(j->param_sv);
-  if (j->pm != j->m) ts_hlo_module_destroy(j->pm);
-  ts_hlo_module_destroy(j->m);
+  ts_pipeline_fini(&j->pipe);
 }
 
 /* ---- flags -------------------------------------------------------------------- */
@@ -1226,12 +1217,11 @@ int ts_cmd_run(int argc, char **argv) {
   if (rc >= 0) return rc;
   ts_diag_t diag = {0};
   job_t j = {.f = &f};
-  char *text = NULL;
   bool mpi = false;
   ts_status_t st;
   TS_CHECK_GOTO(ts_hang_fault_parse(getenv("TESSERA_FAULT"), &j.fault, &diag), st, done);
   TS_CHECK_GOTO(run_env_detect(f.devices, f.task_id, f.num_nodes, f.address, f.compile_only, &j.env, &diag), st, done);
-  TS_CHECK_GOTO(prepare(&j, &text, &diag), st, done);
+  TS_CHECK_GOTO(prepare(&j, &diag), st, done);
   bool reference = f.reference || (j.env.mode == RUN_THREADS && j.env.ndevices == 1 && j.R * j.P > 1 && !f.compile_only);
   /* Step 1's inputs (everything after is the feeder's, or the loop's). */
   if (!f.compile_only)
@@ -1264,12 +1254,11 @@ done:
   if (mpi && st != TS_OK && st != TS_ERR_CHECK_FAILED) {
     /* A failed world: MPI_Finalize could wait for ranks that are gone.
      * Leave now; mpirun sees the non-zero exit and stops the job. */
-    _exit(ts_status_exit_code(st));
+    _exit(ts_pipeline_exit_code(st));
   }
   job_free(&j);
   ts_interp_release_buffers();
-  ts_free(text);
   ts_diag_free(&diag);
   if (mpi) ts_coll_mpi_finalize();
-  return ts_status_exit_code(st);
+  return ts_pipeline_exit_code(st);
 }

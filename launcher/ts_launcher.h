@@ -30,11 +30,6 @@ bool ts_cli_parse_count(const char *cmd, const char *flag, const char *s, int64_
  * or to stdout when path is NULL or "-": no half-written output on error. */
 ts_status_t ts_cli_write_output(const char *path, const char *data, size_t len, ts_diag_t *diag);
 
-/* Reads `path` ("-": stdin), parses it and, when vopts is not NULL,
- * verifies it. *text (free with ts_free) backs the module's diagnostics. */
-ts_status_t ts_cli_read_module(const char *path, const ts_hlo_verify_opts_t *vopts, char **text,
-                               ts_hlo_module_t **m, ts_diag_t *diag);
-
 /* ---- compare.c: statistics and output comparison ---- */
 
 /* "12.00 MiB" style. */
