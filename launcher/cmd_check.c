@@ -145,7 +145,7 @@ static ts_status_t check(const check_args_t *a, ts_diag_t *diag) {
 
   /* The reference first, on the module as written (the partitioner then
    * writes propagated shardings into it). */
-  uint64_t ref_bytes = ts_cli_memory_bound(m);
+  uint64_t ref_bytes = ts_rt_memory_bound(m);
   bool fits = ref_bytes <= a->max_memory;
   if (fits) {
     TS_CHECK_GOTO(ts_interp_random_args(m, a->seed, args), st, done);
@@ -163,17 +163,17 @@ static ts_status_t check(const check_args_t *a, ts_diag_t *diag) {
   for (int c = 0; c < pm->ncomps; c++) ninstr += pm->comps[c]->ninstrs;
   printf("%s: partitioned for %d devices: %d instructions in %d computations, verified\n", a->path, ndev, ninstr,
          pm->ncomps);
-  ts_cli_coll_stats_t cs;
-  ts_cli_count_collectives(pm, &cs);
-  ts_cli_print_collectives(&cs);
+  ts_rt_coll_stats_t cs;
+  ts_rt_count_collectives(pm, &cs);
+  ts_rt_print_collectives(&cs);
 
-  uint64_t part_bytes = (uint64_t)ndev * ts_cli_memory_bound(pm);
+  uint64_t part_bytes = (uint64_t)ndev * ts_rt_memory_bound(pm);
   printf("memory estimate: reference run ");
-  ts_cli_print_bytes(stdout, ref_bytes);
+  ts_rt_print_bytes(stdout, ref_bytes);
   printf(", partitioned run ");
-  ts_cli_print_bytes(stdout, part_bytes);
+  ts_rt_print_bytes(stdout, part_bytes);
   printf(" (limit ");
-  ts_cli_print_bytes(stdout, a->max_memory);
+  ts_rt_print_bytes(stdout, a->max_memory);
   printf(")\n");
   fflush(stdout);
   if (!fits || part_bytes > a->max_memory) {
@@ -236,7 +236,7 @@ static ts_status_t check(const check_args_t *a, ts_diag_t *diag) {
     goto done;
   }
   int nleaves = ts_value_leaves(want, NULL, 0);
-  int bad = ts_cli_compare_outputs(m, want, got, root_sv, douts, ndev, 0, &st);
+  int bad = ts_rt_compare_outputs(m, want, got, root_sv, douts, ndev, 0, &st);
   if (st != TS_OK) goto done;
   if (bad) {
     printf("result: MISMATCH in %d of %d outputs\n", bad, nleaves);

@@ -245,14 +245,14 @@ typedef struct {
   int *out_param;      /* per root leaf of m: the parameter it updates, -1 */
   int nleaves;
   ts_sharding_value_t **param_sv, *root_sv;
-  run_inputs_t inputs;
+  ts_rt_inputs_t inputs;
   ts_value_t **init;   /* step 1's full value of every parameter */
 
   ts_rt_program_t *prog;
   uint64_t fingerprint; /* of the per-device program's text */
   ts_sched_result_t *sched; /* the scheduler's statistics, NULL when not scheduled */
   int *first_leaf;     /* per parameter: its first input leaf */
-  run_feeder_t *feeder;
+  ts_rt_feeder_t *feeder;
   int nlocal, first;   /* this process's devices: first .. first + nlocal */
   ts_coll_comm_t **comms;
   int slices;
@@ -450,14 +450,14 @@ static ts_status_t device_work(job_t *j, int local, ts_diag_t *diag) {
     TS_CHECK_GOTO(ts_hang_fault_before_input(&hook, step), st, done);
     if (step > 1 && j->feeder) {
       atomic_store_explicit(&prog->activity, TS_HANG_INPUT_WAIT, memory_order_relaxed);
-      TS_CHECK_GOTO(run_feeder_acquire(j->feeder, step, f->timeout, &data, diag), st, done);
+      TS_CHECK_GOTO(ts_rt_feeder_acquire(j->feeder, step, f->timeout, &data, diag), st, done);
     }
     for (int p = 0; p < j->np && st == TS_OK; p++) {
       if (step > 1 && f->loop && j->is_weight[p]) continue; /* updated in place by the last step */
       ts_value_t *full = step > 1 && data && data[p] ? data[p] : j->init[p];
       st = fill_param(j, d, dev, p, full, diag);
     }
-    if (data) run_feeder_release(j->feeder, step);
+    if (data) ts_rt_feeder_release(j->feeder, step);
     if (st != TS_OK) goto done;
     TS_CHECK_GOTO(ts_rt_device_run(d, step, diag), st, done);
     if (dev == 0) {
@@ -549,7 +549,7 @@ static ts_status_t reference_run(job_t *j, int ndev, bool print, ts_value_t **ou
       ts_value_unref(cur[p]);
       cur[p] = NULL;
       if (j->is_weight[p]) cur[p] = ts_value_ref(j->init[p]);
-      else TS_CHECK_GOTO(run_param_value(&j->inputs, p, step, &cur[p], diag), st, done);
+      else TS_CHECK_GOTO(ts_rt_param_value(&j->inputs, p, step, &cur[p], diag), st, done);
     }
     for (int d = 0; d < nd; d++)
       for (int p = 0; p < np; p++) args[d * np + p] = cur[p];
@@ -645,9 +645,12 @@ static ts_status_t finish_rank0(job_t *j, ts_diag_t *diag) {
   fflush(stdout);
   if (f->outputs) TS_CHECK_GOTO(ts_interp_write_outputs(f->outputs, got, diag), st, done);
   if (f->trace) {
-    TS_CHECK_GOTO(run_trace_write(f->trace, ts_rt_program_instr_names(j->prog), W,
-                                  (const ts_rt_event_t *const *)j->events, j->nevents, NULL, diag),
-                  st, done);
+    ts_buf_t trace = {0};
+    st = ts_rt_trace_json(ts_rt_program_instr_names(j->prog), W, (const ts_rt_event_t *const *)j->events, j->nevents,
+                          NULL, &trace);
+    if (st == TS_OK) st = ts_cli_write_output(f->trace, trace.data, trace.len, diag);
+    ts_buf_free(&trace);
+    if (st != TS_OK) goto done;
     printf("trace: %s (%d ranks)\n", f->trace, W);
   }
   if (f->check) {
@@ -664,13 +667,13 @@ static ts_status_t finish_rank0(job_t *j, ts_diag_t *diag) {
     TS_CHECK_GOTO(reference_run(j, nref, false, want, diag), st, done);
     int bad = 0;
     if (j->partitioned) {
-      bad = ts_cli_compare_outputs(j->m, want[0], got, j->root_sv, j->douts, W, f->tolerance, &st);
+      bad = ts_rt_compare_outputs(j->m, want[0], got, j->root_sv, j->douts, W, f->tolerance, &st);
     } else {
       ts_sharding_value_t *rep;
       TS_CHECK_GOTO(ts_sharding_simple(j->m->arena, TS_SHARD_REPLICATED, &rep), st, done);
       for (int d = 0; d < W && st == TS_OK; d++) {
         if (W > 1) printf("device %d:\n", d);
-        bad += ts_cli_compare_outputs(j->m, want[d], j->douts[d], rep, &j->douts[d], 1, f->tolerance, &st);
+        bad += ts_rt_compare_outputs(j->m, want[d], j->douts[d], rep, &j->douts[d], 1, f->tolerance, &st);
       }
     }
     if (st != TS_OK) goto done;
@@ -798,7 +801,7 @@ static ts_status_t prepare(job_t *j, ts_diag_t *diag) {
   alias_map(m, j->out_param, j->nleaves);
   for (int k = 0; k < j->nleaves; k++)
     if (j->out_param[k] >= 0) j->is_weight[j->out_param[k]] = true;
-  j->inputs = (run_inputs_t){.m = m, .dir = f->inputs, .seed = f->seed, .is_weight = j->is_weight,
+  j->inputs = (ts_rt_inputs_t){.m = m, .dir = f->inputs, .seed = f->seed, .is_weight = j->is_weight,
                              .init_weights = f->loop};
   return TS_OK;
 }
@@ -879,21 +882,21 @@ static void print_compile_only(job_t *j) {
          j->f->path, j->partitioned ? "partitioned" : "per-device program", (long long)(j->R * j->P),
          (long long)j->R, j->R == 1 ? "" : "s", (long long)j->P, ninstr, j->pm->ncomps);
   printf("per-device memory (buffer assignment): peak ");
-  ts_cli_print_bytes(stdout, mem.peak);
+  ts_rt_print_bytes(stdout, mem.peak);
   printf(" = inputs ");
-  ts_cli_print_bytes(stdout, mem.inputs);
+  ts_rt_print_bytes(stdout, mem.inputs);
   printf(" + outputs ");
-  ts_cli_print_bytes(stdout, mem.outputs);
+  ts_rt_print_bytes(stdout, mem.outputs);
   printf(" + temporaries ");
-  ts_cli_print_bytes(stdout, mem.temps);
+  ts_rt_print_bytes(stdout, mem.temps);
   printf("; constants ");
-  ts_cli_print_bytes(stdout, mem.constants);
+  ts_rt_print_bytes(stdout, mem.constants);
   printf("; without buffer reuse ");
-  ts_cli_print_bytes(stdout, mem.naive);
+  ts_rt_print_bytes(stdout, mem.naive);
   printf("\n");
-  ts_cli_coll_stats_t cs;
-  ts_cli_count_collectives(j->pm, &cs);
-  ts_cli_print_collectives(&cs);
+  ts_rt_coll_stats_t cs;
+  ts_rt_count_collectives(j->pm, &cs);
+  ts_rt_print_collectives(&cs);
   if (j->sched) {
     const ts_sched_result_t *r = j->sched;
     printf("schedule (%s%s%s cost model): predicted step %.3f ms, collectives %.3f ms of which %.3f ms exposed "
@@ -965,7 +968,7 @@ static ts_status_t run_job(job_t *j, ts_diag_t *diag) {
   if (f->steps > 1) {
     bool any_data = false;
     for (int p = 0; p < j->np; p++) any_data |= !j->is_weight[p];
-    if (any_data) TS_CHECK(run_feeder_start(&j->inputs, 2, f->steps, 2, j->nlocal, &j->feeder));
+    if (any_data) TS_CHECK(ts_rt_feeder_start(&j->inputs, 2, f->steps, 2, j->nlocal, &j->feeder));
   }
   if (j->env.mode == RUN_THREADS) {
     pthread_t *th = ts_calloc((size_t)j->nlocal, sizeof *th);
@@ -1010,7 +1013,7 @@ static ts_status_t run_job(job_t *j, ts_diag_t *diag) {
 }
 
 static void job_free(job_t *j) {
-  run_feeder_stop(j->feeder);
+  ts_rt_feeder_stop(j->feeder);
   int W = j->env.ndevices;
   if (j->douts)
     for (int w = 0; w < W; w++) ts_value_unref(j->douts[w]);
@@ -1225,7 +1228,7 @@ int ts_cmd_run(int argc, char **argv) {
   bool reference = f.reference || (j.env.mode == RUN_THREADS && j.env.ndevices == 1 && j.R * j.P > 1 && !f.compile_only);
   /* Step 1's inputs (everything after is the feeder's, or the loop's). */
   if (!f.compile_only)
-    for (int p = 0; p < j.np; p++) TS_CHECK_GOTO(run_param_value(&j.inputs, p, 1, &j.init[p], &diag), st, done);
+    for (int p = 0; p < j.np; p++) TS_CHECK_GOTO(ts_rt_param_value(&j.inputs, p, 1, &j.init[p], &diag), st, done);
   if (reference) {
     st = run_reference_mode(&j, &diag);
     goto done;

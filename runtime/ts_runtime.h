@@ -21,6 +21,8 @@
 #include "ts_hlo.h"
 #include "ts_interp.h"
 
+#include <stdio.h>
+
 /* ---- programs -------------------------------------------------------------- */
 
 typedef struct ts_rt_program ts_rt_program_t;
@@ -154,5 +156,81 @@ typedef struct {
   uint64_t total_ns, kernel_ns, collective_ns, other_ns;
 } ts_rt_step_times_t;
 void ts_rt_device_step_times(const ts_rt_device_t *d, ts_rt_step_times_t *out);
+
+/* ---- feeder.c: parameter values per step and the input feeder ------------- */
+
+typedef struct {
+  const ts_hlo_module_t *m; /* the module as written (full shapes) */
+  const char *dir;          /* --inputs DIR, or NULL: seeded random */
+  uint64_t seed;
+  const bool *is_weight;    /* per entry parameter: an output updates it (training state) */
+  /* Draw weights as a model initialiser would (a training loop); otherwise
+   * they are drawn like any other input, in (0, 1]: positive, so that
+   * optimizer state (Adam's second moments) stays valid under sqrt. */
+  bool init_weights;
+} ts_rt_inputs_t;
+
+/* Parameter p's full value at step `step` (from 1): weights from
+ * DIR/param<p>.npy or initialised (ts_interp_init_weight); data from
+ * DIR/step<K>/param<p>.npy when present, else DIR/param<p>.npy, else drawn
+ * (step 1 draws exactly what ts_interp_random_args(seed) does, so a one-step
+ * run matches `tessera check`). A new reference. */
+ts_status_t ts_rt_param_value(const ts_rt_inputs_t *in, int p, int64_t step, ts_value_t **out, ts_diag_t *diag);
+
+/* The input feeder: a thread that prepares the data parameters (those not
+ * is_weight) of steps first..last ahead of the devices, in a queue of
+ * `depth` steps, so input preparation overlaps compute and a stalled input
+ * pipeline shows up as devices waiting for input. Every one of `consumers`
+ * devices takes each step once. */
+typedef struct ts_rt_feeder ts_rt_feeder_t;
+ts_status_t ts_rt_feeder_start(const ts_rt_inputs_t *in, int64_t first, int64_t last, int depth, int consumers,
+                               ts_rt_feeder_t **out);
+/* Step `step`'s values (vals[p] for data parameters, NULL for weights):
+ * waits up to timeout_s; TS_ERR_TIMEOUT after that, or the feeder's error
+ * (then diag says why). Pair with ts_rt_feeder_release. */
+ts_status_t ts_rt_feeder_acquire(ts_rt_feeder_t *f, int64_t step, double timeout_s, ts_value_t *const **vals,
+                                 ts_diag_t *diag);
+void ts_rt_feeder_release(ts_rt_feeder_t *f, int64_t step);
+/* Stops producing (the input-stall fault: devices then wait for input). */
+void ts_rt_feeder_pause(ts_rt_feeder_t *f);
+void ts_rt_feeder_stop(ts_rt_feeder_t *f); /* joins and frees; NULL is a no-op */
+
+/* ---- compare.c: output comparison and static statistics ------------------- */
+
+/* "12.00 MiB" style. */
+void ts_rt_print_bytes(FILE *f, uint64_t b);
+/* Entry parameters plus every instruction's result, as the interpreter
+ * would hold them (one storage unit per element): a memory upper bound. */
+uint64_t ts_rt_memory_bound(const ts_hlo_module_t *m);
+
+/* Collectives of a module, counted statically (each instruction once, at its
+ * synchronous form or its -done). */
+enum { TS_RT_COLL_KINDS = 8 };
+typedef struct {
+  int64_t count[TS_RT_COLL_KINDS];
+  uint64_t bytes[TS_RT_COLL_KINDS]; /* per device: the larger of operands and result */
+} ts_rt_coll_stats_t;
+void ts_rt_count_collectives(const ts_hlo_module_t *m, ts_rt_coll_stats_t *cs);
+void ts_rt_print_collectives(const ts_rt_coll_stats_t *cs); /* a table on stdout */
+
+struct ts_sharding_value;
+/* Compares every leaf of `got` (assembled from the devices' outputs
+ * dev_outs[0..ndev) under root_sv) with `want`, and each device's copy of
+ * the parts it must hold; one line per leaf on stdout. tolerance > 0: the
+ * relative tolerance for every float leaf, else per type (f32 1e-5, bf16
+ * 1/32, ...); floats match when |got - want| <= rtol * max(|want|, F), F =
+ * max(S, 1) / 16 with S the leaf's largest |want|. Returns the number of
+ * mismatching leaves; *st is set on an internal failure. */
+int ts_rt_compare_outputs(const ts_hlo_module_t *m, ts_value_t *want, ts_value_t *got,
+                          const struct ts_sharding_value *root_sv, ts_value_t *const *dev_outs, int ndev,
+                          double tolerance, ts_status_t *st);
+
+/* ---- trace.c: the Chrome trace ---------------------------------------------- */
+
+/* Appends a Chrome/Perfetto trace (JSON) to out: one process track per rank
+ * with a compute and a collective thread; events[r][0..n[r]) are rank r's
+ * with times relative to its start; hosts (may be NULL) name the ranks. */
+ts_status_t ts_rt_trace_json(const char *const *instr_names, int nranks, const ts_rt_event_t *const *events,
+                             const size_t *n, const char *const *hosts, ts_buf_t *out);
 
 #endif
