@@ -185,3 +185,12 @@ if(MPI_C_FOUND)
     set_tests_properties(runtime.mpi.np4 runtime.mpi.np4.collectives PROPERTIES ENVIRONMENT ASAN_OPTIONS=detect_leaks=0)
   endif()
 endif()
+
+# --- unit: the runtime's library pieces moved from the launcher ---
+foreach(t test_compare test_feeder)
+  add_executable(${t} runtime/${t}.c)
+  target_include_directories(${t} PRIVATE ${CMAKE_CURRENT_SOURCE_DIR})
+  target_link_libraries(${t} PRIVATE ts_runtime ts_npy ts_sharding ts_hlo ts_common)
+  add_test(NAME runtime.${t} COMMAND ${t})
+  set_tests_properties(runtime.${t} PROPERTIES LABELS unit TIMEOUT 60)
+endforeach()
