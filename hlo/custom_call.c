@@ -32,7 +32,7 @@ static const struct {
     {"__onednn$", true, TS_CC_DEVICE_LIBRARY},
     {"__triton", true, TS_CC_DEVICE_LIBRARY},
     {"__gpu$", true, TS_CC_DEVICE_LIBRARY},
-    {"te_fused_", true, TS_CC_DEVICE_LIBRARY},
+    {"te_", true, TS_CC_DEVICE_LIBRARY}, /* TransformerEngine (te_fused_attn_*, te_scaled_softmax_*) */
 };
 
 const char *ts_hlo_custom_call_target(const ts_hlo_instr_t *i) {

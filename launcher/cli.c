@@ -1,6 +1,5 @@
 /* Helpers shared by the subcommands. */
 #include "ts_launcher.h"
-#include "ts_hlo.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -40,19 +39,4 @@ ts_status_t ts_cli_write_output(const char *path, const char *data, size_t len, 
     return TS_OK;
   }
   return ts_write_file_atomic(path, data, len, diag);
-}
-
-ts_status_t ts_cli_read_module(const char *path, const ts_hlo_verify_opts_t *vopts, char **text,
-                               ts_hlo_module_t **m, ts_diag_t *diag) {
-  size_t len = 0;
-  *m = NULL;
-  TS_CHECK(ts_read_file(path, text, &len, diag));
-  ts_source_t src = {strcmp(path, "-") == 0 ? "<stdin>" : path, *text, len};
-  ts_status_t st = ts_hlo_parse(&src, NULL, m, diag);
-  if (st == TS_OK && vopts) st = ts_hlo_verify(*m, vopts, diag);
-  if (st != TS_OK) {
-    ts_hlo_module_destroy(*m);
-    *m = NULL;
-  }
-  return st;
 }

@@ -5,6 +5,7 @@
 #include "ts_sharding.h"
 #include "ts_launcher.h"
 #include "ts_partitioner.h"
+#include "ts_pipeline.h"
 #include "ts_scheduler.h"
 
 #include <errno.h>
@@ -13,7 +14,43 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const char *stages[] = {"parsed", "verified", "propagated", "partitioned", "scheduled"};
+/* The stages tessera opt prints, from the pipeline's table. */
+#define DEFAULT_STAGE TS_STAGE_VERIFIED
+
+/* "--stage=STAGE" and every printable stage's clause, wrapped greedily into
+ * lines of at most 74 columns under a 24-column indent. */
+static void stage_help(FILE *f) {
+  ts_buf_t b = {0};
+  for (int s = 0; s < TS_STAGE_COUNT; s++) {
+    const ts_stage_info_t *st = &ts_pipeline_stages[s];
+    if (!st->prints) continue;
+    ts_buf_printf(&b, "%s%s%s: %s", b.len ? "; " : "", st->name, s == DEFAULT_STAGE ? " (default)" : "", st->doc);
+  }
+  fputs("  --stage=STAGE         ", f);
+  int col = 24;
+  bool first = true;
+  for (char *w = b.data; w && *w;) {
+    size_t n = strcspn(w, " ");
+    if (!first && col + 1 + (int)n > 74) {
+      fputs("\n                        ", f);
+      col = 24;
+      first = true;
+    }
+    fprintf(f, "%s%.*s", first ? "" : " ", (int)n, w);
+    col += (first ? 0 : 1) + (int)n;
+    first = false;
+    w += n;
+    w += strspn(w, " ");
+  }
+  fputc('\n', f);
+  ts_buf_free(&b);
+}
+
+/* "parsed, verified, ..." */
+static void stage_list(ts_buf_t *b) {
+  for (int s = 0; s < TS_STAGE_COUNT; s++)
+    if (ts_pipeline_stages[s].prints) ts_buf_printf(b, "%s%s", b->len ? ", " : "", ts_pipeline_stages[s].name);
+}
 
 static void usage(FILE *f) {
   fprintf(f,
@@ -23,16 +60,9 @@ static void usage(FILE *f) {
           "\n"
           "Parses an HLO text module (FILE may be '-' for stdin) and prints it, in\n"
           "canonical HLO text, after a pipeline stage.\n"
-          "\n"
-          "  --stage=STAGE         parsed: parse only; verified (default): parse and\n"
-          "                        verify structure and shapes; propagated: verify,\n"
-          "                        give every instruction a sharding, verify again;\n"
-          "                        partitioned: the per-device program for\n"
-          "                        --num-partitions N devices (required unless the\n"
-          "                        header has num_partitions > 1), verified;\n"
-          "                        scheduled: partitioned, then collectives made\n"
-          "                        async and every computation ordered by the\n"
-          "                        latency-hiding scheduler (is_scheduled=true)\n"
+          "\n");
+  stage_help(f);
+  fprintf(f,
           "  --replica-count N     override the module's replica_count\n"
           "  --num-partitions N    override the module's num_partitions\n"
           "  -o, --output FILE     write the module to FILE instead of stdout\n"
@@ -264,15 +294,15 @@ int ts_cmd_opt(int argc, char **argv) {
     }
     return fit_scurve(fit, preset, gpn);
   }
-  size_t nstage = 0;
-  while (nstage < sizeof stages / sizeof stages[0] && strcmp(stages[nstage], stage) != 0) nstage++;
-  if (nstage == sizeof stages / sizeof stages[0]) {
-    fprintf(stderr,
-            "tessera opt: error: unknown stage '%s' (stages: parsed, verified, propagated, partitioned, scheduled)\n",
-            stage);
+  ts_stage_t target;
+  if (!ts_pipeline_stage_from_name(stage, &target) || !ts_pipeline_stages[target].prints) {
+    ts_buf_t names = {0};
+    stage_list(&names);
+    fprintf(stderr, "tessera opt: error: unknown stage '%s' (stages: %s)\n", stage, names.data);
+    ts_buf_free(&names);
     goto usage_error;
   }
-  bool scheduled = strcmp(stage, "scheduled") == 0;
+  bool scheduled = target == TS_STAGE_SCHEDULED;
   if (sched_flags && !scheduled) {
     fprintf(stderr, "tessera opt: error: scheduler flags (--cost-model, --stats, ...) need --stage=scheduled\n");
     goto usage_error;
@@ -283,55 +313,40 @@ int ts_cmd_opt(int argc, char **argv) {
     usage(stderr);
     goto usage_error;
   }
-  const char *path = argv[optind];
 
   ts_diag_t diag = {0};
-  ts_hlo_module_t *m = NULL, *pm = NULL;
+  ts_pipeline_t p;
+  ts_pipeline_init(&p, &(ts_pipeline_opts_t){.purpose = TS_PIPELINE_PRINT, .path = argv[optind], .verify = vopts,
+                                             .partition = popts, .sched = sopts});
   ts_costmodel_t *cm = NULL;
-  ts_sched_result_t *res = NULL;
   ts_buf_t out = {0}, stats = {0}, trace = {0};
-  char *text = NULL;
   bool reported = false;
   ts_status_t st;
-  TS_CHECK_GOTO(ts_cli_read_module(path, strcmp(stage, "parsed") != 0 ? &vopts : NULL, &text, &m, &diag),
-                st, done);
-  if (strcmp(stage, "propagated") == 0) {
-    TS_CHECK_GOTO(ts_sharding_propagate(m, NULL, &diag), st, done);
-    TS_CHECK_GOTO(ts_hlo_verify(m, &vopts, &diag), st, done);
-  }
+  TS_CHECK_GOTO(ts_pipeline_run_to(&p, target < TS_STAGE_PARTITIONED ? target : TS_STAGE_VERIFIED, &diag), st, done);
   if (scheduled) /* flags first: a bad cost model fails before any work */
     TS_CHECK_GOTO(ts_costmodel_parse_spec(specs.len ? specs.data : NULL, preset ? preset : "host", &cm, &diag), st,
                   done);
-  if (strcmp(stage, "partitioned") == 0 || (scheduled && !no_partition)) {
-    popts.num_partitions = vopts.num_partitions ? vopts.num_partitions : m->num_partitions;
-    if (popts.num_partitions < 1 || (popts.num_partitions == 1 && !vopts.num_partitions)) {
-      fprintf(stderr, "tessera opt: error: --stage=%s: say how many devices with --num-partitions N "
-                      "(the module's header gives none)\n", stage);
-      st = TS_ERR_INVALID_USAGE;
-      reported = true;
-      goto done;
+  if (target >= TS_STAGE_PARTITIONED) {
+    if (no_partition) {
+      ts_pipeline_skip(&p, TS_STAGE_PARTITIONED);
+    } else {
+      p.o.partition.num_partitions = vopts.num_partitions ? vopts.num_partitions : p.m->num_partitions;
+      if (p.o.partition.num_partitions < 1 || (p.o.partition.num_partitions == 1 && !vopts.num_partitions)) {
+        fprintf(stderr, "tessera opt: error: --stage=%s: say how many devices with --num-partitions N "
+                        "(the module's header gives none)\n", stage);
+        st = TS_ERR_INVALID_USAGE;
+        reported = true;
+        goto done;
+      }
     }
-    TS_CHECK_GOTO(ts_partition(m, &popts, &pm, &diag), st, done);
-    ts_hlo_verify_opts_t pv = {.num_partitions = popts.num_partitions};
-    TS_CHECK_GOTO(ts_hlo_verify(pm, &pv, &diag), st, done);
+    p.o.sched.cost = cm;
+    TS_CHECK_GOTO(ts_pipeline_run_to(&p, target, &diag), st, done);
   }
   if (scheduled) {
-    ts_hlo_module_t *sm = pm ? pm : m;
-    sopts.cost = cm;
-    TS_CHECK_GOTO(ts_schedule(sm, &sopts, &res, &diag), st, done);
-    ts_hlo_verify_opts_t sv = {.replica_count = vopts.replica_count,
-                               .num_partitions = pm ? popts.num_partitions : vopts.num_partitions};
-    ts_diag_t vd = {0};
-    if ((st = ts_hlo_verify(sm, &sv, &vd)) != TS_OK) { /* our bug, not the input's */
-      ts_diag_plain(&diag, "the scheduled module does not verify: %s", vd.text ? vd.text : ts_status_string(st));
-      ts_diag_free(&vd);
-      st = TS_ERR_INTERNAL;
-      goto done;
-    }
-    ts_sched_result_print(res, &stats);
-    if (trace_path) TS_CHECK_GOTO(ts_sched_trace_json(res, &trace), st, done);
+    ts_sched_result_print(p.sched, &stats);
+    if (trace_path) TS_CHECK_GOTO(ts_sched_trace_json(p.sched, &trace), st, done);
   }
-  TS_CHECK_GOTO(ts_hlo_print(pm ? pm : m, &out), st, done);
+  TS_CHECK_GOTO(ts_hlo_print(target >= TS_STAGE_PARTITIONED ? p.pm : p.m, &out), st, done);
   /* Side files first: the module is the last thing written. */
   if (trace_path) TS_CHECK_GOTO(ts_write_file_atomic(trace_path, trace.data, trace.len, &diag), st, done);
   if (stats_path) TS_CHECK_GOTO(ts_write_file_atomic(stats_path, stats.data, stats.len, &diag), st, done);
@@ -349,13 +364,10 @@ done:
   ts_buf_free(&stats);
   ts_buf_free(&trace);
   ts_buf_free(&specs);
-  ts_sched_result_destroy(res);
+  ts_pipeline_fini(&p);
   ts_costmodel_destroy(cm);
-  ts_hlo_module_destroy(pm);
-  ts_hlo_module_destroy(m);
-  ts_free(text);
   ts_diag_free(&diag);
-  return ts_status_exit_code(st);
+  return ts_pipeline_exit_code(st);
 
 usage_error:
   ts_buf_free(&specs);

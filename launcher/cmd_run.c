@@ -11,6 +11,7 @@
 #include "ts_kernels.h"
 #include "ts_launcher.h"
 #include "ts_partitioner.h"
+#include "ts_pipeline.h"
 #include "ts_runtime.h"
 #include "ts_scheduler.h"
 #include "ts_sharding.h"
@@ -238,6 +239,7 @@ static void summarize(ts_value_t *result) {
 typedef struct {
   const run_flags_t *f;
   run_env_t env;
+  ts_pipeline_t pipe;  /* owns the modules, the schedule and the program below */
   ts_hlo_module_t *m;  /* as written (the partitioner adds propagated shardings) */
   ts_hlo_module_t *pm; /* the per-device program: m itself when not partitioned */
   bool partitioned;
@@ -247,14 +249,14 @@ typedef struct {
   int *out_param;      /* per root leaf of m: the parameter it updates, -1 */
   int nleaves;
   ts_sharding_value_t **param_sv, *root_sv;
-  run_inputs_t inputs;
+  ts_interp_inputs_t inputs;
   ts_value_t **init;   /* step 1's full value of every parameter */
 
   ts_rt_program_t *prog;
   uint64_t fingerprint; /* of the per-device program's text */
   ts_sched_result_t *sched; /* the scheduler's statistics, NULL when not scheduled */
   int *first_leaf;     /* per parameter: its first input leaf */
-  run_feeder_t *feeder;
+  ts_interp_feeder_t *feeder;
   int nlocal, first;   /* this process's devices: first .. first + nlocal */
   ts_coll_comm_t **comms;
   int slices;
@@ -452,14 +454,14 @@ static ts_status_t device_work(job_t *j, int local, ts_diag_t *diag) {
     TS_CHECK_GOTO(ts_hang_fault_before_input(&hook, step), st, done);
     if (step > 1 && j->feeder) {
       atomic_store_explicit(&prog->activity, TS_HANG_INPUT_WAIT, memory_order_relaxed);
-      TS_CHECK_GOTO(run_feeder_acquire(j->feeder, step, f->timeout, &data, diag), st, done);
+      TS_CHECK_GOTO(ts_interp_feeder_acquire(j->feeder, step, f->timeout, &data, diag), st, done);
     }
     for (int p = 0; p < j->np && st == TS_OK; p++) {
       if (step > 1 && f->loop && j->is_weight[p]) continue; /* updated in place by the last step */
       ts_value_t *full = step > 1 && data && data[p] ? data[p] : j->init[p];
       st = fill_param(j, d, dev, p, full, diag);
     }
-    if (data) run_feeder_release(j->feeder, step);
+    if (data) ts_interp_feeder_release(j->feeder, step);
     if (st != TS_OK) goto done;
     TS_CHECK_GOTO(ts_rt_device_run(d, step, diag), st, done);
     if (dev == 0) {
@@ -551,7 +553,7 @@ static ts_status_t reference_run(job_t *j, int ndev, bool print, ts_value_t **ou
       ts_value_unref(cur[p]);
       cur[p] = NULL;
       if (j->is_weight[p]) cur[p] = ts_value_ref(j->init[p]);
-      else TS_CHECK_GOTO(run_param_value(&j->inputs, p, step, &cur[p], diag), st, done);
+      else TS_CHECK_GOTO(ts_interp_param_value(&j->inputs, p, step, &cur[p], diag), st, done);
     }
     for (int d = 0; d < nd; d++)
       for (int p = 0; p < np; p++) args[d * np + p] = cur[p];
@@ -647,9 +649,12 @@ static ts_status_t finish_rank0(job_t *j, ts_diag_t *diag) {
   fflush(stdout);
   if (f->outputs) TS_CHECK_GOTO(ts_interp_write_outputs(f->outputs, got, diag), st, done);
   if (f->trace) {
-    TS_CHECK_GOTO(run_trace_write(f->trace, ts_rt_program_instr_names(j->prog), W,
-                                  (const ts_rt_event_t *const *)j->events, j->nevents, NULL, diag),
-                  st, done);
+    ts_buf_t trace = {0};
+    st = ts_rt_trace_json(ts_rt_program_instr_names(j->prog), W, (const ts_rt_event_t *const *)j->events, j->nevents,
+                          NULL, &trace);
+    if (st == TS_OK) st = ts_cli_write_output(f->trace, trace.data, trace.len, diag);
+    ts_buf_free(&trace);
+    if (st != TS_OK) goto done;
     printf("trace: %s (%d ranks)\n", f->trace, W);
   }
   if (f->check) {
@@ -666,13 +671,13 @@ static ts_status_t finish_rank0(job_t *j, ts_diag_t *diag) {
     TS_CHECK_GOTO(reference_run(j, nref, false, want, diag), st, done);
     int bad = 0;
     if (j->partitioned) {
-      bad = ts_cli_compare_outputs(j->m, want[0], got, j->root_sv, j->douts, W, f->tolerance, &st);
+      bad = ts_interp_compare_outputs(j->m, want[0], got, j->root_sv, j->douts, W, f->tolerance, &st);
     } else {
       ts_sharding_value_t *rep;
       TS_CHECK_GOTO(ts_sharding_simple(j->m->arena, TS_SHARD_REPLICATED, &rep), st, done);
       for (int d = 0; d < W && st == TS_OK; d++) {
         if (W > 1) printf("device %d:\n", d);
-        bad += ts_cli_compare_outputs(j->m, want[d], j->douts[d], rep, &j->douts[d], 1, f->tolerance, &st);
+        bad += ts_interp_compare_outputs(j->m, want[d], j->douts[d], rep, &j->douts[d], 1, f->tolerance, &st);
       }
     }
     if (st != TS_OK) goto done;
@@ -774,11 +779,13 @@ static ts_status_t hang_rendezvous(job_t *j, ts_diag_t *diag) {
 }
 
 /* Reads the module, picks the partition count, partitions. */
-static ts_status_t prepare(job_t *j, char **text, ts_diag_t *diag) {
+static ts_status_t prepare(job_t *j, ts_diag_t *diag) {
   const run_flags_t *f = j->f;
   ts_hlo_verify_opts_t vopts = {.replica_count = f->replicas, .num_partitions = f->partitions};
   if (f->reference && f->devices > 1 && !f->partitions && !f->replicas) vopts.num_partitions = f->devices;
-  TS_CHECK(ts_cli_read_module(f->path, &vopts, text, &j->m, diag));
+  ts_pipeline_init(&j->pipe, &(ts_pipeline_opts_t){.purpose = TS_PIPELINE_RUN, .path = f->path, .verify = vopts});
+  TS_CHECK(ts_pipeline_run_to(&j->pipe, TS_STAGE_VERIFIED, diag));
+  j->m = j->pipe.m;
   ts_hlo_module_t *m = j->m;
   bool any;
   int64_t named = sharding_devices(m, &any);
@@ -798,7 +805,7 @@ static ts_status_t prepare(job_t *j, char **text, ts_diag_t *diag) {
   alias_map(m, j->out_param, j->nleaves);
   for (int k = 0; k < j->nleaves; k++)
     if (j->out_param[k] >= 0) j->is_weight[j->out_param[k]] = true;
-  j->inputs = (run_inputs_t){.m = m, .dir = f->inputs, .seed = f->seed, .is_weight = j->is_weight,
+  j->inputs = (ts_interp_inputs_t){.m = m, .dir = f->inputs, .seed = f->seed, .is_weight = j->is_weight,
                              .init_weights = f->loop};
   return TS_OK;
 }
@@ -812,10 +819,12 @@ static ts_status_t schedule(job_t *j, ts_diag_t *diag) {
   /* the host's cores are shared by the devices that run on it */
   int per_host = j->env.mode == RUN_THREADS ? j->env.ndevices : j->env.local_size;
   ts_costmodel_share_host(cm, run_host_cores(), per_host > 0 ? per_host : 1);
-  ts_sched_opts_t so = f->sched;
-  so.cost = cm;
-  ts_status_t st = ts_schedule(j->pm, &so, &j->sched, diag);
+  j->pipe.o.sched = f->sched;
+  j->pipe.o.sched.cost = cm;
+  ts_status_t st = ts_pipeline_run_to(&j->pipe, TS_STAGE_SCHEDULED, diag);
+  j->pipe.o.sched.cost = NULL;
   ts_costmodel_destroy(cm);
+  j->sched = j->pipe.sched;
   return st;
 }
 
@@ -833,27 +842,13 @@ static ts_status_t partition(job_t *j, ts_diag_t *diag) {
   }
   /* A per-device dump (entry *_spmd, or --no-partition) runs as written. */
   j->partitioned = any && j->P > 1 && !f->no_partition && !ts_partition_is_per_device(m);
+  j->pipe.o.program = (ts_rt_program_opts_t){.replica_count = j->R, .num_partitions = j->P};
   if (j->partitioned) {
-    /* An op nothing can run (a custom-call target with no defined meaning)
-     * is the error to report, not whatever the partitioner makes of it. */
-    ts_rt_program_t *whole = NULL;
-    ts_status_t vst = ts_rt_program_create(m, &(ts_rt_program_opts_t){.replica_count = j->R, .num_partitions = j->P},
-                                           &whole, diag);
-    ts_rt_program_destroy(whole);
-    if (vst == TS_ERR_INVALID_ARGUMENT) return vst;
-    ts_diag_free(diag);
-    ts_partition_opts_t popts = f->popts;
-    popts.num_partitions = j->P;
-    TS_CHECK(ts_partition(m, &popts, &j->pm, diag));
-    ts_hlo_verify_opts_t pv = {.num_partitions = j->P, .replica_count = j->R};
-    ts_diag_t vd = {0};
-    ts_status_t st = ts_hlo_verify(j->pm, &pv, &vd);
-    if (st != TS_OK) {
-      ts_diag_plain(diag, "the partitioned module does not verify (a partitioner bug): %s",
-                    vd.text ? vd.text : ts_status_string(st));
-      ts_diag_free(&vd);
-      return TS_ERR_INTERNAL;
-    }
+    j->pipe.o.partition = f->popts;
+    j->pipe.o.partition.num_partitions = j->P;
+    j->pipe.o.runnable_first = true;
+    TS_CHECK(ts_pipeline_run_to(&j->pipe, TS_STAGE_PARTITIONED, diag));
+    j->pm = j->pipe.pm;
     for (int p = 0; p < j->np; p++)
       if (sharding_of(m, m->entry->params[p], &j->param_sv[p]) != TS_OK) {
         ts_diag_plain(diag, "the sharding of parameter %d does not fit its shape", p);
@@ -864,6 +859,7 @@ static ts_status_t partition(job_t *j, ts_diag_t *diag) {
       return TS_ERR_INVALID_ARGUMENT;
     }
   } else {
+    ts_pipeline_skip(&j->pipe, TS_STAGE_PARTITIONED);
     j->pm = m;
   }
   /* A module that says it is scheduled keeps its order; so does one device,
@@ -871,8 +867,9 @@ static ts_status_t partition(job_t *j, ts_diag_t *diag) {
   const ts_hlo_attr_t *sa = ts_hlo_module_attr(j->pm, "is_scheduled");
   bool scheduled = sa && sa->kind == TS_ATTR_BOOL && sa->v.b;
   if (f->schedule && !scheduled && j->R * j->P > 1) TS_CHECK(schedule(j, diag));
-  ts_rt_program_opts_t po = {.replica_count = j->R, .num_partitions = j->P};
-  TS_CHECK(ts_rt_program_create(j->pm, &po, &j->prog, diag));
+  else ts_pipeline_skip(&j->pipe, TS_STAGE_SCHEDULED);
+  TS_CHECK(ts_pipeline_run_to(&j->pipe, TS_STAGE_ASSIGNED, diag));
+  j->prog = j->pipe.prog;
   TS_CHECK(fingerprint(j->pm, &j->fingerprint));
   j->first_leaf = ts_calloc((size_t)j->np + 1, sizeof *j->first_leaf);
   if (!j->first_leaf) return TS_ERR_NOMEM;
@@ -890,21 +887,21 @@ static void print_compile_only(job_t *j) {
          j->f->path, j->partitioned ? "partitioned" : "per-device program", (long long)(j->R * j->P),
          (long long)j->R, j->R == 1 ? "" : "s", (long long)j->P, ninstr, j->pm->ncomps);
   printf("per-device memory (buffer assignment): peak ");
-  ts_cli_print_bytes(stdout, mem.peak);
+  ts_interp_print_bytes(stdout, mem.peak);
   printf(" = inputs ");
-  ts_cli_print_bytes(stdout, mem.inputs);
+  ts_interp_print_bytes(stdout, mem.inputs);
   printf(" + outputs ");
-  ts_cli_print_bytes(stdout, mem.outputs);
+  ts_interp_print_bytes(stdout, mem.outputs);
   printf(" + temporaries ");
-  ts_cli_print_bytes(stdout, mem.temps);
+  ts_interp_print_bytes(stdout, mem.temps);
   printf("; constants ");
-  ts_cli_print_bytes(stdout, mem.constants);
+  ts_interp_print_bytes(stdout, mem.constants);
   printf("; without buffer reuse ");
-  ts_cli_print_bytes(stdout, mem.naive);
+  ts_interp_print_bytes(stdout, mem.naive);
   printf("\n");
-  ts_cli_coll_stats_t cs;
-  ts_cli_count_collectives(j->pm, &cs);
-  ts_cli_print_collectives(&cs);
+  ts_interp_coll_stats_t cs;
+  ts_interp_count_collectives(j->pm, &cs);
+  ts_interp_print_collectives(&cs);
   if (j->sched) {
     const ts_sched_result_t *r = j->sched;
     printf("schedule (%s%s%s cost model): predicted step %.3f ms, collectives %.3f ms of which %.3f ms exposed "
@@ -976,7 +973,7 @@ static ts_status_t run_job(job_t *j, ts_diag_t *diag) {
   if (f->steps > 1) {
     bool any_data = false;
     for (int p = 0; p < j->np; p++) any_data |= !j->is_weight[p];
-    if (any_data) TS_CHECK(run_feeder_start(&j->inputs, 2, f->steps, 2, j->nlocal, &j->feeder));
+    if (any_data) TS_CHECK(ts_interp_feeder_start(&j->inputs, 2, f->steps, 2, j->nlocal, &j->feeder));
   }
   if (j->env.mode == RUN_THREADS) {
     pthread_t *th = ts_calloc((size_t)j->nlocal, sizeof *th);
@@ -1021,7 +1018,7 @@ static ts_status_t run_job(job_t *j, ts_diag_t *diag) {
 }
 
 static void job_free(job_t *j) {
-  run_feeder_stop(j->feeder);
+  ts_interp_feeder_stop(j->feeder);
   int W = j->env.ndevices;
   if (j->douts)
     for (int w = 0; w < W; w++) ts_value_unref(j->douts[w]);
@@ -1040,8 +1037,6 @@ static void job_free(job_t *j) {
   if (j->comms)
     for (int l = 0; l < j->nlocal; l++) ts_coll_comm_destroy(j->comms[l]);
   ts_free(j->comms);
-  ts_rt_program_destroy(j->prog);
-  ts_sched_result_destroy(j->sched);
   if (j->init)
     for (int p = 0; p < j->np; p++) ts_value_unref(j->init[p]);
   ts_free(j->init);
@@ -1049,8 +1044,7 @@ static void job_free(job_t *j) {
   ts_free(j->is_weight);
   ts_free(j->out_param);
   ts_free(j->param_sv);
-  if (j->pm != j->m) ts_hlo_module_destroy(j->pm);
-  ts_hlo_module_destroy(j->m);
+  ts_pipeline_fini(&j->pipe);
 }
 
 /* ---- flags -------------------------------------------------------------------- */
@@ -1233,16 +1227,15 @@ int ts_cmd_run(int argc, char **argv) {
   if (rc >= 0) return rc;
   ts_diag_t diag = {0};
   job_t j = {.f = &f};
-  char *text = NULL;
   bool mpi = false;
   ts_status_t st;
   TS_CHECK_GOTO(ts_hang_fault_parse(getenv("TESSERA_FAULT"), &j.fault, &diag), st, done);
   TS_CHECK_GOTO(run_env_detect(f.devices, f.task_id, f.num_nodes, f.address, f.compile_only, &j.env, &diag), st, done);
-  TS_CHECK_GOTO(prepare(&j, &text, &diag), st, done);
+  TS_CHECK_GOTO(prepare(&j, &diag), st, done);
   bool reference = f.reference || (j.env.mode == RUN_THREADS && j.env.ndevices == 1 && j.R * j.P > 1 && !f.compile_only);
   /* Step 1's inputs (everything after is the feeder's, or the loop's). */
   if (!f.compile_only)
-    for (int p = 0; p < j.np; p++) TS_CHECK_GOTO(run_param_value(&j.inputs, p, 1, &j.init[p], &diag), st, done);
+    for (int p = 0; p < j.np; p++) TS_CHECK_GOTO(ts_interp_param_value(&j.inputs, p, 1, &j.init[p], &diag), st, done);
   if (reference) {
     st = run_reference_mode(&j, &diag);
     goto done;
@@ -1271,12 +1264,11 @@ done:
   if (mpi && st != TS_OK && st != TS_ERR_CHECK_FAILED) {
     /* A failed world: MPI_Finalize could wait for ranks that are gone.
      * Leave now; mpirun sees the non-zero exit and stops the job. */
-    _exit(ts_status_exit_code(st));
+    _exit(ts_pipeline_exit_code(st));
   }
   job_free(&j);
   ts_interp_release_buffers();
-  ts_free(text);
   ts_diag_free(&diag);
   if (mpi) ts_coll_mpi_finalize();
-  return ts_status_exit_code(st);
+  return ts_pipeline_exit_code(st);
 }

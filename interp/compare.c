@@ -1,7 +1,6 @@
-/* Shared output checks and static statistics (compare.c): tessera check
- * and tessera run --check / --compile-only print the same tables. */
+/* Output comparison against the reference and static statistics: tessera
+ * check and tessera run --check / --compile-only print the same tables. */
 #include "ts_interp.h"
-#include "ts_launcher.h"
 #include "ts_sharding.h"
 
 #include <math.h>
@@ -10,7 +9,7 @@
 
 #define MAX_RANK 64
 
-void ts_cli_print_bytes(FILE *f, uint64_t b) {
+void ts_interp_print_bytes(FILE *f, uint64_t b) {
   if (b >= (UINT64_C(1) << 30)) fprintf(f, "%.2f GiB", (double)b / (double)(UINT64_C(1) << 30));
   else if (b >= (UINT64_C(1) << 20)) fprintf(f, "%.2f MiB", (double)b / (double)(UINT64_C(1) << 20));
   else if (b >= 1024) fprintf(f, "%.2f KiB", (double)b / 1024.0);
@@ -42,8 +41,8 @@ static uint64_t storage_bytes(const ts_shape_t *s) {
   return (uint64_t)ts_shape_elements(s) * (uint64_t)ts_elem_storage_bytes(s->elem);
 }
 
-/* The run's memory bound (see usage): entry parameters plus every result. */
-uint64_t ts_cli_memory_bound(const ts_hlo_module_t *m) {
+/* The run's memory bound (tessera check's usage): entry parameters plus every result. */
+uint64_t ts_interp_memory_bound(const ts_hlo_module_t *m) {
   uint64_t b = 0;
   for (int p = 0; p < m->entry->nparams; p++) b += storage_bytes(m->entry->params[p]->shape);
   for (int c = 0; c < m->ncomps; c++) {
@@ -61,7 +60,7 @@ static const char *const coll_kinds[] = {
     "all-reduce", "all-gather", "reduce-scatter", "all-to-all", "collective-permute",
     "collective-broadcast", "ragged-all-to-all", "collective-reduce",
 };
-enum { NKINDS = TS_CLI_COLL_KINDS };
+enum { NKINDS = TS_INTERP_COLL_KINDS };
 _Static_assert(sizeof coll_kinds / sizeof coll_kinds[0] == NKINDS, "one name per kind");
 
 static int coll_kind_of(ts_opcode_t op) {
@@ -80,7 +79,7 @@ static int coll_kind_of(ts_opcode_t op) {
 
 /* Counts each collective once, at its synchronous form or at its -done
  * (whose operands are the -start's). */
-void ts_cli_count_collectives(const ts_hlo_module_t *m, ts_cli_coll_stats_t *cs) {
+void ts_interp_count_collectives(const ts_hlo_module_t *m, ts_interp_coll_stats_t *cs) {
   memset(cs, 0, sizeof *cs);
   for (int c = 0; c < m->ncomps; c++) {
     const ts_hlo_comp_t *comp = m->comps[c];
@@ -106,7 +105,7 @@ void ts_cli_count_collectives(const ts_hlo_module_t *m, ts_cli_coll_stats_t *cs)
   }
 }
 
-void ts_cli_print_collectives(const ts_cli_coll_stats_t *cs) {
+void ts_interp_print_collectives(const ts_interp_coll_stats_t *cs) {
   int64_t n = 0;
   uint64_t b = 0;
   printf("collectives (static: each instruction once, while bodies once):\n");
@@ -122,7 +121,7 @@ void ts_cli_print_collectives(const ts_cli_coll_stats_t *cs) {
 
 /* ---- comparison --------------------------------------------------------- */
 
-/* Relative tolerance per element type (see usage). */
+/* Relative tolerance per element type (tessera check's usage lists them). */
 static double rtol_of(ts_elem_t e) {
   switch (e) {
   case TS_F16: return 1.0 / 256;
@@ -264,7 +263,7 @@ static bool holds_copy(const ts_sharding_value_t *sv, int64_t d) {
 
 /* Compares every leaf: the assembled output, then each device's copy.
  * Returns the number of mismatching leaves. */
-int ts_cli_compare_outputs(const ts_hlo_module_t *m, ts_value_t *want, ts_value_t *got,
+int ts_interp_compare_outputs(const ts_hlo_module_t *m, ts_value_t *want, ts_value_t *got,
                            const ts_sharding_value_t *root_sv, ts_value_t *const *dev_outs, int ndev,
                            double tolerance, ts_status_t *st) {
   int n = ts_value_leaves(want, NULL, 0), bad = 0;

@@ -1,9 +1,8 @@
-/* tessera run --trace: the merged timeline of every rank as a Chrome trace
+/* The merged timeline (tessera run --trace) of every rank as a Chrome trace
  * (the JSON Trace Event Format that chrome://tracing and Perfetto read):
  * one process per rank, a compute and a collective track in each; a
  * collective's label and args carry the algorithm the library ran. */
-#include "run_internal.h"
-#include "ts_launcher.h"
+#include "ts_runtime.h"
 
 #include <cjson/cJSON.h>
 #include <string.h>
@@ -19,9 +18,8 @@ static cJSON *meta(const char *what, int pid, int tid, const char *name) {
   return e;
 }
 
-ts_status_t run_trace_write(const char *path, const char *const *instr_names, int nranks,
-                            const ts_rt_event_t *const *events, const size_t *n, const char *const *hosts,
-                            ts_diag_t *diag) {
+ts_status_t ts_rt_trace_json(const char *const *instr_names, int nranks, const ts_rt_event_t *const *events,
+                             const size_t *n, const char *const *hosts, ts_buf_t *out) {
   cJSON *root = cJSON_CreateObject();
   cJSON *list = root ? cJSON_AddArrayToObject(root, "traceEvents") : NULL;
   if (!list) {
@@ -60,7 +58,7 @@ ts_status_t run_trace_write(const char *path, const char *const *instr_names, in
   char *text = cJSON_PrintUnformatted(root);
   cJSON_Delete(root);
   if (!text) return TS_ERR_NOMEM;
-  ts_status_t st = ts_cli_write_output(path, text, strlen(text), diag);
+  ts_buf_puts(out, text);
   cJSON_free(text);
-  return st;
+  return out->oom ? TS_ERR_NOMEM : TS_OK;
 }

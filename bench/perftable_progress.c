@@ -1,17 +1,17 @@
 /* Progress of a perf-table sweep on stderr: a bar with the ETA redrawn in
  * place on a terminal, one plain line per point otherwise (logs, CI). */
-#include "perftable_internal.h"
+#include "bench_internal.h"
 
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
 #include <unistd.h>
 
-bool pt_progress_mode_from_name(const char *s, pt_progress_mode_t *out) {
+bool ts_bench_progress_mode_from_name(const char *s, ts_bench_progress_mode_t *out) {
   static const char *const names[] = {"auto", "bar", "lines", "none"};
   for (int i = 0; i < 4; i++)
     if (strcmp(s, names[i]) == 0) {
-      *out = (pt_progress_mode_t)i;
+      *out = (ts_bench_progress_mode_t)i;
       return true;
     }
   return false;
@@ -25,10 +25,10 @@ static int term_width(FILE *f) {
   return n >= 40 ? n : 80;
 }
 
-void pt_progress_start(pt_progress_t *p, pt_progress_mode_t mode, size_t points, double work) {
+void pt_progress_start(pt_progress_t *p, ts_bench_progress_mode_t mode, size_t points, double work) {
   memset(p, 0, sizeof *p);
   p->f = stderr;
-  if (mode == PT_PROGRESS_AUTO) mode = isatty(fileno(stderr)) ? PT_PROGRESS_BAR : PT_PROGRESS_LINES;
+  if (mode == TS_BENCH_PROGRESS_AUTO) mode = isatty(fileno(stderr)) ? TS_BENCH_PROGRESS_BAR : TS_BENCH_PROGRESS_LINES;
   p->mode = mode;
   p->points = points;
   p->work = work;
@@ -41,7 +41,7 @@ static void eta(const pt_progress_t *p, double now, char *buf, size_t n) {
     return;
   }
   double left = p->work > p->work_done ? p->work - p->work_done : 0;
-  pt_format_duration((now - p->t0) * left / p->work_done, buf, n);
+  ts_bench_format_duration((now - p->t0) * left / p->work_done, buf, n);
 }
 
 static void draw_bar(pt_progress_t *p, double now, const char *what) {
@@ -67,22 +67,22 @@ void pt_progress_step(pt_progress_t *p, double work, const char *what) {
   p->done++;
   p->work_done += work;
   double now = pt_now();
-  if (p->mode == PT_PROGRESS_LINES) {
+  if (p->mode == TS_BENCH_PROGRESS_LINES) {
     char e[32];
     eta(p, now, e, sizeof e);
     fprintf(p->f, PT_CMD ": [%zu/%zu] %s (ETA %s)\n", p->done, p->points, what ? what : "", e);
     fflush(p->f);
-  } else if (p->mode == PT_PROGRESS_BAR && (now - p->last_draw >= 0.1 || p->done == p->points)) {
+  } else if (p->mode == TS_BENCH_PROGRESS_BAR && (now - p->last_draw >= 0.1 || p->done == p->points)) {
     p->last_draw = now;
     draw_bar(p, now, what);
   }
 }
 
 void pt_progress_finish(pt_progress_t *p) {
-  if (p->mode == PT_PROGRESS_NONE) return;
+  if (p->mode == TS_BENCH_PROGRESS_NONE) return;
   char d[32];
-  pt_format_duration(pt_now() - p->t0, d, sizeof d);
-  if (p->mode == PT_PROGRESS_BAR) {
+  ts_bench_format_duration(pt_now() - p->t0, d, sizeof d);
+  if (p->mode == TS_BENCH_PROGRESS_BAR) {
     draw_bar(p, pt_now(), NULL);
     fputc('\n', p->f);
   }

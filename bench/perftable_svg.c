@@ -3,7 +3,7 @@
  * colour per device count and one dash per transfer scheme; for GEMMs,
  * FLOP/s vs FLOPs per dot, one panel per dtype, one colour per batch size.
  * Plain SVG 1.1 text, no scripts; every line carries a <title> naming it. */
-#include "perftable_internal.h"
+#include "bench_internal.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -116,7 +116,7 @@ static void put_escaped(ts_buf_t *b, const char *s) {
 }
 
 static void tick_label(int base, double v, char *buf, size_t n) {
-  if (base == 2) pt_format_bytes((int64_t)llround(v), buf, n);
+  if (base == 2) ts_bench_format_bytes((int64_t)llround(v), buf, n);
   else snprintf(buf, n, "%g", v);
 }
 

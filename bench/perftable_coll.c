@@ -9,36 +9,13 @@
  * non-rail-aligned) or strided ([G,D]<=[D,G]T(1,0), rail-aligned); a run's
  * time is the slowest rank's. collective-permute runs on the first D ranks
  * only, in XLA's three patterns, since its entry describes one set of pairs. */
-#include "coll_world.h"
-#include "perftable_internal.h"
+#include "ts_bench.h"
+#include "bench_internal.h"
 #include "ts_coll.h"
 
-#include <getopt.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-
-#define MAX_GROUP_SIZES 16
-#define MAX_TYPES 16
-#define MAX_RANKS 1024
-
-typedef struct {
-  int64_t minb, maxb, factor;
-  int rounds;
-  bool kinds[TS_COST_COLL_COUNT];
-  int64_t group_sizes[MAX_GROUP_SIZES];
-  int ngroup_sizes;
-  bool group_sizes_given;
-  bool schemes[TS_SCHEME_COUNT];
-  ts_elem_t types[MAX_TYPES];
-  int ntypes;
-  ts_coll_backend_t backend;
-  int devices; /* in-process world; 0: the least common multiple of the group sizes */
-  pt_sweep_flags_t sw;
-  /* filled by the run */
-  ts_perf_table_t *table; /* world rank 0 adds to it */
-  bool root;              /* this process held world rank 0 */
-} opts_t;
 
 /* One point of the sweep. Every rank builds the same list. */
 typedef struct {
@@ -49,55 +26,6 @@ typedef struct {
   size_t count; /* elements per rank, as the post takes them */
   int64_t tensor_bytes;
 } point_t;
-
-static void usage(FILE *f) {
-  fprintf(f,
-          "usage: tessera perf-table collectives [-b MIN] [-e MAX] [-f FACTOR] [-n RUNS] [-w WARMUP] [--rounds N]\n"
-          "                                      [--collectives=LIST] [--group-sizes=LIST] [--schemes=LIST]\n"
-          "                                      [--types=LIST] [--backend=threads|mpi|ucx] [--devices N]\n"
-          "                                      [--device-key=KEY] [--progress=MODE] [--no-merge] [-o TABLE]\n"
-          "\n"
-          "Times each collective at each tensor size (the full buffer: the all-gather\n"
-          "output, the reduce-scatter input, the operand of the others), devices per\n"
-          "group and transfer scheme, and writes the throughput (bytes / median time)\n"
-          "as XLA's collective performance table (xla.gpu.DeviceHloInstructionProfiles).\n"
-          "Under mpirun the groups are subsets of the world; otherwise the ranks are\n"
-          "threads of this process.\n"
-          "\n"
-          "  -b, --minbytes SIZE      smallest tensor size (K/M/G suffixes; default 1K)\n"
-          "  -e, --maxbytes SIZE      largest (default 2G), capped so that two buffers per\n"
-          "                           rank fit in 80%% of free memory (a note says so)\n"
-          "  -f, --stepfactor F       multiply the size by F each step (default 2)\n"
-          "  -n, --runs N             timed runs per point; the median counts (default 20);\n"
-          "                           a run repeats a short collective back to back until it\n"
-          "                           lasts about 1 ms, and counts the time per operation\n"
-          "  -w, --warmup N           untimed runs first (default 5; the last one sizes the\n"
-          "                           repetitions)\n"
-          "  --rounds N               sweep everything N times and keep each point's median\n"
-          "                           over the rounds (default 1): steadier on a shared host\n"
-          "  --collectives=LIST       all-reduce, all-gather, reduce-scatter, all-to-all,\n"
-          "                           collective-permute (default: all)\n"
-          "  --group-sizes=LIST       devices per group (default 2,4,8; under mpirun those\n"
-          "                           that divide the world)\n"
-          "  --schemes=LIST           non-rail-aligned (contiguous groups), rail-aligned\n"
-          "                           (strided groups), and the permute patterns one-way,\n"
-          "                           two-way-all-mutual, two-way-has-non-mutual (default:\n"
-          "                           all; a list without groups' or without permute's\n"
-          "                           schemes keeps all of those)\n"
-          "  --types=LIST             element types, HLO spelling (default f32)\n"
-          "  --backend=NAME           threads, or mpi / ucx under mpirun (default: mpi under\n"
-          "                           mpirun, else threads)\n"
-          "  --devices N              ranks of an in-process run (default: the least common\n"
-          "                           multiple of the group sizes)\n"
-          "  --device-key=KEY         the table's device key (default host:<cpu model>)\n"
-          "  --progress=MODE          auto (a bar on a terminal, else lines), bar, lines, none\n"
-          "  --no-merge               replace TABLE instead of merging into it\n"
-          "  -o, --output TABLE       .txtpb/.pbtxt (text) or .pb (binary); the plot goes to\n"
-          "                           TABLE's name with .svg (default: text on stdout)\n"
-          "  -h, --help               this help\n"
-          "\n"
-          "TESSERA_PERF_TABLE_FREE_BYTES overrides the free memory the cap assumes.\n");
-}
 
 /* ---- the sweep, identical on every rank ----------------------------------- */
 
@@ -122,7 +50,7 @@ static const ts_cost_coll_t grouped_kinds[] = {TS_COST_ALL_REDUCE, TS_COST_ALL_G
                                                TS_COST_ALL_TO_ALL};
 
 /* Appends the points of one (kind, scheme, D) over every type and size. */
-static void add_points(const opts_t *o, int64_t maxb, ts_cost_coll_t k, ts_transfer_scheme_t s, int64_t D, int64_t G,
+static void add_points(const ts_bench_pt_coll_opts_t *o, int64_t maxb, ts_cost_coll_t k, ts_transfer_scheme_t s, int64_t D, int64_t G,
                        point_t *pts, size_t *n) {
   for (int t = 0; t < o->ntypes; t++) {
     size_t es = (size_t)ts_elem_storage_bytes(o->types[t]);
@@ -139,7 +67,7 @@ static void add_points(const opts_t *o, int64_t maxb, ts_cost_coll_t k, ts_trans
 /* The points in sweep order: per group size, the contiguous layout's
  * collectives, then the permutes (on the contiguous layout too), then the
  * strided layout's, so that each layout is split off once. pts NULL: count. */
-static size_t plan(const opts_t *o, int W, int64_t maxb, point_t *pts) {
+static size_t plan(const ts_bench_pt_coll_opts_t *o, int W, int64_t maxb, point_t *pts) {
   size_t n = 0;
   for (int gi = 0; gi < o->ngroup_sizes; gi++) {
     int64_t D = o->group_sizes[gi], G = W / D;
@@ -162,7 +90,7 @@ static size_t plan(const opts_t *o, int W, int64_t maxb, point_t *pts) {
 /* Cost of a point for the ETA, in bytes moved at about 1 GB/s: timed runs
  * last at least MIN_RUN_S (1 ms, a megabyte's worth), warm-up runs one
  * operation each (a latency is worth some 64K). */
-static double point_work(const opts_t *o, const point_t *p) {
+static double point_work(const ts_bench_pt_coll_opts_t *o, const point_t *p) {
   double bytes = (double)p->tensor_bytes;
   return o->sw.iters * (bytes > 1048576 ? bytes : 1048576) + o->sw.warmup * (bytes + 65536);
 }
@@ -200,7 +128,7 @@ static int local_ranks(int W, bool mpi) {
 
 /* The largest size of the sweep whose two buffers per rank fit in 80% of
  * free memory (XLA's collector takes the same fraction of the GPU's), or 0. */
-static int64_t fitting_max(const opts_t *o, int local, double *free_out) {
+static int64_t fitting_max(const ts_bench_pt_coll_opts_t *o, int local, double *free_out) {
   double budget = free_bytes();
   *free_out = budget;
   budget = budget * 0.8 / local;
@@ -213,7 +141,7 @@ static int64_t fitting_max(const opts_t *o, int local, double *free_out) {
 /* ---- one rank's run ---------------------------------------------------------- */
 
 typedef struct {
-  opts_t *o;
+  ts_bench_pt_coll_opts_t *o;
   ts_coll_comm_t *world;
   int W, rank;
   char *sbuf, *dbuf;
@@ -289,7 +217,7 @@ static ts_status_t run_once(rank_t *x, ts_coll_comm_t *c, const point_t *p, int 
 #define MAX_REPS 1000
 
 static ts_status_t measure(rank_t *x, ts_coll_comm_t *sub, const point_t *p, double *median) {
-  const opts_t *o = x->o;
+  const ts_bench_pt_coll_opts_t *o = x->o;
   bool permute = p->kind == TS_COST_COLLECTIVE_PERMUTE;
   bool active = !permute || x->rank < p->devices; /* permutes: the first group only */
   int npairs = permute ? permute_pairs(p->scheme, p->devices, x->pairs) : 0;
@@ -311,22 +239,22 @@ static ts_status_t measure(rank_t *x, ts_coll_comm_t *sub, const point_t *p, dou
   }
   if (st == TS_OK) st = ts_coll_allreduce(x->world, x->times, x->times, (size_t)o->sw.iters, TS_F64, TS_COLL_MAX);
   if (st) return st;
-  *median = pt_median(x->times, o->sw.iters);
+  *median = ts_bench_median(x->times, o->sw.iters);
   return TS_OK;
 }
 
 /* "all-reduce rail-aligned 4x2 f32 1M: 123.4 us, 8.500 GB/s" */
 static void describe(const point_t *p, double seconds, char *buf, size_t n) {
   char sz[32];
-  pt_format_bytes(p->tensor_bytes, sz, sizeof sz);
+  ts_bench_format_bytes(p->tensor_bytes, sz, sizeof sz);
   snprintf(buf, n, "%s %s %lldx%lld %s %s: %.1f us, %.3f GB/s", ts_cost_coll_name(p->kind),
            ts_transfer_scheme_name(p->scheme), (long long)p->groups, (long long)p->devices, ts_elem_name(p->type), sz,
            seconds * 1e6, seconds > 0 ? (double)p->tensor_bytes / seconds / 1e9 : 0);
 }
 
 /* The table entry of a point measured at `seconds` per operation. */
-static void record(opts_t *o, const point_t *p, double seconds) {
-  int xt = pt_xla_type(p->type);
+static void record(ts_bench_pt_coll_opts_t *o, const point_t *p, double seconds) {
+  int xt = ts_bench_xla_type(p->type);
   double thr = seconds > 0 ? (double)p->tensor_bytes / seconds : 0;
   char what[200];
   describe(p, seconds, what, sizeof what);
@@ -340,7 +268,7 @@ static void record(opts_t *o, const point_t *p, double seconds) {
   snprintf(desc, sizeof desc, "tessera collective %s %s %lld %lld %d %lld", ts_cost_coll_name(p->kind),
            ts_transfer_scheme_name(p->scheme), (long long)p->groups, (long long)p->devices, xt,
            (long long)p->tensor_bytes);
-  pt_fingerprint(desc, fp);
+  ts_bench_fingerprint(desc, fp);
   ts_coll_measurement_t m = {
       .kind = p->kind,
       .scheme = p->scheme,
@@ -358,7 +286,7 @@ static void record(opts_t *o, const point_t *p, double seconds) {
 }
 
 static int sweep(rank_t *x, bool mpi) {
-  opts_t *o = x->o;
+  ts_bench_pt_coll_opts_t *o = x->o;
   bool root = x->rank == 0;
   /* Every rank must sweep the same sizes: agree on the smallest cap. */
   double free_b;
@@ -370,8 +298,8 @@ static int sweep(rank_t *x, bool mpi) {
   }
   maxb = agreed;
   char want[32], got[32], fb[32];
-  pt_format_bytes(o->minb, want, sizeof want);
-  pt_format_bytes((int64_t)(free_b / 1048576) * 1048576, fb, sizeof fb);
+  ts_bench_format_bytes(o->minb, want, sizeof want);
+  ts_bench_format_bytes((int64_t)(free_b / 1048576) * 1048576, fb, sizeof fb);
   if (maxb == 0) {
     if (root)
       fprintf(stderr, PT_CMD ": error: not even -b %s fits in free memory (two buffers per rank, %d ranks here, %s free)\n",
@@ -381,8 +309,8 @@ static int sweep(rank_t *x, bool mpi) {
   int64_t last = o->minb;
   for (int64_t S = o->minb; S <= o->maxb; S *= o->factor) last = S;
   if (maxb < last && root) {
-    pt_format_bytes(last, want, sizeof want);
-    pt_format_bytes(maxb, got, sizeof got);
+    ts_bench_format_bytes(last, want, sizeof want);
+    ts_bench_format_bytes(maxb, got, sizeof got);
     fprintf(stderr,
             PT_CMD ": note: the largest size is capped at %s (instead of %s) by free memory: two %s buffers for each "
                    "of %d ranks here must fit in 80%% of %s\n",
@@ -467,7 +395,7 @@ static int sweep(rank_t *x, bool mpi) {
   }
   if (root && rc == 0) {
     pt_progress_finish(&x->progress);
-    for (size_t i = 0; i < npts; i++) record(o, &pts[i], pt_median(rounds + i * (size_t)o->rounds, o->rounds));
+    for (size_t i = 0; i < npts; i++) record(o, &pts[i], ts_bench_median(rounds + i * (size_t)o->rounds, o->rounds));
   }
 done:
   ts_coll_free(x->world, x->sbuf);
@@ -480,7 +408,7 @@ done:
 }
 
 static int rank_main(void *arg, ts_coll_comm_t *comm, bool mpi) {
-  opts_t *o = arg;
+  ts_bench_pt_coll_opts_t *o = arg;
   rank_t x = {.o = o, .world = comm, .W = ts_coll_comm_size(comm), .rank = ts_coll_comm_rank(comm)};
   if (x.rank == 0) o->root = true;
   /* Under mpirun the group sizes are checked here, where the world's size is
@@ -488,226 +416,25 @@ static int rank_main(void *arg, ts_coll_comm_t *comm, bool mpi) {
   for (int i = 0; mpi && i < o->ngroup_sizes; i++)
     if (x.W % o->group_sizes[i]) {
       if (x.rank == 0)
-        pt_bad("group size %lld does not divide the world of %d ranks", (long long)o->group_sizes[i], x.W);
+        ts_bench_pt_error("group size %lld does not divide the world of %d ranks", (long long)o->group_sizes[i], x.W);
       return 2;
     }
   return sweep(&x, mpi);
 }
 
-/* ---- flags ---------------------------------------------------------------- */
-
-static int parse_kinds(opts_t *o, const char *list) {
-  char *copy = ts_strdup(list), *save = NULL;
-  if (!copy) return 4;
-  int rc = 0, n = 0;
-  for (char *t = strtok_r(copy, ",", &save); t && rc == 0; t = strtok_r(NULL, ",", &save), n++) {
-    ts_cost_coll_t k;
-    /* exact names only (the cost model also takes the "-start" forms) */
-    if (!ts_cost_coll_from_name(t, &k) || strcmp(t, ts_cost_coll_name(k)) != 0)
-      rc = pt_bad("unknown collective '%s' (all-reduce, all-gather, reduce-scatter, all-to-all, collective-permute)",
-                  t);
-    else
-      o->kinds[k] = true;
-  }
-  ts_free(copy);
-  if (rc == 0 && n == 0) rc = pt_bad("--collectives wants a list of collectives");
-  return rc;
-}
-
-static int parse_schemes(opts_t *o, const char *list) {
-  char *copy = ts_strdup(list), *save = NULL;
-  if (!copy) return 4;
-  int rc = 0;
-  bool any_grouped = false, any_pattern = false;
-  for (char *t = strtok_r(copy, ",", &save); t && rc == 0; t = strtok_r(NULL, ",", &save)) {
-    ts_transfer_scheme_t s;
-    if (strcmp(t, "contiguous") == 0) s = TS_SCHEME_CONTIGUOUS;
-    else if (strcmp(t, "strided") == 0) s = TS_SCHEME_STRIDED;
-    else if (!ts_transfer_scheme_from_name(t, &s)) {
-      rc = pt_bad("unknown scheme '%s' (non-rail-aligned or contiguous, rail-aligned or strided, one-way, "
-                  "two-way-all-mutual, two-way-has-non-mutual)",
-                  t);
-      break;
-    }
-    o->schemes[s] = true;
-    if (is_grouped_scheme(s)) any_grouped = true;
-    else any_pattern = true;
-  }
-  ts_free(copy);
-  if (rc) return rc;
-  if (!any_grouped && !any_pattern) return pt_bad("--schemes wants a list of schemes");
-  for (int s = 0; s < TS_SCHEME_COUNT; s++)
-    if (is_grouped_scheme((ts_transfer_scheme_t)s) ? !any_grouped : !any_pattern) o->schemes[s] = true;
-  return 0;
-}
-
-static bool type_ok(ts_elem_t t) {
-  switch (t) {
-  case TS_F64: case TS_S8: case TS_S16: case TS_S32: case TS_S64:
-  case TS_U8: case TS_U16: case TS_U32: case TS_U64: return true;
-  default: return ts_elem_is_storage_float(t) && ts_elem_storage_bytes(t) >= 1;
-  }
-}
-
-static int parse_types(opts_t *o, const char *list) {
-  char *copy = ts_strdup(list), *save = NULL;
-  if (!copy) return 4;
-  int rc = 0;
-  o->ntypes = 0;
-  for (char *t = strtok_r(copy, ",", &save); t && rc == 0; t = strtok_r(NULL, ",", &save)) {
-    ts_elem_t e;
-    if (!ts_elem_from_name(t, strlen(t), &e) || !type_ok(e) || pt_xla_type(e) == 0)
-      rc = pt_bad("unknown or unsupported type '%s' (f32, f64, bf16, f16, f8e4m3fn, f8e5m2, s8..s64, u8..u64)", t);
-    else if (o->ntypes == MAX_TYPES) rc = pt_bad("--types lists more than %d types", MAX_TYPES);
-    else o->types[o->ntypes++] = e;
-  }
-  if (rc == 0 && o->ntypes == 0) rc = pt_bad("--types wants a list of element types");
-  ts_free(copy);
-  return rc;
-}
-
-static int64_t gcd(int64_t a, int64_t b) { return b ? gcd(b, a % b) : a; }
-
-int pt_cmd_collectives(int argc, char **argv) {
-  static const struct option opts[] = {
-      {"minbytes", required_argument, NULL, 'b'},   {"maxbytes", required_argument, NULL, 'e'},
-      {"stepfactor", required_argument, NULL, 'f'}, {"runs", required_argument, NULL, 'n'},
-      {"warmup", required_argument, NULL, 'w'},     {"collectives", required_argument, NULL, 'C'},
-      {"group-sizes", required_argument, NULL, 'G'}, {"schemes", required_argument, NULL, 'S'},
-      {"types", required_argument, NULL, 'T'},      {"backend", required_argument, NULL, 'B'},
-      {"devices", required_argument, NULL, 'D'},    {"device-key", required_argument, NULL, PT_OPT_DEVICE_KEY},
-      {"progress", required_argument, NULL, PT_OPT_PROGRESS},   {"no-merge", no_argument, NULL, PT_OPT_NO_MERGE},
-      {"output", required_argument, NULL, 'o'},     {"rounds", required_argument, NULL, 'R'},
-      {"help", no_argument, NULL, 'h'},             {NULL, 0, NULL, 0},
-  };
-  opts_t o = {.minb = 1024, .maxb = (int64_t)2 << 30, .factor = 2, .rounds = 1, .types = {TS_F32}, .ntypes = 1,
-              .sw = {.iters = 20, .warmup = 5, .out = {.merge = true}}};
-  bool kinds_given = false, schemes_given = false, backend_given = false, devices_given = false;
-  ts_costmodel_host_device_key(o.sw.device_key, sizeof o.sw.device_key);
-  int c, rc;
-  opterr = 0;
-  while ((c = getopt_long(argc, argv, ":b:e:f:n:w:o:h", opts, NULL)) != -1) {
-    int64_t v;
-    int n;
-    int shared = pt_sweep_flag(c, optarg, &o.sw);
-    if (shared == 1) continue;
-    if (shared) return shared;
-    switch (c) {
-    case 'b':
-      if (!ts_cli_parse_size(optarg, &o.minb)) return pt_bad("-b wants a positive size such as 4K, got '%s'", optarg);
-      break;
-    case 'e':
-      if (!ts_cli_parse_size(optarg, &o.maxb)) return pt_bad("-e wants a positive size up to 8G, got '%s'", optarg);
-      break;
-    case 'f':
-      if (!pt_parse_int_list(optarg, false, &v, 1, &n) || v < 2 || v > 1024)
-        return pt_bad("-f wants an integer factor from 2 to 1024, got '%s'", optarg);
-      o.factor = v;
-      break;
-    case 'R':
-      if (!pt_parse_int_list(optarg, false, &v, 1, &n) || v > 100)
-        return pt_bad("--rounds wants an integer from 1 to 100, got '%s'", optarg);
-      o.rounds = (int)v;
-      break;
-    case 'C':
-      if ((rc = parse_kinds(&o, optarg))) return rc;
-      kinds_given = true;
-      break;
-    case 'G':
-      if (!pt_parse_int_list(optarg, false, o.group_sizes, MAX_GROUP_SIZES, &o.ngroup_sizes))
-        return pt_bad("--group-sizes wants a list of positive integers such as 2,4,8, got '%s'", optarg);
-      for (int i = 0; i < o.ngroup_sizes; i++)
-        if (o.group_sizes[i] < 2 || o.group_sizes[i] > MAX_RANKS)
-          return pt_bad("a group size must be from 2 to %d, got %lld", MAX_RANKS, (long long)o.group_sizes[i]);
-      o.group_sizes_given = true;
-      break;
-    case 'S':
-      if ((rc = parse_schemes(&o, optarg))) return rc;
-      schemes_given = true;
-      break;
-    case 'T':
-      if ((rc = parse_types(&o, optarg))) return rc;
-      break;
-    case 'B':
-      if (!ts_coll_backend_from_name(optarg, &o.backend) || o.backend == TS_COLL_BACKEND_NCCL)
-        return pt_bad("unknown backend '%s' (backends: threads, mpi, ucx)", optarg);
-      backend_given = true;
-      break;
-    case 'D':
-      if (!pt_parse_int_list(optarg, false, &v, 1, &n) || v < 2 || v > MAX_RANKS)
-        return pt_bad("--devices wants an integer from 2 to %d, got '%s'", MAX_RANKS, optarg);
-      o.devices = (int)v;
-      devices_given = true;
-      break;
-    case 'h': usage(stdout); return 0;
-    case ':': return pt_bad("option '%s' needs a value", argv[optind - 1]);
-    default: return pt_bad("unknown option '%s'", argv[optind - 1]);
-    }
-  }
-  if (optind < argc) return pt_bad("unexpected argument '%s'", argv[optind]);
-  if (o.minb > o.maxb) return pt_bad("-b is larger than -e: no size to sweep");
-  if (!kinds_given)
-    for (int k = 0; k < TS_COST_COLL_COUNT; k++) o.kinds[k] = true;
-  if (!schemes_given)
-    for (int s = 0; s < TS_SCHEME_COUNT; s++) o.schemes[s] = true;
-
-  bool under_mpirun = ts_coll_world_under_mpirun();
-  if (!backend_given) o.backend = under_mpirun && !devices_given ? TS_COLL_BACKEND_MPI : TS_COLL_BACKEND_THREADS;
-  bool threads = o.backend == TS_COLL_BACKEND_THREADS;
-  if (!threads && devices_given) return pt_bad("--devices is for in-process runs (--backend=threads)");
-  const char *mpi_size = getenv("OMPI_COMM_WORLD_SIZE");
-  if (threads && mpi_size && atoi(mpi_size) > 1)
-    return pt_bad("in-process ranks under mpirun: every process would sweep and write the table (drop "
-                  "--backend=threads/--devices, or run without mpirun)");
-  if (!o.group_sizes_given) {
-    static const int64_t def[] = {2, 4, 8};
-    int world = 0;
-    if (!threads) {
-      const char *s = getenv("OMPI_COMM_WORLD_SIZE");
-      if (!s) s = getenv("PMI_SIZE");
-      world = s ? atoi(s) : 0;
-    } else if (devices_given) {
-      world = o.devices;
-    }
-    /* Default sizes that do not fit the world are left out, with a note. */
-    for (int i = 0; i < 3; i++)
-      if (world <= 0 || world % def[i] == 0) o.group_sizes[o.ngroup_sizes++] = def[i];
-    if (o.ngroup_sizes < 3 && world > 0) {
-      if (o.ngroup_sizes == 0) return pt_bad("none of the default group sizes 2,4,8 divides the world of %d ranks: "
-                                             "give --group-sizes", world);
-      bool first = !under_mpirun || getenv("OMPI_COMM_WORLD_RANK") == NULL || atoi(getenv("OMPI_COMM_WORLD_RANK")) == 0;
-      if (first) {
-        fprintf(stderr, PT_CMD ": note: group sizes");
-        for (int i = 0; i < o.ngroup_sizes; i++) fprintf(stderr, "%s%lld", i ? "," : " ", (long long)o.group_sizes[i]);
-        fprintf(stderr, " (of the default 2,4,8: those that divide the world of %d ranks)\n", world);
-      }
-    }
-  }
-  if (threads) {
-    int64_t lcm = 1;
-    for (int i = 0; i < o.ngroup_sizes; i++) {
-      lcm = lcm / gcd(lcm, o.group_sizes[i]) * o.group_sizes[i];
-      if (lcm > MAX_RANKS) return pt_bad("the group sizes need more than %d in-process ranks", MAX_RANKS);
-    }
-    if (!devices_given) o.devices = (int)lcm;
-    for (int i = 0; i < o.ngroup_sizes; i++)
-      if (o.devices % o.group_sizes[i])
-        return pt_bad("group size %lld does not divide --devices %d", (long long)o.group_sizes[i], o.devices);
-  }
-  if ((rc = pt_output_open(&o.sw.out, TS_PERF_TABLE_COLLECTIVES))) return rc;
-  ts_status_t st = ts_perf_table_create(TS_PERF_TABLE_COLLECTIVES, &o.table);
+int ts_bench_pt_collectives(ts_bench_pt_coll_opts_t *o, int *argc, char ***argv) {
+  int rc;
+  if ((rc = pt_output_open(&o->sw.out, TS_PERF_TABLE_COLLECTIVES))) return rc;
+  ts_status_t st = ts_perf_table_create(TS_PERF_TABLE_COLLECTIVES, &o->table);
   if (st) {
-    pt_output_close(&o.sw.out);
-    return pt_bad("out of memory");
+    pt_output_close(&o->sw.out);
+    return ts_bench_pt_error("out of memory");
   }
-  if (threads) {
-    rc = ts_coll_world_threads(PT_CMD, o.devices, rank_main, &o);
-  } else {
-    int sub_argc = argc;
-    rc = ts_coll_world_mpi(PT_CMD, o.backend, &sub_argc, &argv, rank_main, &o);
-  }
-  if (rc == 0 && o.root) rc = pt_output_write(&o.sw.out, o.table, o.sw.device_key);
-  ts_perf_table_destroy(o.table);
-  pt_output_close(&o.sw.out);
+  if (o->backend == TS_COLL_BACKEND_THREADS) rc = ts_bench_world_threads(PT_CMD, o->devices, rank_main, o);
+  else rc = ts_bench_world_mpi(PT_CMD, o->backend, argc, argv, rank_main, o);
+  if (rc == 0 && o->root) rc = pt_output_write(&o->sw.out, o->table, o->sw.device_key);
+  ts_perf_table_destroy(o->table);
+  o->table = NULL;
+  pt_output_close(&o->sw.out);
   return rc;
 }

@@ -1,33 +1,13 @@
-/* tessera perf-table check: how well the cost model's interpolators predict
+/* How well the cost model's interpolators predict
  * a table. Leave-one-out: each stored point is predicted from the others
  * and compared with what was measured; the mean absolute percentage error
  * (MAPE) and the worst one, per device, per key (collective and scheme, or
  * GEMM dtype) and overall, for the weighted and the nearest modes. */
-#include "perftable_internal.h"
+#include "bench_internal.h"
 
-#include <getopt.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-
-static void usage(FILE *f) {
-  fprintf(f,
-          "usage: tessera perf-table check [--mode=weighted|nearest|both] [--device=KEY] [--max-mape=P] [-v]\n"
-          "                                TABLE...\n"
-          "\n"
-          "For each table (collectives or GEMMs, text or binary) and device in it, predicts\n"
-          "every point from the others with the cost model's interpolator and prints the\n"
-          "mean and largest absolute percentage error of the predicted time, per key and\n"
-          "overall.\n"
-          "\n"
-          "  --mode=MODE     weighted (collectives: time interpolated in size, then in\n"
-          "                  log2 devices; GEMMs: inverse-distance average of FLOP/s),\n"
-          "                  nearest (XLA's code's per-dimension snap), both (default)\n"
-          "  --device=KEY    only this device key\n"
-          "  --max-mape=P    exit 1 when a device's overall MAPE exceeds P percent\n"
-          "  -v, --verbose   every point: measured and predicted time\n"
-          "  -h, --help      this help\n");
-}
 
 /* Errors of one key under one mode. */
 typedef struct {
@@ -143,44 +123,11 @@ static int check_device(const ts_perf_table_t *t, const char *path, const char *
   return rc;
 }
 
-int pt_cmd_check(int argc, char **argv) {
-  static const struct option opts[] = {
-      {"mode", required_argument, NULL, 'm'},     {"device", required_argument, NULL, 'd'},
-      {"max-mape", required_argument, NULL, 'x'}, {"verbose", no_argument, NULL, 'v'},
-      {"help", no_argument, NULL, 'h'},           {NULL, 0, NULL, 0},
-  };
-  ts_interp_mode_t modes[2] = {TS_INTERP_WEIGHTED, TS_INTERP_NEAREST};
-  int nmodes = 2;
-  const char *device = NULL;
-  double max_mape = -1;
-  bool verbose = false;
-  int c;
-  opterr = 0;
-  while ((c = getopt_long(argc, argv, ":vh", opts, NULL)) != -1) {
-    switch (c) {
-    case 'm':
-      if (strcmp(optarg, "weighted") == 0) nmodes = 1;
-      else if (strcmp(optarg, "nearest") == 0) modes[0] = TS_INTERP_NEAREST, nmodes = 1;
-      else if (strcmp(optarg, "both") != 0) return pt_bad("unknown mode '%s' (weighted, nearest, both)", optarg);
-      break;
-    case 'd': device = optarg; break;
-    case 'x': {
-      char *end;
-      max_mape = strtod(optarg, &end);
-      if (end == optarg || *end || !(max_mape >= 0)) return pt_bad("--max-mape wants a percentage >= 0, got '%s'", optarg);
-      break;
-    }
-    case 'v': verbose = true; break;
-    case 'h': usage(stdout); return 0;
-    case ':': return pt_bad("option '%s' needs a value", argv[optind - 1]);
-    default: return pt_bad("unknown option '%s'", argv[optind - 1]);
-    }
-  }
-  if (optind >= argc) return pt_bad("no table given");
+int ts_bench_pt_check(const char *const *paths, int npaths, const ts_bench_pt_check_opts_t *o) {
   int rc = 0;
   double worst = 0;
-  for (int i = optind; i < argc; i++) {
-    const char *path = argv[i];
+  for (int i = 0; i < npaths; i++) {
+    const char *path = paths[i];
     ts_diag_t diag = {0};
     ts_perf_table_t *t = NULL;
     if (ts_perf_table_load(path, &t, &diag) < 0) {
@@ -199,19 +146,19 @@ int pt_cmd_check(int argc, char **argv) {
       const char *key = ts_perf_table_device(t, d);
       bool later_twice = false; /* a key given twice: the later one counts, score it once */
       for (size_t e = d + 1; e < nd; e++) later_twice |= strcmp(ts_perf_table_device(t, e), key) == 0;
-      if (later_twice || (device && strcmp(device, key) != 0)) continue;
+      if (later_twice || (o->device && strcmp(o->device, key) != 0)) continue;
       seen = true;
-      int r = check_device(t, path, key, modes, nmodes, verbose, &worst);
+      int r = check_device(t, path, key, o->modes, o->nmodes, o->verbose, &worst);
       if (r > rc) rc = r;
     }
-    if (device && !seen) {
-      fprintf(stderr, PT_CMD ": error: %s has no device '%s'\n", path, device);
+    if (o->device && !seen) {
+      fprintf(stderr, PT_CMD ": error: %s has no device '%s'\n", path, o->device);
       rc = 2;
     }
     ts_perf_table_destroy(t);
   }
-  if (rc == 0 && max_mape >= 0 && worst > max_mape) {
-    fprintf(stderr, PT_CMD ": check failed: a MAPE of %.2f%% exceeds --max-mape %.2f%%\n", worst, max_mape);
+  if (rc == 0 && o->max_mape >= 0 && worst > o->max_mape) {
+    fprintf(stderr, PT_CMD ": check failed: a MAPE of %.2f%% exceeds --max-mape %.2f%%\n", worst, o->max_mape);
     rc = 1;
   }
   return rc;

@@ -1,6 +1,6 @@
-/* tessera run: parameter values per step, and the input feeder thread that
- * prepares the data batches ahead of the devices. */
-#include "run_internal.h"
+/* Parameter values per step, and the input feeder thread that prepares the
+ * data batches ahead of the devices (tessera run). */
+#include "ts_interp.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -20,7 +20,7 @@ static uint64_t step_seed(uint64_t seed, int64_t step) {
   return seed + (uint64_t)(step - 1) * UINT64_C(0x9e3779b97f4a7c15);
 }
 
-ts_status_t run_param_value(const run_inputs_t *in, int p, int64_t step, ts_value_t **out, ts_diag_t *diag) {
+ts_status_t ts_interp_param_value(const ts_interp_inputs_t *in, int p, int64_t step, ts_value_t **out, ts_diag_t *diag) {
   char path[PATH_MAX];
   bool weight = in->is_weight && in->is_weight[p];
   if (in->dir) {
@@ -43,8 +43,8 @@ typedef struct {
   ts_value_t **vals; /* np entries */
 } slot_t;
 
-struct run_feeder {
-  run_inputs_t in;
+struct ts_interp_feeder {
+  ts_interp_inputs_t in;
   int np, depth, consumers;
   int64_t next, last;
   slot_t *slots;
@@ -56,7 +56,7 @@ struct run_feeder {
   ts_diag_t diag;
 };
 
-static void slot_clear(run_feeder_t *f, slot_t *s) {
+static void slot_clear(ts_interp_feeder_t *f, slot_t *s) {
   for (int p = 0; p < f->np; p++) {
     ts_value_unref(s->vals[p]);
     s->vals[p] = NULL;
@@ -79,7 +79,7 @@ static struct timespec deadline_after(double seconds) {
 }
 
 static void *feeder_main(void *arg) {
-  run_feeder_t *f = arg;
+  ts_interp_feeder_t *f = arg;
   ts_value_t **vals = ts_calloc((size_t)f->np + 1, sizeof *vals);
   pthread_mutex_lock(&f->mu);
   if (!vals) {
@@ -93,7 +93,7 @@ static void *feeder_main(void *arg) {
     ts_status_t st = TS_OK;
     ts_diag_t d = {0};
     for (int p = 0; p < f->np && st == TS_OK; p++)
-      if (!f->in.is_weight[p]) st = run_param_value(&f->in, p, step, &vals[p], &d);
+      if (!f->in.is_weight[p]) st = ts_interp_param_value(&f->in, p, step, &vals[p], &d);
     pthread_mutex_lock(&f->mu);
     if (st != TS_OK) {
       f->error = st;
@@ -131,9 +131,9 @@ static void *feeder_main(void *arg) {
   return NULL;
 }
 
-ts_status_t run_feeder_start(const run_inputs_t *in, int64_t first, int64_t last, int depth, int consumers,
-                             run_feeder_t **out) {
-  run_feeder_t *f = ts_calloc(1, sizeof *f);
+ts_status_t ts_interp_feeder_start(const ts_interp_inputs_t *in, int64_t first, int64_t last, int depth, int consumers,
+                             ts_interp_feeder_t **out) {
+  ts_interp_feeder_t *f = ts_calloc(1, sizeof *f);
   if (!f) return TS_ERR_NOMEM;
   f->in = *in;
   f->np = in->m->entry->nparams;
@@ -162,7 +162,7 @@ ts_status_t run_feeder_start(const run_inputs_t *in, int64_t first, int64_t last
   return TS_OK;
 }
 
-ts_status_t run_feeder_acquire(run_feeder_t *f, int64_t step, double timeout_s, ts_value_t *const **vals,
+ts_status_t ts_interp_feeder_acquire(ts_interp_feeder_t *f, int64_t step, double timeout_s, ts_value_t *const **vals,
                                ts_diag_t *diag) {
   struct timespec until = deadline_after(timeout_s);
   pthread_mutex_lock(&f->mu);
@@ -191,7 +191,7 @@ ts_status_t run_feeder_acquire(run_feeder_t *f, int64_t step, double timeout_s, 
   return st;
 }
 
-void run_feeder_release(run_feeder_t *f, int64_t step) {
+void ts_interp_feeder_release(ts_interp_feeder_t *f, int64_t step) {
   pthread_mutex_lock(&f->mu);
   for (int k = 0; k < f->depth; k++) {
     slot_t *s = &f->slots[k];
@@ -203,13 +203,13 @@ void run_feeder_release(run_feeder_t *f, int64_t step) {
   pthread_mutex_unlock(&f->mu);
 }
 
-void run_feeder_pause(run_feeder_t *f) {
+void ts_interp_feeder_pause(ts_interp_feeder_t *f) {
   pthread_mutex_lock(&f->mu);
   f->paused = true;
   pthread_mutex_unlock(&f->mu);
 }
 
-void run_feeder_stop(run_feeder_t *f) {
+void ts_interp_feeder_stop(ts_interp_feeder_t *f) {
   if (!f) return;
   pthread_mutex_lock(&f->mu);
   f->stop = true;

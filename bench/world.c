@@ -1,11 +1,11 @@
 /* Worlds for the collective benchmarks: in-process thread ranks and the
  * mpirun world, with the communicator set-up and error reports they share. */
-#include "coll_world.h"
+#include "ts_bench.h"
 
 #include <pthread.h>
 #include <stdlib.h>
 
-bool ts_cli_parse_size(const char *s, int64_t *out) {
+bool ts_bench_parse_size(const char *s, int64_t *out) {
   char *end;
   double v = strtod(s, &end);
   if (end == s || !(v > 0)) return false;
@@ -19,12 +19,12 @@ bool ts_cli_parse_size(const char *s, int64_t *out) {
   return *out > 0;
 }
 
-bool ts_coll_world_under_mpirun(void) {
+bool ts_bench_under_mpirun(void) {
   return getenv("OMPI_COMM_WORLD_SIZE") || getenv("PMI_SIZE") || getenv("PMIX_RANK");
 }
 
 typedef struct {
-  ts_coll_rank_fn fn;
+  ts_bench_rank_fn fn;
   void *arg;
   ts_coll_comm_t *comm;
   int rc;
@@ -36,7 +36,7 @@ static void *thread_main(void *p) {
   return NULL;
 }
 
-int ts_coll_world_threads(const char *cmd, int n, ts_coll_rank_fn fn, void *arg) {
+int ts_bench_world_threads(const char *cmd, int n, ts_bench_rank_fn fn, void *arg) {
   ts_coll_comm_t **comms = calloc((size_t)n, sizeof *comms);
   thread_rank_t *ranks = calloc((size_t)n, sizeof *ranks);
   pthread_t *th = calloc((size_t)n, sizeof *th);
@@ -71,7 +71,7 @@ int ts_coll_world_threads(const char *cmd, int n, ts_coll_rank_fn fn, void *arg)
   return rc;
 }
 
-int ts_coll_world_mpi(const char *cmd, ts_coll_backend_t backend, int *argc, char ***argv, ts_coll_rank_fn fn,
+int ts_bench_world_mpi(const char *cmd, ts_coll_backend_t backend, int *argc, char ***argv, ts_bench_rank_fn fn,
                       void *arg) {
   if (!ts_coll_backend_built(TS_COLL_BACKEND_MPI)) {
     fprintf(stderr, "%s: error: this build has no MPI: only --backend=threads can run\n", cmd);
