@@ -156,6 +156,129 @@ out:
   return st;
 }
 
+/* ---- buffer hazards ------------------------------------------------------ */
+
+/* A buffer: the instruction that defines it, or (parameter, element). */
+typedef struct {
+  const ts_hlo_instr_t *def;
+  int64_t index; /* -1: def's whole value */
+} buf_t;
+
+static buf_t buffer_of(const ts_hlo_instr_t *i) {
+  for (int hops = 0; hops < 1 << 16; hops++) {
+    if (i->op == TS_OP_BITCAST && i->nops == 1) {
+      i = i->ops[0];
+      continue;
+    }
+    if (i->op != TS_OP_GET_TUPLE_ELEMENT || i->nops != 1) break;
+    const ts_hlo_attr_t *a = ts_hlo_instr_attr(i, "index");
+    int64_t k = a && a->kind == TS_ATTR_INT ? a->v.i : -1;
+    const ts_hlo_instr_t *t = i->ops[0];
+    if (t->op == TS_OP_TUPLE && k >= 0 && k < t->nops) i = t->ops[k];
+    else if (t->op == TS_OP_PARAMETER) return (buf_t){t, k};
+    else break;
+  }
+  return (buf_t){i, -1};
+}
+
+/* An async start that writes into a buffer that exists before it (an
+ * in-place collective-permute's operand 1; in a while body, the loop buffer
+ * that its done becomes) must come after every reader of that buffer that
+ * does not depend on it: XLA's LHS adds the same edges, and the verifier
+ * of scheduled modules checks them. They join the start's predecessors,
+ * after its operands and control predecessors (they carry no data). */
+static ts_status_t add_hazards(graph_t *g, bool body) {
+  int n = g->n, nextra = 0, cap = 0;
+  int *extra = NULL; /* pairs (start, reader) */
+  uint8_t *dep = ts_calloc((size_t)n + 1, 1);
+  int *stack = ts_malloc(sizeof *stack * (size_t)(n + 1));
+  ts_status_t st = TS_OK;
+  if (!dep || !stack) {
+    st = TS_ERR_NOMEM;
+    goto out;
+  }
+  for (int pass = 0; pass < 2; pass++) { /* 0: in-place permutes, 1: while-body root elements */
+    const ts_hlo_instr_t *root = g->c->root;
+    int count = pass == 0 ? n : body && root && root->op == TS_OP_TUPLE && g->c->nparams == 1 ? root->nops : 0;
+    for (int e = 0; e < count; e++) {
+      const ts_hlo_instr_t *start;
+      buf_t b;
+      if (pass == 0) {
+        start = g->ins[e];
+        if (start->op != TS_OP_COLLECTIVE_PERMUTE_START || start->nops != 4) continue;
+        b = buffer_of(start->ops[1]);
+      } else {
+        buf_t d = buffer_of(root->ops[e]);
+        if (d.index != -1 || !ts_sched_is_async_done(d.def)) continue;
+        start = d.def->ops[0];
+        b = (buf_t){g->c->params[0], e};
+      }
+      int s = g->lidx[start->id], sp = 0;
+      memset(dep, 0, (size_t)n);
+      dep[s] = 1;
+      stack[sp++] = s;
+      while (sp > 0) {
+        const ts_hlo_instr_t *i = g->ins[stack[--sp]];
+        for (int u = 0; u < i->nusers; u++) {
+          int j = g->lidx[i->users[u]->id];
+          if (!dep[j]) dep[j] = 1, stack[sp++] = j;
+        }
+        for (int j = 0; j < n && g->has_ctrl; j++)
+          for (int p = 0; p < g->ins[j]->nctrl_preds; p++)
+            if (g->ins[j]->ctrl_preds[p] == i && !dep[j]) dep[j] = 1, stack[sp++] = j;
+      }
+      for (int r = 0; r < n; r++) {
+        if (dep[r]) continue;
+        const ts_hlo_instr_t *ri = g->ins[r];
+        bool reads = false;
+        for (int o = 0; o < ri->nops && !reads; o++) {
+          buf_t ob = buffer_of(ri->ops[o]);
+          reads = ob.def == b.def && ob.index == b.index;
+        }
+        if (!reads) continue;
+        if (nextra == cap) {
+          int *ne = ts_realloc(extra, sizeof *extra * 2 * (size_t)(cap = cap ? cap * 2 : 16));
+          if (!ne) {
+            st = TS_ERR_NOMEM;
+            goto out;
+          }
+          extra = ne;
+        }
+        extra[2 * nextra] = s;
+        extra[2 * nextra + 1] = r;
+        nextra++;
+      }
+    }
+  }
+  if (nextra) { /* re-pack the predecessors with the extra edges last */
+    int *start = ts_malloc(sizeof *start * (size_t)(n + 1));
+    int *preds = ts_malloc(sizeof *preds * (size_t)(g->pred_start[n] + nextra + 1));
+    if (!start || !preds) {
+      ts_free(start);
+      ts_free(preds);
+      st = TS_ERR_NOMEM;
+      goto out;
+    }
+    int w = 0;
+    for (int k = 0; k < n; k++) {
+      start[k] = w;
+      for (int e = g->pred_start[k]; e < g->pred_start[k + 1]; e++) preds[w++] = g->preds[e];
+      for (int q = 0; q < nextra; q++)
+        if (extra[2 * q] == k) preds[w++] = extra[2 * q + 1];
+    }
+    start[n] = w;
+    ts_free(g->pred_start);
+    ts_free(g->preds);
+    g->pred_start = start;
+    g->preds = preds;
+  }
+out:
+  ts_free(extra);
+  ts_free(dep);
+  ts_free(stack);
+  return st;
+}
+
 static ts_status_t graph_build(sched_ctx_t *x, ts_hlo_comp_t *c, int *lidx, graph_t *g) {
   memset(g, 0, sizeof *g);
   g->x = x;
@@ -182,7 +305,11 @@ static ts_status_t graph_build(sched_ctx_t *x, ts_hlo_comp_t *c, int *lidx, grap
     for (int p = 0; p < i->nctrl_preds; p++) g->preds[e++] = lidx[i->ctrl_preds[p]->id];
   }
   g->pred_start[n] = e;
-  return build_sources(g);
+  TS_CHECK(build_sources(g));
+  int ci = -1;
+  for (int k = 0; k < x->m->ncomps && ci < 0; k++)
+    if (x->m->comps[k] == c) ci = k;
+  return add_hazards(g, ci >= 0 && x->is_body[ci]);
 }
 
 /* ---- selection --------------------------------------------------------------- */
@@ -203,19 +330,30 @@ typedef struct {
   int pos;          /* text position before scheduling */
 } cand_t;
 
+/* The nodes whose operands k keeps live: k, and for an async done its start
+ * too (the transfer reads the start's operands until the done). */
+static int data_readers(const graph_t *g, int k, int out[2]) {
+  const sched_node_t *n = N(g, k);
+  out[0] = k;
+  if (n->kind == NO_KIND || !n->partner || !ts_sched_is_async_done(g->ins[k])) return 1;
+  out[1] = g->lidx[n->partner->id];
+  return 2;
+}
+
 static void new_bytes(const graph_t *g, state_t *s, int k, uint64_t *newly) {
   s->stamp_now++;
   uint64_t b = 0;
-  for (int e = g->pred_start[k]; e < g->pred_start[k + 1]; e++) {
-    int p = g->preds[e];
-    if (e - g->pred_start[k] >= g->ins[k]->nops) break; /* control edges carry no data */
-    for (int q = g->src_start[p]; q < g->src_start[p + 1]; q++) {
-      int bf = g->srcs[q];
-      if (s->live[bf] || s->stamp[bf] == s->stamp_now) continue;
-      s->stamp[bf] = s->stamp_now;
-      b += N(g, bf)->bytes;
+  int rd[2], nr = data_readers(g, k, rd);
+  for (int r = 0; r < nr; r++)
+    for (int e = g->pred_start[rd[r]]; e < g->pred_start[rd[r]] + g->ins[rd[r]]->nops; e++) {
+      int p = g->preds[e]; /* operands only: control and hazard edges carry no data */
+      for (int q = g->src_start[p]; q < g->src_start[p + 1]; q++) {
+        int bf = g->srcs[q];
+        if (s->live[bf] || s->stamp[bf] == s->stamp_now) continue;
+        s->stamp[bf] = s->stamp_now;
+        b += N(g, bf)->bytes;
+      }
     }
-  }
   *newly = b;
 }
 
@@ -231,8 +369,12 @@ static void describe(const graph_t *g, state_t *s, int k, const int limit[], can
   c->done = n->kind != NO_KIND && !c->start;
   c->kind = n->kind;
   if (c->done && s->inflight[n->kind] >= limit[n->kind]) c->blocked |= 1u << n->kind;
+  /* A while or call runs the async pairs inside it: those in flight around
+   * it and the most it opens at once share the kind's limit (XLA counts a
+   * node's nested resources). None open around it: always allowed. */
   for (int kind = 0; kind < TS_SCHED_KIND_COUNT; kind++)
-    if ((n->uses_kinds >> kind & 1u) && s->inflight[kind] >= limit[kind]) c->blocked |= 1u << kind;
+    if (n->uses_count[kind] > 0 && s->inflight[kind] > 0 && s->inflight[kind] + n->uses_count[kind] > limit[kind])
+      c->blocked |= 1u << kind;
   c->eligible = !c->blocked;
   double st = s->ready_time[k] - s->now;
   c->stall = st > 0 ? st : 0;
@@ -248,7 +390,8 @@ static void describe(const graph_t *g, state_t *s, int k, const int limit[], can
  *   1. parameters last (bottom-up), so that they head the computation;
  *   2. nop-like ops (get-tuple-element, tuple, bitcast, constant, ...) first:
  *      free, and they unlock their operands;
- *   3. memory over the limit: the smaller increase of live bytes wins;
+ *   3. memory over the limit (at it is not over): the smaller increase of
+ *      live bytes wins;
  *   4. memory limit: a node that keeps the live bytes within it wins;
  *   5. ScheduleDone: an async done wins, so that top-down it sits just before
  *      its first use and its window opens as wide as the compute allows;
@@ -272,7 +415,7 @@ static bool better(const cand_t *a, const cand_t *b, uint64_t limit, uint64_t li
   RULE(!a->param, !b->param);
   RULE(a->nop, b->nop);
   if (limit) {
-    if (live >= limit && a->delta != b->delta) return a->delta < b->delta;
+    if (live > limit && a->delta != b->delta) return a->delta < b->delta;
     RULE(a->at <= limit, b->at <= limit);
   }
   RULE(a->done, b->done);
@@ -310,16 +453,18 @@ static void schedule_node(const graph_t *g, state_t *s, int k) {
     s->live_bytes -= n->bytes;
     s->live[k] = false;
   }
-  for (int e = g->pred_start[k]; e < g->pred_start[k] + i->nops; e++) {
-    int p = g->preds[e];
-    for (int q = g->src_start[p]; q < g->src_start[p + 1]; q++) {
-      int bf = g->srcs[q];
-      if (!s->live[bf]) {
-        s->live[bf] = true;
-        s->live_bytes += N(g, bf)->bytes;
+  int rd[2], nr = data_readers(g, k, rd);
+  for (int r = 0; r < nr; r++)
+    for (int e = g->pred_start[rd[r]]; e < g->pred_start[rd[r]] + g->ins[rd[r]]->nops; e++) {
+      int p = g->preds[e];
+      for (int q = g->src_start[p]; q < g->src_start[p + 1]; q++) {
+        int bf = g->srcs[q];
+        if (!s->live[bf]) {
+          s->live[bf] = true;
+          s->live_bytes += N(g, bf)->bytes;
+        }
       }
     }
-  }
   double t = s->now > s->ready_time[k] ? s->now : s->ready_time[k];
   s->t[k] = t;
   s->now = t + n->cost;
@@ -340,7 +485,7 @@ static void schedule_node(const graph_t *g, state_t *s, int k) {
 
 /* One bottom-up pass with memory target `limit` (0: none). order[] gets the
  * top-down order; *peak the largest live set. */
-static ts_status_t run(const graph_t *g, uint64_t limit, int *order, uint64_t *peak) {
+static ts_status_t run(const graph_t *g, uint64_t limit, bool program_order, int *order, uint64_t *peak) {
   int n = g->n;
   state_t s = {0};
   int limits[TS_SCHED_KIND_COUNT];
@@ -378,6 +523,15 @@ static ts_status_t run(const graph_t *g, uint64_t limit, int *order, uint64_t *p
     if (s.nready == 0) {
       st = TS_ERR_INTERNAL; /* nothing ready but nodes left: a cycle */
       goto out;
+    }
+    if (program_order) { /* the input order (the latest ready text position, bottom-up) */
+      int best = 0;
+      for (int r = 1; r < s.nready; r++)
+        if (s.ready[r] > s.ready[best]) best = r;
+      int k = s.ready[best];
+      s.ready[best] = s.ready[--s.nready];
+      schedule_node(g, &s, k);
+      continue;
     }
     unsigned backed_up = 0;
     for (int r = 0; r < s.nready; r++) {
@@ -429,7 +583,12 @@ static void callee_costs(sched_ctx_t *x, ts_hlo_comp_t *c) {
       n->trips = ts_sched_while_trips(i, &known);
       double ct = cc ? cc->time : 0, bt = bc ? bc->time : 0;
       n->cost = n->trips * (bt + ct) + ct;
+      n->serial = n->trips * ((bc ? bc->serial : 0) + (cc ? cc->serial : 0)) + (cc ? cc->serial : 0);
       n->uses_kinds = (cc ? cc->kinds : 0) | (bc ? bc->kinds : 0);
+      for (int kind = 0; kind < TS_SCHED_KIND_COUNT; kind++) {
+        int a = cc ? cc->inflight[kind] : 0, b = bc ? bc->inflight[kind] : 0;
+        n->uses_count[kind] = a > b ? a : b;
+      }
       n->callee_peak = cc && bc ? (cc->peak > bc->peak ? cc->peak : bc->peak) : bc ? bc->peak : 0;
     } else if (i->op == TS_OP_CALL || i->op == TS_OP_CONDITIONAL) {
       double worst = 0;
@@ -437,12 +596,29 @@ static void callee_costs(sched_ctx_t *x, ts_hlo_comp_t *c) {
         const sched_comp_t *cc = callee(x, i->called[q]);
         if (!cc) continue;
         if (cc->time > worst) worst = cc->time;
+        if (cc->serial > n->serial) n->serial = cc->serial;
         n->uses_kinds |= cc->kinds;
+        for (int kind = 0; kind < TS_SCHED_KIND_COUNT; kind++)
+          if (cc->inflight[kind] > n->uses_count[kind]) n->uses_count[kind] = cc->inflight[kind];
         if (cc->peak > n->callee_peak) n->callee_peak = cc->peak;
       }
       n->cost = worst;
     }
   }
+}
+
+/* Program order's time: every op's cost and every collective's whole
+ * latency, one after another (the order does not matter). */
+static double serial_time(const sched_ctx_t *x, const ts_hlo_comp_t *c) {
+  double t = 0;
+  for (int k = 0; k < c->ninstrs; k++) {
+    const ts_hlo_instr_t *i = c->instrs[k];
+    const sched_node_t *n = &x->node[i->id];
+    if (i->op == TS_OP_WHILE || i->op == TS_OP_CALL || i->op == TS_OP_CONDITIONAL) t += n->serial;
+    else if (n->kind != NO_KIND && ts_sched_is_async_start(i)) t += n->latency;
+    else t += n->cost;
+  }
+  return t;
 }
 
 ts_status_t ts_sched_comp(sched_ctx_t *x, ts_hlo_comp_t *c, int index) {
@@ -451,24 +627,33 @@ ts_status_t ts_sched_comp(sched_ctx_t *x, ts_hlo_comp_t *c, int index) {
   int n = c->ninstrs;
   int *lidx = ts_malloc(sizeof *lidx * (size_t)(x->m->next_id + 1));
   int *order = ts_malloc(sizeof *order * (size_t)(n + 1)), *best = ts_malloc(sizeof *best * (size_t)(n + 1));
+  int *base = ts_malloc(sizeof *base * (size_t)(n + 1));
   graph_t g;
   memset(&g, 0, sizeof g);
   ts_status_t st = TS_OK;
-  if (!lidx || !order || !best) {
+  sched_comp_t *sc = &x->comp[index];
+  if (!lidx || !order || !best || !base) {
     st = TS_ERR_NOMEM;
     goto out;
   }
   TS_CHECK_GOTO(graph_build(x, c, lidx, &g), st, out);
+  /* Program order, for its peak: the default memory target. */
+  uint64_t base_peak;
+  TS_CHECK_GOTO(run(&g, 0, true, base, &base_peak), st, out);
+  sc->base_peak = base_peak;
+  sc->serial = serial_time(x, c);
   /* The limit covers the entry's parameters too: they are live throughout. */
   uint64_t limit = x->o->memory_limit, params = 0;
   if (c->is_entry)
     for (int k = 0; k < c->nparams; k++) params += ts_sched_shape_bytes(c->params[k]->shape);
   if (limit) limit = limit > params ? limit - params : 1;
+  bool keep = !limit && x->o->keep_program_peak;
+  if (keep) limit = base_peak ? base_peak : 1;
   uint64_t target = limit, best_peak = 0;
   int attempt = 0;
   for (;; attempt++) {
     uint64_t peak;
-    TS_CHECK_GOTO(run(&g, target, order, &peak), st, out);
+    TS_CHECK_GOTO(run(&g, target, false, order, &peak), st, out);
     if (attempt == 0 || peak < best_peak) {
       best_peak = peak;
       memcpy(best, order, sizeof *order * (size_t)n);
@@ -477,16 +662,27 @@ ts_status_t ts_sched_comp(sched_ctx_t *x, ts_hlo_comp_t *c, int index) {
     if (!limit || best_peak <= limit || attempt >= x->o->reruns) break;
     target = target / 10 * 9;
   }
+  if (keep && best_peak > base_peak) { /* no schedule within program order's peak: keep that order */
+    memcpy(best, base, sizeof *base * (size_t)n);
+    best_peak = base_peak;
+    sc->fell_back = true;
+  }
   ts_hlo_instr_t **ins = g.ins;
   for (int q = 0; q < n; q++) c->instrs[q] = ins[best[q]];
-  sched_comp_t *sc = &x->comp[index];
   sc->peak = best_peak;
   sc->reruns = attempt;
   unsigned kinds = 0;
+  int open[TS_SCHED_KIND_COUNT] = {0};
   for (int q = 0; q < n; q++) {
-    const sched_node_t *nn = &x->node[c->instrs[q]->id];
+    const ts_hlo_instr_t *i = c->instrs[q];
+    const sched_node_t *nn = &x->node[i->id];
     if (nn->kind != NO_KIND) kinds |= 1u << nn->kind;
     kinds |= nn->uses_kinds;
+    if (nn->kind != NO_KIND) open[nn->kind] += ts_sched_is_async_start(i) ? 1 : -1;
+    for (int kind = 0; kind < TS_SCHED_KIND_COUNT; kind++) {
+      int now = open[kind] + nn->uses_count[kind];
+      if (now > sc->inflight[kind]) sc->inflight[kind] = now;
+    }
   }
   sc->kinds = kinds;
   TS_CHECK_GOTO(ts_sched_replay(x, c, &sc->time, NULL, 1, false, 0, 0), st, out);
@@ -496,5 +692,6 @@ out:
   ts_free(lidx);
   ts_free(order);
   ts_free(best);
+  ts_free(base);
   return st;
 }
