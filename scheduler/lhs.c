@@ -7,6 +7,8 @@
  * below it to cover the transfer. */
 #include "scheduler_internal.h"
 
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 typedef struct {
@@ -545,6 +547,10 @@ static ts_status_t run(const graph_t *g, uint64_t limit, bool program_order, int
     }
     if (best < 0) best = 0; /* cannot happen: a pending start is always eligible */
     int k = s.ready[best];
+    if (getenv("TS_SCHED_DEBUG"))
+      for (int r = 0; r < s.nready; r++)
+        fprintf(stderr, "%s %s el=%d stall=%g done=%d start=%d at=%llu\n", r == best ? "*" : " ", g->ins[s.ready[r]]->name,
+                cands[r].eligible, cands[r].stall, cands[r].done, cands[r].start, (unsigned long long)cands[r].at);
     s.ready[best] = s.ready[--s.nready];
     schedule_node(g, &s, k);
   }
