@@ -7,8 +7,6 @@
  * below it to cover the transfer. */
 #include "scheduler_internal.h"
 
-#include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
 typedef struct {
@@ -36,6 +34,8 @@ typedef struct {
   int inflight[TS_SCHED_KIND_COUNT];
   uint64_t live_bytes, peak;
   double now;
+  double cost_left;                  /* compute not yet scheduled */
+  int dones_left[TS_SCHED_KIND_COUNT]; /* async dones not yet scheduled */
 } state_t;
 
 static sched_node_t *N(const graph_t *g, int k) { return &g->x->node[g->ins[k]->id]; }
@@ -327,6 +327,7 @@ typedef struct {
   unsigned blocked; /* kinds whose overlap limit keeps it from being scheduled */
   double stall;     /* max(ready_time - now, 0) */
   bool unlock_done; /* has an async done among its operands */
+  bool fair;        /* an async start covered by its share of the compute left */
   int64_t delta;    /* bytes live above it minus below it */
   uint64_t at;      /* bytes live while it runs */
   int pos;          /* text position before scheduling */
@@ -380,6 +381,13 @@ static void describe(const graph_t *g, state_t *s, int k, const int limit[], can
   c->eligible = !c->blocked;
   double st = s->ready_time[k] - s->now;
   c->stall = st > 0 ? st : 0;
+  if (c->start) {
+    /* Its share: the compute under it so far and the compute left, split
+     * evenly between it and the dones of its kind still to come. */
+    double covered = n->latency - c->stall;
+    double share = (covered + s->cost_left) / (1 + s->dones_left[n->kind]);
+    c->fair = c->stall == 0 || covered >= share * (1 - 1e-9);
+  }
   for (int o = 0; o < i->nops; o++) c->unlock_done |= ts_sched_is_async_done(i->ops[o]);
   uint64_t newly, own = s->live[k] ? n->bytes : 0;
   new_bytes(g, s, k, &newly);
@@ -398,8 +406,11 @@ static void describe(const graph_t *g, state_t *s, int k, const int limit[], can
  *   5. ScheduleDone: an async done wins, so that top-down it sits just before
  *      its first use and its window opens as wide as the compute allows;
  *   6. FreeBackedUpResource: an async start whose transfer is already
- *      covered (no stall) wins when a done of its kind waits, blocked by the
- *      overlap limit: closing this window lets the next one open;
+ *      covered (no stall), or covered by its share of the compute left
+ *      (split evenly with the dones of its kind to come), wins when a done of
+ *      its kind waits, blocked by the overlap limit: closing this window
+ *      lets the next one open, so that when there is not enough compute to
+ *      hide every transfer each gets its part rather than one all of it;
  *   7. LessStall: the smaller stall wins (a start whose transfer is not yet
  *      covered waits while other work remains);
  *   8. DelayStart: anything else before an async start, so that top-down a
@@ -421,7 +432,7 @@ static bool better(const cand_t *a, const cand_t *b, uint64_t limit, uint64_t li
     RULE(a->at <= limit, b->at <= limit);
   }
   RULE(a->done, b->done);
-  RULE(a->start && a->stall == 0 && (backed_up >> a->kind & 1u), b->start && b->stall == 0 && (backed_up >> b->kind & 1u));
+  RULE(a->start && a->fair && (backed_up >> a->kind & 1u), b->start && b->fair && (backed_up >> b->kind & 1u));
   if (a->stall != b->stall) return a->stall < b->stall;
   RULE(!a->start, !b->start);
   RULE(a->unlock_done, b->unlock_done);
@@ -470,6 +481,8 @@ static void schedule_node(const graph_t *g, state_t *s, int k) {
   double t = s->now > s->ready_time[k] ? s->now : s->ready_time[k];
   s->t[k] = t;
   s->now = t + n->cost;
+  s->cost_left -= n->cost;
+  if (n->kind != NO_KIND && !ts_sched_is_async_start(i)) s->dones_left[n->kind]--;
   if (n->kind != NO_KIND) {
     if (ts_sched_is_async_start(i)) s->inflight[n->kind]--;
     else s->inflight[n->kind]++;
@@ -509,6 +522,11 @@ static ts_status_t run(const graph_t *g, uint64_t limit, bool program_order, int
     goto out;
   }
   for (int e = 0; e < g->pred_start[n]; e++) s.remaining[g->preds[e]]++;
+  for (int k = 0; k < n; k++) {
+    const sched_node_t *nk = N(g, k);
+    s.cost_left += nk->cost;
+    if (nk->kind != NO_KIND && !ts_sched_is_async_start(g->ins[k])) s.dones_left[nk->kind]++;
+  }
   if (g->c->root) { /* the outputs are live at the end */
     int r = g->lidx[g->c->root->id];
     for (int q = g->src_start[r]; q < g->src_start[r + 1]; q++) {
@@ -547,10 +565,6 @@ static ts_status_t run(const graph_t *g, uint64_t limit, bool program_order, int
     }
     if (best < 0) best = 0; /* cannot happen: a pending start is always eligible */
     int k = s.ready[best];
-    if (getenv("TS_SCHED_DEBUG"))
-      for (int r = 0; r < s.nready; r++)
-        fprintf(stderr, "%s %s el=%d stall=%g done=%d start=%d at=%llu\n", r == best ? "*" : " ", g->ins[s.ready[r]]->name,
-                cands[r].eligible, cands[r].stall, cands[r].done, cands[r].start, (unsigned long long)cands[r].at);
     s.ready[best] = s.ready[--s.nready];
     schedule_node(g, &s, k);
   }

@@ -192,22 +192,27 @@ static void test_metadata(void) {
   ts_hlo_module_destroy(m);
 }
 
-/* ---- balance: each all-gather behind its own convolution (AllGatherAsyncBalance) */
+/* ---- balance: two permutes, two convolutions, one permute at a time ------- */
 
+/* Each 240 MiB permute takes 28.0 ms on the host roofline, each convolution
+ * 21.5 ms: neither is hidden whole. Balanced (XLA's AllGatherAsyncBalance
+ * order), each permute overlaps one convolution and 6.5 ms of it shows,
+ * 13.05 ms in all; one permute over both convolutions and the other over
+ * nothing shows 28.0 ms. */
 static void test_balance(void) {
-  ts_hlo_module_t *m = load("ag_balance.hlo");
+  ts_hlo_module_t *m = load("cp_balance.hlo");
   ts_sched_result_t *r = NULL;
-  ts_sched_opts_t o;
-  ts_sched_opts_default(&o);
-  o.memory_limit = UINT64_C(1) << 30; /* balance costs the colour operand's 2 MiB over program order */
-  EXPECT(m && schedule(m, &o, &r));
+  EXPECT(m && schedule(m, NULL, &r));
   if (m && r) {
     const ts_hlo_comp_t *e = m->entry;
-    int s0 = pos(e, "ag-start"), d0 = pos(e, "ag-done"), s1 = pos(e, "ag-start.2"), d1 = pos(e, "ag-done.2");
+    int s0 = pos(e, "cp0-start"), d0 = pos(e, "cp0-done"), s1 = pos(e, "cp1-start"), d1 = pos(e, "cp1-done");
     int c0 = pos(e, "c0"), c1 = pos(e, "c1");
     int in0 = (s0 < c0 && c0 < d0) + (s0 < c1 && c1 < d0), in1 = (s1 < c0 && c0 < d1) + (s1 < c1 && c1 < d1);
+    fprintf(stderr, "convolutions under cp0: %d, under cp1: %d; exposed %.3f us\n", in0, in1, r->wasted_s * 1e6);
     EXPECT(in0 == 1 && in1 == 1);
-    for (int k = 0; k < r->npairs; k++) EXPECT(r->pairs[k].hidden_s == r->pairs[k].latency_s);
+    EXPECT(r->npairs == 2);
+    for (int k = 0; k < r->npairs; k++) EXPECT(r->pairs[k].hidden_s > 0.7 * r->pairs[k].latency_s);
+    EXPECT(r->wasted_s < 0.5 * r->pairs[0].latency_s);
   }
   ts_sched_result_destroy(r);
   ts_hlo_module_destroy(m);
