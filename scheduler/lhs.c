@@ -7,6 +7,7 @@
  * below it to cover the transfer. */
 #include "scheduler_internal.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 typedef struct {
@@ -627,6 +628,75 @@ static void callee_costs(sched_ctx_t *x, ts_hlo_comp_t *c) {
   }
 }
 
+/* The arena the runtime's buffer assignment would give `order` (top-down
+ * local indices): as runtime/program.c assigns it, buffers by decreasing
+ * size, each at the lowest 64-byte-aligned offset free over its live range
+ * (first fit). Live peaks alone miss the fragmentation this adds. */
+typedef struct {
+  uint64_t bytes;
+  int def, last;
+} span_t;
+
+static int span_cmp(const void *a, const void *b) {
+  const span_t *x = a, *y = b;
+  if (x->bytes != y->bytes) return x->bytes > y->bytes ? -1 : 1;
+  return x->def - y->def;
+}
+
+static int range_cmp(const void *a, const void *b) {
+  const uint64_t *x = a, *y = b;
+  return x[0] < y[0] ? -1 : x[0] > y[0];
+}
+
+static ts_status_t arena_bytes(const graph_t *g, const int *order, uint64_t *out) {
+  int n = g->n, ns = 0;
+  int *pos = ts_malloc(sizeof *pos * (size_t)(n + 1)), *last = ts_malloc(sizeof *last * (size_t)(n + 1));
+  span_t *sp = ts_malloc(sizeof *sp * (size_t)(n + 1));
+  uint64_t *busy = ts_malloc(sizeof *busy * 2 * (size_t)(n + 1)), *off = ts_malloc(sizeof *off * (size_t)(n + 1));
+  ts_status_t st = TS_OK;
+  if (!pos || !last || !sp || !busy || !off) {
+    st = TS_ERR_NOMEM;
+    goto out;
+  }
+  for (int q = 0; q < n; q++) pos[order[q]] = q, last[order[q]] = q;
+  for (int q = 0; q < n; q++) {
+    int rd[2], nr = data_readers(g, order[q], rd);
+    for (int r = 0; r < nr; r++)
+      for (int e = g->pred_start[rd[r]]; e < g->pred_start[rd[r]] + g->ins[rd[r]]->nops; e++)
+        for (int b = g->src_start[g->preds[e]]; b < g->src_start[g->preds[e] + 1]; b++)
+          if (last[g->srcs[b]] < q) last[g->srcs[b]] = q;
+  }
+  if (g->c->root) {
+    int r = g->lidx[g->c->root->id];
+    for (int b = g->src_start[r]; b < g->src_start[r + 1]; b++) last[g->srcs[b]] = n;
+  }
+  for (int k = 0; k < n; k++)
+    if (N(g, k)->bytes) sp[ns++] = (span_t){(N(g, k)->bytes + 63) / 64 * 64, pos[k], last[k]};
+  qsort(sp, (size_t)ns, sizeof *sp, span_cmp);
+  uint64_t top = 0;
+  for (int q = 0; q < ns; q++) {
+    int nb = 0;
+    for (int r = 0; r < q; r++)
+      if (sp[r].def <= sp[q].last && sp[q].def <= sp[r].last) busy[2 * nb] = off[r], busy[2 * nb + 1] = off[r] + sp[r].bytes, nb++;
+    qsort(busy, (size_t)nb, 2 * sizeof *busy, range_cmp);
+    uint64_t at = 0;
+    for (int r = 0; r < nb; r++) {
+      if (busy[2 * r] >= at + sp[q].bytes) break;
+      if (busy[2 * r + 1] > at) at = busy[2 * r + 1];
+    }
+    off[q] = at;
+    if (at + sp[q].bytes > top) top = at + sp[q].bytes;
+  }
+  *out = top;
+out:
+  ts_free(pos);
+  ts_free(last);
+  ts_free(sp);
+  ts_free(busy);
+  ts_free(off);
+  return st;
+}
+
 /* Program order's time: every op's cost and every collective's whole
  * latency, one after another (the order does not matter). */
 static double serial_time(const sched_ctx_t *x, const ts_hlo_comp_t *c) {
@@ -669,20 +739,28 @@ ts_status_t ts_sched_comp(sched_ctx_t *x, ts_hlo_comp_t *c, int index) {
   if (limit) limit = limit > params ? limit - params : 1;
   bool keep = !limit && x->o->keep_program_peak;
   if (keep) limit = base_peak ? base_peak : 1;
+  /* Under the default target the arena counts too: not above program
+   * order's, fragmentation included. */
+  uint64_t base_arena = 0;
+  if (keep) TS_CHECK_GOTO(arena_bytes(&g, base, &base_arena), st, out);
   uint64_t target = limit, best_peak = 0;
   int attempt = 0;
+  bool fits = false;
   for (;; attempt++) {
-    uint64_t peak;
+    uint64_t peak, arena = 0;
     TS_CHECK_GOTO(run(&g, target, false, order, &peak), st, out);
-    if (attempt == 0 || peak < best_peak) {
+    if (keep) TS_CHECK_GOTO(arena_bytes(&g, order, &arena), st, out);
+    bool ok = !limit || (peak <= limit && arena <= base_arena);
+    if (attempt == 0 || (ok && !fits) || (ok == fits && peak < best_peak)) {
       best_peak = peak;
       memcpy(best, order, sizeof *order * (size_t)n);
     }
+    fits |= ok;
     /* XLA's rerun: under pressure, aim 10% lower and schedule again. */
-    if (!limit || best_peak <= limit || attempt >= x->o->reruns) break;
+    if (fits || attempt >= x->o->reruns) break;
     target = target / 10 * 9;
   }
-  if (keep && best_peak > base_peak) { /* no schedule within program order's peak: keep that order */
+  if (keep && !fits) { /* no schedule within program order's memory: keep that order */
     memcpy(best, base, sizeof *base * (size_t)n);
     best_peak = base_peak;
     sc->fell_back = true;
