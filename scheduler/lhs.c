@@ -419,11 +419,13 @@ static void describe(const graph_t *g, state_t *s, int k, const int limit[], can
  *      hides the transfer even when the model underestimates it);
  *   9. UnlockDone: a node with an async done operand wins, so that the done
  *      becomes ready;
- *  10. DecreaseMemory (with a memory limit): the smaller increase wins;
+ *  10. DecreaseMemory (with a memory limit, more than half of it live, as
+ *      XLA checks pressure; always under program order's peak, which is
+ *      tight): the smaller increase wins;
  *  11. OriginalOrder: the later text position wins (bottom-up keeps the
  *      input order), which also makes ties deterministic: positions are
  *      unique, as instruction ids are. */
-static bool better(const cand_t *a, const cand_t *b, uint64_t limit, uint64_t live, unsigned backed_up) {
+static bool better(const cand_t *a, const cand_t *b, uint64_t limit, bool tight, uint64_t live, unsigned backed_up) {
 #define RULE(ca, cb) \
   if ((ca) != (cb)) return (ca)
   RULE(!a->param, !b->param);
@@ -437,7 +439,7 @@ static bool better(const cand_t *a, const cand_t *b, uint64_t limit, uint64_t li
   if (a->stall != b->stall) return a->stall < b->stall;
   RULE(!a->start, !b->start);
   RULE(a->unlock_done, b->unlock_done);
-  if (limit && a->delta != b->delta) return a->delta < b->delta;
+  if (limit && (tight || live > limit / 2) && a->delta != b->delta) return a->delta < b->delta;
   return a->pos > b->pos;
 #undef RULE
 }
@@ -499,9 +501,11 @@ static void schedule_node(const graph_t *g, state_t *s, int k) {
   }
 }
 
-/* One bottom-up pass with memory target `limit` (0: none). order[] gets the
- * top-down order; *peak the largest live set. */
-static ts_status_t run(const graph_t *g, uint64_t limit, bool program_order, int *order, uint64_t *peak) {
+/* One bottom-up pass with memory target `limit` (0: none; `tight`: the
+ * target is program order's own peak, so DecreaseMemory always applies), or
+ * with `program_order` the input order (the latest ready text position
+ * first). order[] gets the top-down order; *peak the largest live set. */
+static ts_status_t run(const graph_t *g, uint64_t limit, bool tight, bool program_order, int *order, uint64_t *peak) {
   int n = g->n;
   state_t s = {0};
   int limits[TS_SCHED_KIND_COUNT];
@@ -562,7 +566,7 @@ static ts_status_t run(const graph_t *g, uint64_t limit, bool program_order, int
     int best = -1;
     for (int r = 0; r < s.nready; r++) {
       if (!cands[r].eligible) continue;
-      if (best < 0 || better(&cands[r], &cands[best], limit, s.live_bytes, backed_up)) best = r;
+      if (best < 0 || better(&cands[r], &cands[best], limit, tight, s.live_bytes, backed_up)) best = r;
     }
     if (best < 0) best = 0; /* cannot happen: a pending start is always eligible */
     int k = s.ready[best];
@@ -697,6 +701,109 @@ out:
   return st;
 }
 
+/* The largest live set of `order` (top-down local indices): each buffer
+ * from its definition to its last reader (an async done reads its start's
+ * operands), the outputs to the end, and what a call holds inside while it
+ * runs: what run() counts, for any order. `pos`, `last` [n], `delta` [n + 1]
+ * are scratch. */
+static uint64_t live_peak(const graph_t *g, const int *order, int *pos, int *last, int64_t *delta) {
+  int n = g->n;
+  for (int q = 0; q < n; q++) pos[order[q]] = q, last[order[q]] = q, delta[q] = 0;
+  delta[n] = 0;
+  for (int q = 0; q < n; q++) {
+    int rd[2], nr = data_readers(g, order[q], rd);
+    for (int r = 0; r < nr; r++)
+      for (int e = g->pred_start[rd[r]]; e < g->pred_start[rd[r]] + g->ins[rd[r]]->nops; e++)
+        for (int b = g->src_start[g->preds[e]]; b < g->src_start[g->preds[e] + 1]; b++)
+          if (last[g->srcs[b]] < q) last[g->srcs[b]] = q;
+  }
+  if (g->c->root) {
+    int r = g->lidx[g->c->root->id];
+    for (int b = g->src_start[r]; b < g->src_start[r + 1]; b++) last[g->srcs[b]] = n - 1;
+  }
+  for (int k = 0; k < n; k++) {
+    delta[pos[k]] += (int64_t)N(g, k)->bytes;
+    delta[last[k] + 1] -= (int64_t)N(g, k)->bytes;
+  }
+  int64_t live = 0;
+  uint64_t peak = 0;
+  for (int q = 0; q < n; q++) {
+    live += delta[q];
+    uint64_t at = (uint64_t)live + N(g, order[q])->callee_peak;
+    if (at > peak) peak = at;
+  }
+  return peak;
+}
+
+static bool is_pred(const graph_t *g, int of, int k) {
+  for (int e = g->pred_start[of]; e < g->pred_start[of + 1]; e++)
+    if (g->preds[e] == k) return true;
+  return false;
+}
+
+/* Whether a start or done may move past k: not past another async op, nor
+ * past a while or call that runs some (the overlap limits stay as they
+ * were). */
+static bool plain(const graph_t *g, int k) {
+  const sched_node_t *nk = N(g, k);
+  if (nk->kind != NO_KIND) return false;
+  for (int kind = 0; kind < TS_SCHED_KIND_COUNT; kind++)
+    if (nk->uses_count[kind]) return false;
+  return true;
+}
+
+/* When no schedule stays within program order's peak: program order with
+ * each async window widened one instruction at a time (its start up, its
+ * done down) while the live set stays within `limit` and the arena within
+ * `arena_limit`, until the transfer is covered. `order` is top-down and is changed in place. */
+static ts_status_t widen(const graph_t *g, int *order, uint64_t limit, uint64_t arena_limit) {
+  int n = g->n;
+  int *pos = ts_malloc(sizeof *pos * (size_t)(n + 1)), *last = ts_malloc(sizeof *last * (size_t)(n + 1));
+  int *saved = ts_malloc(sizeof *saved * (size_t)(n + 1));
+  int64_t *delta = ts_malloc(sizeof *delta * (size_t)(n + 2));
+  ts_status_t st = TS_OK;
+  if (!pos || !last || !saved || !delta) {
+    st = TS_ERR_NOMEM;
+    goto out;
+  }
+  for (int q = 0; q < n; q++) {
+    int sk = order[q];
+    const sched_node_t *sn = N(g, sk);
+    if (sn->kind == NO_KIND || !sn->partner || !ts_sched_is_async_start(g->ins[sk])) continue;
+    int dk = g->lidx[sn->partner->id];
+    double covered = 0;
+    memcpy(saved, order, sizeof *order * (size_t)n);
+    for (int side = 0; side < 2; side++)
+      for (;;) {
+        for (int r = 0; r < n; r++) pos[order[r]] = r;
+        int at = side == 0 ? pos[sk] : pos[dk];
+        int nb = side == 0 ? at - 1 : at + 1;
+        if (covered >= sn->latency || nb < 0 || nb >= n) break;
+        int u = order[nb];
+        if (!plain(g, u) || (side == 0 ? is_pred(g, sk, u) : is_pred(g, u, dk))) break;
+        order[nb] = order[at], order[at] = u;
+        uint64_t arena = 0;
+        bool over = live_peak(g, order, pos, last, delta) > limit;
+        if (!over) {
+          TS_CHECK_GOTO(arena_bytes(g, order, &arena), st, out);
+          over = arena > arena_limit;
+        }
+        if (over) {
+          order[at] = order[nb], order[nb] = u;
+          break;
+        }
+        covered += N(g, u)->cost;
+      }
+    if (covered == 0) memcpy(order, saved, sizeof *order * (size_t)n); /* moved past free ops only */
+  }
+out:
+  ts_free(pos);
+  ts_free(last);
+  ts_free(saved);
+  ts_free(delta);
+  return st;
+}
+
 /* Program order's time: every op's cost and every collective's whole
  * latency, one after another (the order does not matter). */
 static double serial_time(const sched_ctx_t *x, const ts_hlo_comp_t *c) {
@@ -729,7 +836,7 @@ ts_status_t ts_sched_comp(sched_ctx_t *x, ts_hlo_comp_t *c, int index) {
   TS_CHECK_GOTO(graph_build(x, c, lidx, &g), st, out);
   /* Program order, for its peak: the default memory target. */
   uint64_t base_peak;
-  TS_CHECK_GOTO(run(&g, 0, true, base, &base_peak), st, out);
+  TS_CHECK_GOTO(run(&g, 0, false, true, base, &base_peak), st, out);
   sc->base_peak = base_peak;
   sc->serial = serial_time(x, c);
   /* The limit covers the entry's parameters too: they are live throughout. */
@@ -748,7 +855,7 @@ ts_status_t ts_sched_comp(sched_ctx_t *x, ts_hlo_comp_t *c, int index) {
   bool fits = false;
   for (;; attempt++) {
     uint64_t peak, arena = 0;
-    TS_CHECK_GOTO(run(&g, target, false, order, &peak), st, out);
+    TS_CHECK_GOTO(run(&g, target, keep, false, order, &peak), st, out);
     if (keep) TS_CHECK_GOTO(arena_bytes(&g, order, &arena), st, out);
     bool ok = !limit || (peak <= limit && arena <= base_arena);
     if (attempt == 0 || (ok && !fits) || (ok == fits && peak < best_peak)) {
@@ -760,8 +867,19 @@ ts_status_t ts_sched_comp(sched_ctx_t *x, ts_hlo_comp_t *c, int index) {
     if (fits || attempt >= x->o->reruns) break;
     target = target / 10 * 9;
   }
-  if (keep && !fits) { /* no schedule within program order's memory: keep that order */
+  if (keep && !fits) { /* no schedule within program order's memory: widen its windows within it */
     memcpy(best, base, sizeof *base * (size_t)n);
+    int *pos = ts_malloc(sizeof *pos * (size_t)(n + 1)), *last = ts_malloc(sizeof *last * (size_t)(n + 1));
+    int64_t *delta = ts_malloc(sizeof *delta * (size_t)(n + 2));
+    uint64_t base_live = pos && last && delta ? live_peak(&g, base, pos, last, delta) : 0;
+    ts_free(pos);
+    ts_free(last);
+    ts_free(delta);
+    if (!base_live && n) {
+      st = TS_ERR_NOMEM;
+      goto out;
+    }
+    TS_CHECK_GOTO(widen(&g, best, base_live, base_arena), st, out);
     best_peak = base_peak;
     sc->fell_back = true;
   }
