@@ -28,15 +28,18 @@ typedef struct {
   /* Async pairs of one kind in flight at once (XLA's *_overlap_limit);
    * default 1 each. */
   int overlap_limit[TS_SCHED_KIND_COUNT];
-  /* Bytes live at once (per device); 0: no limit. When the schedule would
+  /* Bytes live at once (per device); 0: none given (then see
+   * keep_program_peak). When the schedule would
    * exceed it the scheduler prefers ops that free memory and shortens async
    * windows, then re-schedules with a 10% lower target up to `reruns`
    * times (XLA's rerun), keeping the schedule with the lowest peak. */
   uint64_t memory_limit;
   int reruns; /* default 5 */
   /* With no memory_limit: never above program order's peak (default true).
-   * Each computation is scheduled under the peak of its own input order;
-   * when no schedule stays within it, it keeps that order. */
+   * Each computation is scheduled under the live peak and buffer arena of
+   * its own input order (the collectives' operands live until their dones);
+   * when no schedule stays within them, it keeps that order with each async
+   * window widened as far as they allow. False: no memory target at all. */
   bool keep_program_peak;
   /* Where costs come from; NULL: the host's roofline alone. Not owned. */
   const ts_costmodel_t *cost;
