@@ -857,6 +857,7 @@ static ts_status_t verify(ts_vctx_t *v) {
     TS_CHECK_GOTO(ts_vfy_instr_shape(v, w.instrs[k]), st, done);
     TS_CHECK_GOTO(check_sharding(v, w.instrs[k]), st, done);
   }
+  TS_CHECK_GOTO(ts_vfy_schedule(v), st, done);
   st = TS_OK;
 done:
   ts_free(w.instrs);

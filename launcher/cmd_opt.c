@@ -86,6 +86,7 @@ static void usage(FILE *f) {
           "                        collective-broadcast)\n"
           "  --memory-limit=BYTES  bytes live at once per device (K, M, G, T suffixes):\n"
           "                        prefer freeing memory and reschedule under pressure\n"
+          "                        (default: program order's peak, never above it)\n"
           "  --no-partition        the module is already the per-device program:\n"
           "                        schedule it as it is\n"
           "  --stats FILE          write the statistics to FILE instead of stderr\n"
@@ -110,28 +111,6 @@ enum {
 };
 
 /* BYTES with an optional K/M/G/T suffix (powers of 1024). */
-static bool parse_bytes(const char *flag, const char *s, uint64_t *out) {
-  char *end;
-  errno = 0;
-  unsigned long long v = strtoull(s, &end, 10);
-  uint64_t mul = 1;
-  if (!errno && end != s && end[0] && !end[1]) {
-    switch (end[0]) {
-    case 'k': case 'K': mul = UINT64_C(1) << 10; end++; break;
-    case 'm': case 'M': mul = UINT64_C(1) << 20; end++; break;
-    case 'g': case 'G': mul = UINT64_C(1) << 30; end++; break;
-    case 't': case 'T': mul = UINT64_C(1) << 40; end++; break;
-    default: break;
-    }
-  }
-  if (errno || end == s || *end || s[0] == '-' || v == 0 || v > UINT64_MAX / mul) {
-    fprintf(stderr, "tessera opt: error: %s wants a positive byte count (suffixes K, M, G, T), got '%s'\n", flag, s);
-    return false;
-  }
-  *out = v * mul;
-  return true;
-}
-
 /* --overlap-limit's value, or a usage error naming the command. */
 static bool parse_overlap(const char *s, ts_sched_opts_t *o) {
   if (ts_sched_parse_overlap_limit(s, o)) return true;
@@ -261,7 +240,7 @@ int ts_cmd_opt(int argc, char **argv) {
       break;
     case F_MEMORY:
       sched_flags = true;
-      if (!parse_bytes("--memory-limit", optarg, &sopts.memory_limit)) goto usage_error;
+      if (!ts_cli_parse_bytes("opt", "--memory-limit", optarg, &sopts.memory_limit)) goto usage_error;
       break;
     case F_STATS: sched_flags = true; stats_path = optarg; break;
     case F_TRACE: sched_flags = true; trace_path = optarg; break;

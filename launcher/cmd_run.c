@@ -80,6 +80,8 @@ static void usage(FILE *f) {
           "                        them with compute)\n"
           "  --cost-model SPEC     the scheduler's cost model (as tessera opt takes it)\n"
           "  --cost-model-preset P h100, b200 or host (default host)\n"
+          "  --memory-limit BYTES  the scheduler's bytes live at once per device (K, M, G,\n"
+          "                        T suffixes; default: program order's peak)\n"
           "  --overlap-limit L     async collectives of one kind in flight at once: N, or\n"
           "                        KIND=N,... (default 1)\n"
           "  --slices S            the mesh as S slices (multislice; default: one per\n"
@@ -1077,7 +1079,7 @@ enum {
   OPT_STEPS = 0x200, OPT_LOOP, OPT_CHECK, OPT_TOL, OPT_COMPILE_ONLY, OPT_TRACE, OPT_SLICES, OPT_BACKEND,
   OPT_TIMEOUT, OPT_NO_BIND, OPT_REFERENCE, OPT_TASK, OPT_NODES, OPT_ADDRESS,
   OPT_HANG_TIMEOUT, OPT_HANG_DIGEST, OPT_ABORT_ON_HANG, OPT_HANG_COORD, OPT_NO_HANG,
-  OPT_NO_SCHEDULE, OPT_COST_MODEL, OPT_COST_PRESET, OPT_OVERLAP, OPT_NO_PARTITION,
+  OPT_NO_SCHEDULE, OPT_COST_MODEL, OPT_COST_PRESET, OPT_OVERLAP, OPT_NO_PARTITION, OPT_MEMORY_LIMIT,
 };
 
 /* Parses argv into f; returns -1 to go on, else the exit code. */
@@ -1114,6 +1116,7 @@ static int parse_flags(int argc, char **argv, run_flags_t *f) {
       {"cost-model", required_argument, NULL, OPT_COST_MODEL},
       {"cost-model-preset", required_argument, NULL, OPT_COST_PRESET},
       {"overlap-limit", required_argument, NULL, OPT_OVERLAP},
+      {"memory-limit", required_argument, NULL, OPT_MEMORY_LIMIT},
       {"help", no_argument, NULL, 'h'},
       TS_PARTITION_FLAG_OPTIONS,
       {NULL, 0, NULL, 0},
@@ -1170,6 +1173,9 @@ static int parse_flags(int argc, char **argv, run_flags_t *f) {
     case OPT_NO_SCHEDULE: f->schedule = false; break;
     case OPT_COST_MODEL: f->cost_model = optarg; break;
     case OPT_COST_PRESET: f->cost_preset = optarg; break;
+    case OPT_MEMORY_LIMIT:
+      if (!ts_cli_parse_bytes("run", "--memory-limit", optarg, &f->sched.memory_limit)) return 2;
+      break;
     case OPT_OVERLAP:
       if (!ts_sched_parse_overlap_limit(optarg, &f->sched)) {
         fprintf(stderr, "tessera run: error: --overlap-limit wants %s, got '%s'\n", ts_sched_overlap_limit_syntax,

@@ -265,9 +265,12 @@ static bool is_custom_call_to(const ts_hlo_instr_t *i, const char *target) {
   return a && a->kind == TS_ATTR_STRING && strcmp(a->v.s, target) == 0;
 }
 
-/* Ops that define no buffer of their own: they refer to their operands'. */
+/* Ops that define no buffer of their own: they refer to their operands'
+ * (as the runtime's buffer assignment has them: a reshape or copy shares
+ * its operand's bytes, values never being written in place). */
 static bool is_alias(const ts_hlo_instr_t *i) {
   switch (i->op) {
+  case TS_OP_RESHAPE: case TS_OP_COPY: return i->nops == 1 && ts_elem_is_array(i->shape->elem);
   case TS_OP_GET_TUPLE_ELEMENT: case TS_OP_TUPLE: case TS_OP_BITCAST: case TS_OP_ADD_DEPENDENCY:
   case TS_OP_OPT_BARRIER: case TS_OP_DOMAIN: return true;
   case TS_OP_CUSTOM_CALL:

@@ -17,8 +17,10 @@ typedef struct {
   bool alias;               /* defines no buffer: refers to its operands' (gte, tuple, done, ...) */
   bool nop;                 /* free and scheduled first when ready (XLA's nop set) */
   unsigned uses_kinds;      /* bit per kind: async collectives inside its called computations */
+  int uses_count[TS_SCHED_KIND_COUNT]; /* most of each kind in flight at once inside them */
   uint64_t callee_peak;     /* bytes its called computations hold live at their peak */
   double trips;             /* while: iterations per execution (1 when unknown) */
+  double serial;            /* while/call/conditional: its callees' program-order time */
   const char *source;       /* cost source of a collective */
 } sched_node_t;
 
@@ -27,6 +29,10 @@ typedef struct {
   double time;          /* one execution, top-down replay of the schedule */
   uint64_t peak;        /* largest live set, its parameters excluded */
   unsigned kinds;       /* async kinds used inside, transitively */
+  int inflight[TS_SCHED_KIND_COUNT]; /* most async pairs of each kind open at once, nested ones too */
+  double serial;        /* one execution in program order, collectives synchronous */
+  uint64_t base_peak;   /* largest live set in program order */
+  bool fell_back;       /* kept program order: no schedule stayed within its peak */
   int reruns;           /* memory-pressure reschedules it took */
   bool done;
 } sched_comp_t;
@@ -41,6 +47,7 @@ typedef struct {
   sched_node_t *node;         /* [m->next_id] */
   sched_comp_t *comp;         /* [m->ncomps] */
   double *tstart;             /* [m->next_id]: replay time of each async start */
+  bool *is_body;              /* [m->ncomps]: a while loop's body */
   ts_diag_t *diag;
 } sched_ctx_t;
 

@@ -66,8 +66,8 @@ ts_status_t ts_sched_replay(sched_ctx_t *x, const ts_hlo_comp_t *c, double *time
       double covered = t - x->tstart[s->id], wasted = sn->latency > covered ? sn->latency - covered : 0;
       t += wasted;
       if (log) {
-        ts_sched_pair_t p = {s->name, i->name, c->name, (ts_sched_kind_t)n->kind, sn->latency, wasted, executions,
-                             sn->source};
+        ts_sched_pair_t p = {s->name,    i->name,    c->name, (ts_sched_kind_t)n->kind, sn->latency, wasted,
+                             sn->latency - wasted, executions, sn->source};
         TS_CHECK(push_pair(log, &p));
       }
       continue;
@@ -128,12 +128,18 @@ void ts_sched_result_print(const ts_sched_result_t *r, ts_buf_t *out) {
   if (r->memory_limit)
     ts_buf_printf(out, ", limit %s, %d reschedules", fmt_bytes(b2, sizeof b2, r->memory_limit), r->reruns_used);
   ts_buf_puts(out, ")\n");
+  ts_buf_printf(out, "program order (collectives synchronous): step %.3f us, memory peak %llu (%s)",
+                r->program_order_step_s * 1e6, (unsigned long long)r->program_order_peak_bytes,
+                fmt_bytes(b2, sizeof b2, r->program_order_peak_bytes));
+  if (r->kept_program_order) ts_buf_printf(out, "; %d computations kept in program order to stay within its peak",
+                                           r->kept_program_order);
+  ts_buf_puts(out, "\n");
   ts_buf_printf(out, "async pairs: %d\n", r->npairs);
   for (int k = 0; k < r->npairs; k++) {
     const ts_sched_pair_t *p = &r->pairs[k];
-    ts_buf_printf(out, "  %s -> %s in %%%s: %s, latency %.3f us (%s), wasted %.3f us, x%.0f per step\n", p->start,
-                  p->done, p->computation, ts_sched_kind_name(p->kind), p->latency_s * 1e6, p->source ? p->source : "?",
-                  p->wasted_s * 1e6, p->executions);
+    ts_buf_printf(out, "  %s -> %s in %%%s: %s, latency %.3f us (%s), hidden %.3f us, wasted %.3f us, x%.0f per step\n",
+                  p->start, p->done, p->computation, ts_sched_kind_name(p->kind), p->latency_s * 1e6,
+                  p->source ? p->source : "?", p->hidden_s * 1e6, p->wasted_s * 1e6, p->executions);
   }
 }
 
