@@ -44,8 +44,9 @@ void ts_cli_print_bytes(FILE *f, uint64_t b);
 uint64_t ts_cli_memory_bound(const ts_hlo_module_t *m);
 
 /* Collectives of a module, counted statically (each instruction once, at its
- * synchronous form or its -done). */
-enum { TS_CLI_COLL_KINDS = 8 };
+ * synchronous form or its -done), per kind: the HLO collectives of
+ * ts_coll_kind_t, all-reduce to collective-reduce. */
+enum { TS_CLI_COLL_KINDS = TS_COLL_COLLECTIVE_REDUCE + 1 };
 typedef struct {
   int64_t count[TS_CLI_COLL_KINDS];
   uint64_t bytes[TS_CLI_COLL_KINDS]; /* per device: the larger of operands and result */

@@ -1,2 +1,2 @@
-# Element-type conversion kernels (hlo/elemconv.c).
+# Element-type conversion kernels (common/elemconv.c).
 ts_unit_test(test_elemconv)

@@ -1,5 +1,6 @@
 # Unit tests of common/ and the HLO IR builder and printer.
 ts_unit_test(test_common)
+ts_unit_test(test_collective)
 ts_unit_test(test_printer)
 
 # Grammar coverage: hand-written modules that exercise forms the corpus has
