@@ -372,7 +372,7 @@ ts_status_t ts_hlo_comp_index_params(ts_hlo_comp_t *c) {
   return TS_OK;
 }
 
-ts_status_t ts_hlo_comp_post_order(const ts_hlo_comp_t *c, const ts_hlo_instr_t **order) {
+static ts_status_t post_order(const ts_hlo_comp_t *c, bool ctrl, const ts_hlo_instr_t **order) {
   int n = c->ninstrs, done = 0;
   uint8_t *state = ts_calloc((size_t)c->module->next_id + 1, 1); /* 0 new, 1 on the stack, 2 placed */
   const ts_hlo_instr_t **stack = ts_calloc((size_t)n + 1, sizeof *stack);
@@ -394,7 +394,7 @@ ts_status_t ts_hlo_comp_post_order(const ts_hlo_comp_t *c, const ts_hlo_instr_t 
       int e = next[sp - 1]++;
       const ts_hlo_instr_t *dep = NULL;
       if (e < top->nops) dep = top->ops[e];
-      else if (e < top->nops + top->nctrl_preds) dep = top->ctrl_preds[e - top->nops];
+      else if (ctrl && e < top->nops + top->nctrl_preds) dep = top->ctrl_preds[e - top->nops];
       else {
         state[top->id] = 2;
         order[done++] = top;
@@ -413,4 +413,12 @@ out:
   ts_free(stack);
   ts_free(next);
   return st;
+}
+
+ts_status_t ts_hlo_comp_post_order(const ts_hlo_comp_t *c, const ts_hlo_instr_t **order) {
+  return post_order(c, true, order);
+}
+
+ts_status_t ts_hlo_comp_operand_post_order(const ts_hlo_comp_t *c, const ts_hlo_instr_t **order) {
+  return post_order(c, false, order);
 }

@@ -335,6 +335,9 @@ ts_hlo_comp_t *ts_hlo_module_find_comp(const ts_hlo_module_t *m, const char *nam
  * in text order; iterative, since chains in real modules are deep.
  * order[0..c->ninstrs) is filled (order has room for c->ninstrs). */
 ts_status_t ts_hlo_comp_post_order(const ts_hlo_comp_t *c, const ts_hlo_instr_t **order);
+/* The same walk over operands alone (control predecessors ignored): the
+ * order of a pass that follows data dependencies only. */
+ts_status_t ts_hlo_comp_operand_post_order(const ts_hlo_comp_t *c, const ts_hlo_instr_t **order);
 
 /* Appends an instruction with the given operands (users are updated). The
  * name is made unique in the module (`name`, else `name.N`); NULL names it
