@@ -108,6 +108,14 @@ void ts_buf_printf(ts_buf_t *b, const char *fmt, ...) __attribute__((format(prin
 void ts_buf_vprintf(ts_buf_t *b, const char *fmt, va_list ap);
 void ts_buf_free(ts_buf_t *b);
 
+/* ---- lists ------------------------------------------------------------- */
+
+/* A list of integers (dimensions, a replica group, ...). Not owned. */
+typedef struct {
+  int n;
+  int64_t *v;
+} ts_i64_list_t;
+
 /* ---- string map ------------------------------------------------------ */
 
 /* Open-addressing hash map from strings to pointers. Keys are not copied:

@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "hang_internal.h"
+#include "ts_env.h"
 
 typedef struct {
   int fd;
@@ -599,7 +600,7 @@ int ts_hang_coordinator_main(int argc, char **argv) {
   ts_hang_coord_opts_t o;
   ts_hang_coord_opts_default(&o);
   o.listen = NULL;
-  o.secret = getenv("TESSERA_HANG_SECRET");
+  o.secret = ts_env_get(TS_ENV_HANG_SECRET);
   int c;
   opterr = 0;
   while ((c = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {

@@ -707,12 +707,8 @@ ts_status_t ts_vfy_group_size(ts_vctx_t *v, const ts_hlo_instr_t *i, ts_vgroup_t
     return ts_vfy_error(v, i, ug->loc, "attribute use_global_device_ids must be a bool");
   bool global = ug && ug->v.b;
   if (global && !ch) return ts_vfy_error(v, i, ug->loc, "use_global_device_ids=true needs a channel_id");
-  /* the mode table: cross-replica, cross-partition, cross-replica-and-partition, flattened ids */
-  bool by_partition =
-      ch && !global &&
-      (op == TS_OP_ALL_TO_ALL || op == TS_OP_COLLECTIVE_PERMUTE || op == TS_OP_COLLECTIVE_PERMUTE_START ||
-       op == TS_OP_COLLECTIVE_BROADCAST || op == TS_OP_RAGGED_ALL_TO_ALL);
-  bool both = ch && !global && !by_partition;
+  ts_coll_group_mode_t mode = ts_hlo_group_mode(i, op);
+  bool by_partition = mode == TS_COLL_CROSS_PARTITION, both = mode == TS_COLL_CROSS_REPLICA_AND_PARTITION;
   int64_t rc = v->replica_count, np = v->num_partitions, all = rc * np;
   *g = (ts_vgroup_t){0};
   if (rg && rg->v.rg->ngroups > 0) {

@@ -186,7 +186,8 @@ uint64_t ts_interp_memory_bound(const ts_hlo_module_t *m);
 
 /* Collectives of a module, counted statically (each instruction once, at its
  * synchronous form or its -done). */
-enum { TS_INTERP_COLL_KINDS = 8 };
+/* per kind: the HLO collectives of ts_coll_kind_t, all-reduce to collective-reduce */
+enum { TS_INTERP_COLL_KINDS = TS_COLL_COLLECTIVE_REDUCE + 1 };
 typedef struct {
   int64_t count[TS_INTERP_COLL_KINDS];
   uint64_t bytes[TS_INTERP_COLL_KINDS]; /* per device: the larger of operands and result */

@@ -5,6 +5,7 @@
  * outputs with the reference interpreter. --devices 1 on a module written
  * for several devices (or --reference) runs the reference interpreter. */
 #include "run_internal.h"
+#include "ts_env.h"
 #include "ts_hang.h"
 #include "ts_hlo.h"
 #include "ts_interp.h"
@@ -87,7 +88,8 @@ static void usage(FILE *f) {
           "  --slices S            the mesh as S slices (multislice; default: one per\n"
           "                        host); collectives that span slices run hierarchically\n"
           "  --backend B           the collectives' data path under mpirun: mpi (default) or ucx\n"
-          "  --timeout SEC         deadline of every collective (default 300)\n"
+          "  --timeout SEC         deadline of every collective (default\n"
+          "                        TESSERA_COLL_TIMEOUT, else 300)\n"
           "  --no-bind             do not bind ranks or device threads to cores\n"
           "  --num-partitions N    override the module's num_partitions\n"
           "  --replica-count N     override the module's replica_count\n"
@@ -722,7 +724,7 @@ static ts_status_t hang_rendezvous(job_t *j, ts_diag_t *diag) {
   memset(&j->rv, 0, sizeof j->rv);
   if (j->first == 0 && f->hang) {
     if (f->hang_coordinator) {
-      const char *secret = getenv("TESSERA_HANG_SECRET");
+      const char *secret = ts_env_get(TS_ENV_HANG_SECRET);
       if (!secret || !*secret) {
         ts_diag_plain(diag, "--hang-coordinator needs the job's secret in TESSERA_HANG_SECRET");
         return TS_ERR_INVALID_USAGE;
@@ -1121,7 +1123,7 @@ static int parse_flags(int argc, char **argv, run_flags_t *f) {
       TS_PARTITION_FLAG_OPTIONS,
       {NULL, 0, NULL, 0},
   };
-  *f = (run_flags_t){.steps = 1, .task_id = -1, .tolerance = 1e-4, .timeout = 300, .bind = true,
+  *f = (run_flags_t){.steps = 1, .task_id = -1, .tolerance = 1e-4, .bind = true,
                      .backend = TS_COLL_BACKEND_MPI, .hang = true, .abort_on_hang = true, .hang_timeout = 60,
                      .schedule = true};
   ts_partition_opts_default(&f->popts);
@@ -1210,6 +1212,9 @@ static int parse_flags(int argc, char **argv, run_flags_t *f) {
     fprintf(stderr, "tessera run: error: --devices %lld: one process runs at most 1024 devices\n", (long long)f->devices);
     return 2;
   }
+  /* --timeout wins; without it, TESSERA_COLL_TIMEOUT (as every communicator
+   * reads it), else 300 s. */
+  if (f->timeout == 0) f->timeout = ts_env_positive(TS_ENV_COLL_TIMEOUT, 300);
   return -1;
 }
 
@@ -1235,7 +1240,7 @@ int ts_cmd_run(int argc, char **argv) {
   job_t j = {.f = &f};
   bool mpi = false;
   ts_status_t st;
-  TS_CHECK_GOTO(ts_hang_fault_parse(getenv("TESSERA_FAULT"), &j.fault, &diag), st, done);
+  TS_CHECK_GOTO(ts_hang_fault_parse(ts_env_get(TS_ENV_FAULT), &j.fault, &diag), st, done);
   TS_CHECK_GOTO(run_env_detect(f.devices, f.task_id, f.num_nodes, f.address, f.compile_only, &j.env, &diag), st, done);
   TS_CHECK_GOTO(prepare(&j, &diag), st, done);
   bool reference = f.reference || (j.env.mode == RUN_THREADS && j.env.ndevices == 1 && j.R * j.P > 1 && !f.compile_only);

@@ -47,8 +47,7 @@ static int elem_leaf_offset(const ts_shape_t *s, int k) {
 }
 
 static size_t leaf_bytes(const ts_shape_t *s) {
-  if (!ts_elem_is_array(s->elem)) return 0;
-  return (size_t)ts_shape_elements(s) * (size_t)ts_elem_storage_bytes(s->elem);
+  return ts_shape_is_array(s) ? (size_t)ts_shape_storage_bytes(s) : 0;
 }
 
 static bool is_sync_collective(ts_opcode_t op) {
