@@ -29,11 +29,19 @@ ts_status_t ckpt_open_resume(ts_ckpt_t *c, ts_diag_t *diag) {
   int pick = -1;
   for (int i = 0; i < n; i++)
     if (steps[i] < c->o.steps) pick = i;
+  if (n == 0) {
+    /* A job killed before its first checkpoint reruns from the start: the
+     * same command line resumes whenever there is something to resume. */
+    ts_free(steps);
+    if (!c->o.quiet) {
+      fprintf(stderr, "tessera run: warning: --resume %s: no complete checkpoint there; starting from step 1\n", dir);
+      fflush(stderr);
+    }
+    return TS_OK;
+  }
   if (pick < 0) {
-    if (n == 0) ts_diag_plain(diag, "--resume %s: no complete checkpoint there", dir);
-    else
-      ts_diag_plain(diag, "--resume %s: every checkpoint there (the oldest: step %lld) is at or past --steps %lld",
-                    dir, (long long)steps[0], (long long)c->o.steps);
+    ts_diag_plain(diag, "--resume %s: every checkpoint there (the oldest: step %lld) is at or past --steps %lld",
+                  dir, (long long)steps[0], (long long)c->o.steps);
     ts_free(steps);
     return TS_ERR_INVALID_ARGUMENT;
   }

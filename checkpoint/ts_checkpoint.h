@@ -147,7 +147,9 @@ typedef struct {
 typedef struct ts_ckpt ts_ckpt_t;
 
 /* Prepares checkpointing and resuming for a run. With flags.resume: picks
- * the newest complete checkpoint before --steps, reads its manifest and
+ * the newest complete checkpoint before --steps (none at all: a warning,
+ * and the run starts from step 1, so one command line serves the first
+ * launch and every relaunch), reads its manifest and
  * refuses (TS_ERR_VERIFY, "--resume DIR/step-K: error: ...") a module whose
  * state differs from it in names, global shapes or dtypes, naming the first
  * difference, or a --random-inputs seed that is not the checkpoint's. With
