@@ -65,6 +65,9 @@ struct ts_ckpt {
   bool started, stop;
   pthread_mutex_t mu;
   pthread_cond_t cv;
+  int64_t commit_step;    /* device 0 asked the writer to settle this step (0: none) */
+  int commit_failed;      /* the first device whose write failed, -1 none */
+  char *commit_all;       /* the all-gather's records it decides on */
   /* resuming */
   bool resuming;
   char resume_dir[PATH_MAX]; /* DIR/step-K */

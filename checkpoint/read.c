@@ -145,6 +145,7 @@ ts_status_t ts_ckpt_restore(ts_ckpt_t *c, int local, ts_coll_comm_t *world, ts_a
     if (n > 0) st = ts_ckpt_read_box(c->resume_dir, &c->rm, c->rmap[k], start, limit, s->data, s->dims, &d);
     bytes += n * ts_elem_storage_bytes(a->shape->elem);
   }
+  double local_ms = now_ms() - t0;
   verdict_t mine = {.status = st, .device = dev}, *all = ts_calloc((size_t)W, sizeof *all);
   if (!all) {
     ts_diag_free(&d);
@@ -171,12 +172,13 @@ ts_status_t ts_ckpt_restore(ts_ckpt_t *c, int local, ts_coll_comm_t *world, ts_a
   ts_free(all);
   if (dev == 0) {
     pthread_mutex_lock(&c->mu);
-    c->stats.restore_ms = now_ms() - t0;
+    c->stats.restore_ms = local_ms;
     c->stats.restored_bytes = bytes;
     pthread_mutex_unlock(&c->mu);
     if (!c->o.quiet) {
-      printf("checkpoint: resumed from %s (step %lld; device 0 read %.2f MB in %.1f ms)\n", c->resume_dir,
-             (long long)c->rm.step, (double)bytes / 1e6, now_ms() - t0);
+      printf("checkpoint: resumed from %s (step %lld; device 0 read %.2f MB in %.1f ms, verified and read its "
+             "tiles in %.1f ms of it)\n", c->resume_dir, (long long)c->rm.step, (double)bytes / 1e6, now_ms() - t0,
+             local_ms);
       fflush(stdout);
     }
   }

@@ -194,9 +194,10 @@ typedef struct {
   int committed, failed;
   int64_t bytes;          /* per committed checkpoint, summed over devices */
   double snapshot_ms;     /* device 0's snapshot copies, summed */
+  double hook_ms;         /* device 0's time in ts_ckpt_step_end (snapshots, commit rounds, waits), summed */
   double write_ms;        /* device 0's process: files written + fsynced, summed */
   int64_t written_bytes;  /* by this process */
-  double restore_ms;      /* device 0's restore */
+  double restore_ms;      /* device 0's restore: verify + read its tiles (not the verdict exchange) */
   int64_t restored_bytes; /* by device 0 */
 } ts_ckpt_stats_t;
 void ts_ckpt_stats(const ts_ckpt_t *c, ts_ckpt_stats_t *out);
