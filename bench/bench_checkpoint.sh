@@ -2,7 +2,9 @@
 # Checkpoint overhead: the transformer example scaled up (batch 16, seq 128,
 # dim 256, 8 heads, mlp 1024, 64 classes, data 2 x model 1) trained for
 # STEPS steps under mpirun -np NP, without and with --checkpoint-every EVERY,
-# side by side (REPEAT pairs, alternating which goes first). Prints the mean
+# side by side: REPEAT pairs, each pair's two jobs at the same time (SIDE=
+# concurrent, the default: on a shared machine both see the same load) or
+# one after the other, alternating which goes first (SIDE=sequential). Prints the mean
 # and median step (steps 2..STEPS; a step's time includes the snapshot and
 # the commit round at its boundary, and the writer thread competes for the
 # cores during the steps after it), the overhead per checkpoint, the
@@ -10,7 +12,7 @@
 # same folder in the same run, and the restore's read bandwidth.
 #
 #   sh bench/bench_checkpoint.sh [BUILD_DIR] [RESULTS_FILE]
-#   env: STEPS (40) EVERY (10) NP (2) REPEAT (1) WORK (a folder on the disk
+#   env: STEPS (40) EVERY (10) NP (2) REPEAT (1) SIDE (concurrent) WORK (a folder on the disk
 #        to measure; default build/bench_checkpoint)
 set -eu
 BUILD=${1:-build}
@@ -19,6 +21,7 @@ STEPS=${STEPS:-40}
 EVERY=${EVERY:-10}
 NP=${NP:-2}
 REPEAT=${REPEAT:-1}
+SIDE=${SIDE:-concurrent}
 SRC=$(cd "$(dirname "$0")/.." && pwd)
 WORK=${WORK:-$BUILD/bench_checkpoint}
 T=$BUILD/launcher/tessera
@@ -36,7 +39,14 @@ run() { # LOG [flags...]
 
 r=1
 while [ "$r" -le "$REPEAT" ]; do
-  if [ $((r % 2)) -eq 1 ]; then
+  if [ "$SIDE" = concurrent ]; then
+    run "$WORK/off.$r.log" &
+    off=$!
+    run "$WORK/on.$r.log" --checkpoint-dir "$WORK/ck.$r" --checkpoint-every "$EVERY" &
+    on=$!
+    wait $off
+    wait $on
+  elif [ $((r % 2)) -eq 1 ]; then
     run "$WORK/off.$r.log"
     run "$WORK/on.$r.log" --checkpoint-dir "$WORK/ck.$r" --checkpoint-every "$EVERY"
   else
@@ -70,8 +80,8 @@ sync
 "$SRC/scripts/mpirun.sh" -np "$NP" "$T" run "$MOD" --steps $((PREV + 1)) --loop --resume "$WORK/ck.restore" \
   >"$WORK/restore.log" 2>&1
 
-python3 - "$WORK" "$REPEAT" "$STEPS" "$EVERY" "$BYTES" "$FILES" "$DD_CK" "$DD_64" "$MB" "$NP" <<'EOF' | tee "$WORK/table.txt"
-import re, statistics, sys
+SIDE=$SIDE python3 - "$WORK" "$REPEAT" "$STEPS" "$EVERY" "$BYTES" "$FILES" "$DD_CK" "$DD_64" "$MB" "$NP" <<'EOF' | tee "$WORK/table.txt"
+import os, re, statistics, sys
 work, repeat, steps, every, nbytes, files, dd_ck, dd_64, mb, np_ = sys.argv[1:]
 repeat, steps, every = int(repeat), int(steps), int(every)
 def times(path):
@@ -85,8 +95,9 @@ def summary(path):
         if line.startswith("checkpoint: ") and " committed, " in line: return line.strip()
     return ""
 nck = steps // every
+side = os.environ.get("SIDE", "concurrent")
 print(f"# bench_checkpoint: transformer b16 s128 d256 h8 mlp1024 c64, mpirun -np {np_}, {steps} steps, "
-      f"--checkpoint-every {every} ({nck} checkpoints)")
+      f"--checkpoint-every {every} ({nck} checkpoints); pairs run {side}")
 print("| pair | mean off ms | mean on ms | median off | median on | overhead/ckpt ms | per ckpt, % of a step | mean on/off |")
 print("|---|---|---|---|---|---|---|---|")
 ratios, per = [], []
@@ -104,12 +115,18 @@ print(f"checkpoint size: {int(nbytes) / 1e6:.2f} MB in {files} shard files (data
 s = summary(f"{work}/on.1.log")
 m = re.search(r"([0-9.]+) MB/s with fsync", s)
 print(f"writer (rank 0's process): {s.split('; ', 1)[1] if '; ' in s else s}")
+hook = re.search(r"device 0 spent ([0-9.]+) ms per checkpoint", s)
+if hook:
+    mo = statistics.mean(times(f"{work}/off.1.log"))
+    print(f"device 0's own time at checkpoint step boundaries: {float(hook.group(1)):.2f} ms per checkpoint "
+          f"= {100 * float(hook.group(1)) / mo:.3f}% of a step")
 print(f"dd to the same folder, conv=fsync: {dd_ck} MB/s at {mb} MiB (the checkpoint's size), {dd_64} MB/s at 64 MiB")
 for line in open(f"{work}/restore.log"):
-    m = re.search(r"device 0 read ([0-9.]+) MB in ([0-9.]+) ms", line)
+    m = re.search(r"device 0 read ([0-9.]+) MB in ([0-9.]+) ms, verified and read its tiles in ([0-9.]+) ms", line)
     if m:
-        mbr, ms = float(m.group(1)), float(m.group(2))
-        print(f"restore: device 0 read {mbr:.2f} MB (verify its share of the checksums + its tiles) in {ms:.1f} ms "
-              f"= {mbr / ms * 1e3:.0f} MB/s (page cache warm: the files were just copied)")
+        mbr, ms, local = float(m.group(1)), float(m.group(2)), float(m.group(3))
+        print(f"restore: device 0 read its tiles, {mbr:.2f} MB, and verified its share of the files in {local:.1f} ms "
+              f"= {mbr / local * 1e3:.0f} MB/s ({ms:.1f} ms with waiting for the other ranks' verdicts; page cache "
+              f"warm: the files were just copied)")
 EOF
 if [ -n "$RESULTS" ]; then cp "$WORK/table.txt" "$RESULTS"; fi

@@ -22,7 +22,7 @@ function(ts_ckpt_test name labels timeout)
   set_tests_properties(checkpoint.${name} PROPERTIES LABELS "${labels}" TIMEOUT ${timeout} SKIP_RETURN_CODE 77)
 endfunction()
 
-foreach(c corrupt truncated mismatch assemble)
+foreach(c corrupt truncated mismatch assemble usage)
   ts_ckpt_test(fault.${c} "unit;faults" 120 sh ${ck_dir}/faults.sh $<TARGET_FILE:tessera> ${CMAKE_SOURCE_DIR}
                ${ck_work}/fault_${c} ${c})
 endforeach()

@@ -7,7 +7,7 @@
 # tmpfs fills up: that checkpoint fails with a warning, the job goes on,
 # older checkpoints stay intact and resumable; exit 77 = skipped when tmpfs
 # cannot be mounted), assemble (tessera checkpoint assemble gives the same
-# bytes as --outputs of the same steps). Every expected exit code and
+# bytes as --outputs of the same steps), usage (flag errors). Every expected exit code and
 # message is checked.
 set -u
 T=$1
@@ -126,6 +126,30 @@ assemble)
   has "$W/inspect.log" "params['w1']"
   has "$W/inspect.log" "{devices=[1,2,2]<=[2,2]T(1,0) last_tile_dim_replicate}: 2 shards"
   has "$W/inspect.log" "checksums: valid"
+  ;;
+usage)
+  "$T" run --devices 4 --steps 4 --checkpoint-dir "$W/ck" "$MLP" >"$W/u1.log" 2>&1
+  want 2 $? "$W/u1.log"
+  has "$W/u1.log" "--checkpoint-dir and --resume need --loop"
+  "$T" run --devices 4 --steps 4 --loop --checkpoint-every 2 "$MLP" >"$W/u2.log" 2>&1
+  want 2 $? "$W/u2.log"
+  has "$W/u2.log" "--checkpoint-every needs --checkpoint-dir DIR"
+  "$T" run --devices 4 --steps 4 --loop --checkpoint-dir "$W/ck" --checkpoint-every 0 "$MLP" >"$W/u3.log" 2>&1
+  want 2 $? "$W/u3.log"
+  has "$W/u3.log" "--checkpoint-every wants a positive integer, got '0'"
+  "$T" run --devices 1 --steps 4 --loop --checkpoint-dir "$W/ck" "$MLP" >"$W/u4.log" 2>&1
+  want 2 $? "$W/u4.log"
+  has "$W/u4.log" "need the runtime"
+  # Every checkpoint at or past --steps: nothing left to run.
+  train "$W/ck" 4 2
+  "$T" run --devices 4 --steps 2 --loop --resume "$W/ck" "$MLP" >"$W/u5.log" 2>&1
+  want 2 $? "$W/u5.log"
+  has "$W/u5.log" "every checkpoint there (the oldest: step 2) is at or past --steps 2"
+  # None at all: a warning, and the run starts at step 1.
+  "$T" run --devices 4 --steps 2 --loop --resume "$W/none" "$MLP" >"$W/u6.log" 2>&1
+  want 0 $? "$W/u6.log"
+  has "$W/u6.log" "no complete checkpoint there; starting from step 1"
+  has "$W/u6.log" "step 1 time_ms"
   ;;
 *)
   fail "unknown case $CASE"
