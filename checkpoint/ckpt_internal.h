@@ -60,6 +60,7 @@ struct ts_ckpt {
   ckpt_local_t *local;
   bool writing;           /* flags.dir */
   const char *dir;
+  double timeout_s;       /* deadline of every wait for the writer */
   /* the writer thread */
   pthread_t thread;
   bool started, stop;

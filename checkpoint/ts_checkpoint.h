@@ -142,6 +142,7 @@ typedef struct {
   bool seeded;                          /* the seed was given */
   const char *inputs_dir;               /* --inputs, NULL */
   bool quiet;                           /* no lines on stdout (tests) */
+  double timeout_s;                     /* deadline of each wait for the writer (0: 300 s); a miss fails the run */
 } ts_ckpt_opts_t;
 
 typedef struct ts_ckpt ts_ckpt_t;

@@ -318,8 +318,13 @@ ts_status_t ts_ckpt_create(const ts_ckpt_opts_t *o, ts_ckpt_t **out, ts_diag_t *
   c->writing = fl.dir != NULL;
   c->first_step = 1;
   c->seed = o->seed;
+  c->timeout_s = o->timeout_s > 0 ? o->timeout_s : 300;
   pthread_mutex_init(&c->mu, NULL);
-  pthread_cond_init(&c->cv, NULL);
+  pthread_condattr_t ca;
+  pthread_condattr_init(&ca);
+  pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+  pthread_cond_init(&c->cv, &ca);
+  pthread_condattr_destroy(&ca);
   ts_status_t st = TS_OK;
   const ts_hlo_comp_t *e = o->m->entry;
   c->arena = ts_arena_create();
@@ -602,13 +607,38 @@ done:
   return st;
 }
 
+/* Waits (c->mu held) while *what == busy, up to the deadline; false on timeout. */
+static bool wait_until(ts_ckpt_t *c, const int *what, int busy) {
+  struct timespec until;
+  clock_gettime(CLOCK_MONOTONIC, &until);
+  until.tv_sec += (time_t)c->timeout_s;
+  while (*what == busy)
+    if (pthread_cond_timedwait(&c->cv, &c->mu, &until) == ETIMEDOUT && *what == busy) return false;
+  return true;
+}
+
+/* Waits (c->mu held) until the writer settled the requested commit. */
+static bool wait_commit(ts_ckpt_t *c) {
+  struct timespec until;
+  clock_gettime(CLOCK_MONOTONIC, &until);
+  until.tv_sec += (time_t)c->timeout_s;
+  while (c->commit_step)
+    if (pthread_cond_timedwait(&c->cv, &c->mu, &until) == ETIMEDOUT && c->commit_step) return false;
+  return true;
+}
+
 /* One round of the protocol: every device's progress to every device. With
  * `wait`, this device's own writer is waited for first. */
-static ts_status_t poll(ts_ckpt_t *c, int local, ts_coll_comm_t *world, bool wait, ts_diag_t *diag) {
+static ts_status_t commit_round(ts_ckpt_t *c, int local, ts_coll_comm_t *world, bool wait, ts_diag_t *diag) {
   ckpt_local_t *L = &c->local[local];
   int W = c->o.ndevices, dev = c->o.first + local;
   pthread_mutex_lock(&c->mu);
-  while (wait && L->state == CK_QUEUED) pthread_cond_wait(&c->cv, &c->mu);
+  if (wait && !wait_until(c, &L->state, CK_QUEUED)) {
+    pthread_mutex_unlock(&c->mu);
+    ts_diag_plain(diag, "checkpoint step %lld: device %d's writer did not finish within %.0f s", (long long)L->pending_step,
+                  dev, c->timeout_s);
+    return TS_ERR_TIMEOUT;
+  }
   rec_head_t h = {.state = L->state, .device = dev, .step = L->pending_step};
   memset(L->rec, 0, c->rec_bytes);
   memcpy(L->rec, &h, sizeof h);
@@ -634,7 +664,12 @@ static ts_status_t poll(ts_ckpt_t *c, int local, ts_coll_comm_t *world, bool wai
   /* Device 0 hands the commit (fsyncs, rename, pruning) to the writer
    * thread: training does not wait for the disk. */
   pthread_mutex_lock(&c->mu);
-  while (c->commit_step) pthread_cond_wait(&c->cv, &c->mu);
+  if (!wait_commit(c)) {
+    pthread_mutex_unlock(&c->mu);
+    ts_diag_plain(diag, "checkpoint step %lld: the commit of the previous one did not finish within %.0f s",
+                  (long long)step, c->timeout_s);
+    return TS_ERR_TIMEOUT;
+  }
   memcpy(c->commit_all, L->all, (size_t)W * c->rec_bytes);
   c->commit_failed = failed;
   c->commit_step = step;
@@ -702,8 +737,12 @@ ts_status_t ts_ckpt_step_end(ts_ckpt_t *c, int local, ts_coll_comm_t *world, int
   if (st == TS_OK && step == c->o.steps && c->o.first + local == 0) {
     /* The run's last checkpoint is committed before the run ends. */
     pthread_mutex_lock(&c->mu);
-    while (c->commit_step) pthread_cond_wait(&c->cv, &c->mu);
+    bool settled = wait_commit(c);
     pthread_mutex_unlock(&c->mu);
+    if (!settled) {
+      ts_diag_plain(diag, "checkpoint step %lld: the commit did not finish within %.0f s", (long long)step, c->timeout_s);
+      return TS_ERR_TIMEOUT;
+    }
     if (!c->o.quiet) print_summary(c);
   }
   return st;
@@ -715,13 +754,13 @@ static ts_status_t step_end(ts_ckpt_t *c, int local, ts_coll_comm_t *world, int6
   bool last = step == c->o.steps;
   bool due = (c->o.flags.every > 0 && step % c->o.flags.every == 0) || last;
   if (L->pending) {
-    TS_CHECK(poll(c, local, world, due, diag));
+    TS_CHECK(commit_round(c, local, world, due, diag));
     /* A new snapshot waits for the previous commit (the writer has one
      * snapshot buffer per device); rounds continue until it is settled. */
-    while (due && L->pending) TS_CHECK(poll(c, local, world, true, diag));
+    while (due && L->pending) TS_CHECK(commit_round(c, local, world, true, diag));
   }
   if (!due) return TS_OK;
   TS_CHECK(snapshot(c, local, step, state, diag));
-  while (last && L->pending) TS_CHECK(poll(c, local, world, true, diag));
+  while (last && L->pending) TS_CHECK(commit_round(c, local, world, true, diag));
   return TS_OK;
 }

@@ -1291,7 +1291,7 @@ int ts_cmd_run(int argc, char **argv) {
                          .first = j.env.mode == RUN_THREADS ? 0 : j.env.rank,
                          .nlocal = j.env.mode == RUN_THREADS ? j.env.ndevices : 1, .loop = f.loop, .steps = f.steps,
                          .flags = f.ckpt, .seed = f.seed, .seeded = f.seeded, .inputs_dir = f.inputs,
-                         .quiet = j.env.rank != 0};
+                         .quiet = j.env.rank != 0, .timeout_s = f.timeout};
     TS_CHECK_GOTO(ts_ckpt_create(&co, &j.ckpt, &diag), st, done);
     j.start_step = ts_ckpt_first_step(j.ckpt);
     j.inputs.seed = ts_ckpt_seed(j.ckpt, j.inputs.seed);
