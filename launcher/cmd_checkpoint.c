@@ -80,7 +80,7 @@ static int inspect(const char *dir, int64_t want, ts_diag_t *diag) {
   int64_t step = 0;
   if (st == TS_OK) {
     printf("%s: %d complete checkpoint%s", dir, n, n == 1 ? "" : "s");
-    for (int i = 0; i < n; i++) printf(i ? ", %lld" : " (steps %lld", (long long)steps[i]);
+    for (int i = 0; i < n; i++) printf(i ? ", %lld" : n == 1 ? " (step %lld" : " (steps %lld", (long long)steps[i]);
     printf(n ? ")" : "");
     if (np) {
       printf("; incomplete (never read):");
@@ -201,6 +201,7 @@ int ts_cmd_checkpoint(int argc, char **argv) {
   }
   ts_diag_t diag = {0};
   int rc = asm_ ? assemble(argv[optind + 1], step, out, &diag) : inspect(argv[optind + 1], step, &diag);
+  fflush(stdout);
   if (diag.text) {
     fprintf(stderr, "tessera checkpoint: %s%s", strncmp(diag.text, "error: ", 7) && !strstr(diag.text, ": error: ") ? "error: " : "", diag.text);
     if (diag.text[strlen(diag.text) - 1] != '\n') fputc('\n', stderr);

@@ -122,7 +122,7 @@ assemble)
   done
   "$T" checkpoint inspect "$W/ck" >"$W/inspect.log" 2>&1
   want 0 $? "$W/inspect.log"
-  has "$W/inspect.log" "1 complete checkpoint (steps 10)"
+  has "$W/inspect.log" "1 complete checkpoint (step 10)"
   has "$W/inspect.log" "params['w1']"
   has "$W/inspect.log" "{devices=[1,2,2]<=[2,2]T(1,0) last_tile_dim_replicate}: 2 shards"
   has "$W/inspect.log" "checksums: valid"
