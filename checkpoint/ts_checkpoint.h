@@ -195,7 +195,8 @@ typedef struct {
   int committed, failed;
   int64_t bytes;          /* per committed checkpoint, summed over devices */
   double snapshot_ms;     /* device 0's snapshot copies, summed */
-  double hook_ms;         /* device 0's time in ts_ckpt_step_end (snapshots, commit rounds, waits), summed */
+  double hook_ms;         /* device 0's time in ts_ckpt_step_end before the last step (snapshots, commit rounds, waits) */
+  double final_ms;        /* ... at the last step: its snapshot, write and commit waited for */
   double write_ms;        /* device 0's process: files written + fsynced, summed */
   int64_t written_bytes;  /* by this process */
   double restore_ms;      /* device 0's restore: verify + read its tiles (not the verdict exchange) */

@@ -50,13 +50,20 @@ static bool same_box(int rank, const int64_t *s1, const int64_t *l1, const int64
 }
 
 /* The distinct non-empty boxes of every array, each with the device that
- * writes it: of its holders, number (array index mod holders), so that
- * replicated arrays spread over the devices instead of all landing on 0. */
+ * writes it: of its holders, the one with the fewest bytes to write so far
+ * (ties: from holder number array index mod holders on), so that replicated
+ * arrays spread over the devices instead of all landing on device 0. Every
+ * rank computes the same plan. */
 static ts_status_t plan(ts_ckpt_t *c, ts_diag_t *diag) {
   int W = c->o.ndevices;
   int cap = 0;
   int *holders = ts_calloc((size_t)W + 1, sizeof *holders);
-  if (!holders) return TS_ERR_NOMEM;
+  int64_t *load = ts_calloc((size_t)W + 1, sizeof *load);
+  if (!holders || !load) {
+    ts_free(holders);
+    ts_free(load);
+    return TS_ERR_NOMEM;
+  }
   ts_status_t st = TS_OK;
   for (int k = 0; k < c->narrays && st == TS_OK; k++) {
     ckpt_array_t *a = &c->arrays[k];
@@ -98,12 +105,19 @@ static ts_status_t plan(ts_ckpt_t *c, ts_diag_t *diag) {
         int64_t s2[TS_CKPT_MAX_RANK], l2[TS_CKPT_MAX_RANK];
         if ((st = device_box(c, a, e, s2, l2)) == TS_OK && same_box(rank, s, l, s2, l2)) holders[nh++] = e;
       }
-      f->owner = holders[k % nh];
+      int best = holders[k % nh];
+      for (int h = 0; h < nh; h++) {
+        int cand = holders[(k + h) % nh];
+        if (load[cand] < load[best]) best = cand;
+      }
+      f->owner = best;
+      load[best] += f->bytes;
       c->nfiles++;
     }
     a->nfiles = c->nfiles - a->first_file;
   }
   ts_free(holders);
+  ts_free(load);
   if (st != TS_OK) return st;
   /* Each device's files, and the largest count (the all-gather's records). */
   int *count = ts_calloc((size_t)W + 1, sizeof *count);
@@ -714,13 +728,14 @@ static ts_status_t step_end(ts_ckpt_t *c, int local, ts_coll_comm_t *world, int6
 static void print_summary(ts_ckpt_t *c) {
   ts_ckpt_stats_t t;
   ts_ckpt_stats(c, &t);
-  int taken = t.committed + t.failed;
+  int taken = t.committed + t.failed, before = taken > 1 ? taken - 1 : 0;
   printf("checkpoint: %d committed, %d failed, %.2f MB each; this process wrote %.2f MB in %.1f ms of its writer "
-         "thread (%.0f MB/s with fsync); device 0 spent %.2f ms per checkpoint at step boundaries (snapshot %.2f ms, "
-         "commit rounds the rest)\n",
+         "thread (%.0f MB/s with fsync); device 0 spent %.2f ms per checkpoint at step boundaries before the last "
+         "step (snapshot %.2f ms, commit rounds the rest), %.1f ms at the last (its checkpoint written and committed "
+         "before the run ends)\n",
          t.committed, t.failed, (double)t.bytes / 1e6, (double)t.written_bytes / 1e6, t.write_ms,
-         t.write_ms > 0 ? (double)t.written_bytes / 1e3 / t.write_ms : 0.0, taken ? t.hook_ms / taken : 0.0,
-         taken ? t.snapshot_ms / taken : 0.0);
+         t.write_ms > 0 ? (double)t.written_bytes / 1e3 / t.write_ms : 0.0, before ? t.hook_ms / before : 0.0,
+         taken ? t.snapshot_ms / taken : 0.0, t.final_ms);
   fflush(stdout);
 }
 
@@ -729,15 +744,19 @@ ts_status_t ts_ckpt_step_end(ts_ckpt_t *c, int local, ts_coll_comm_t *world, int
   if (!c || !c->writing) return TS_OK;
   double t0 = now_ms();
   ts_status_t st = step_end(c, local, world, step, state, diag);
+  bool last = step == c->o.steps;
   if (c->o.first + local == 0) {
     pthread_mutex_lock(&c->mu);
-    c->stats.hook_ms += now_ms() - t0;
+    if (last) c->stats.final_ms += now_ms() - t0;
+    else c->stats.hook_ms += now_ms() - t0;
     pthread_mutex_unlock(&c->mu);
   }
-  if (st == TS_OK && step == c->o.steps && c->o.first + local == 0) {
+  if (st == TS_OK && last && c->o.first + local == 0) {
     /* The run's last checkpoint is committed before the run ends. */
+    t0 = now_ms();
     pthread_mutex_lock(&c->mu);
     bool settled = wait_commit(c);
+    c->stats.final_ms += now_ms() - t0;
     pthread_mutex_unlock(&c->mu);
     if (!settled) {
       ts_diag_plain(diag, "checkpoint step %lld: the commit did not finish within %.0f s", (long long)step, c->timeout_s);
