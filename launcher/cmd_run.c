@@ -6,6 +6,7 @@
  * for several devices (or --reference) runs the reference interpreter. */
 #include "run_internal.h"
 #include "ts_env.h"
+#include "ts_checkpoint.h"
 #include "ts_hang.h"
 #include "ts_hlo.h"
 #include "ts_interp.h"
@@ -106,6 +107,8 @@ static void usage(FILE *f) {
           "                        NaN or infinity out of finite operands\n"
           "  -h, --help            this help\n"
           "\n"
+          "checkpoints (need --loop):\n%s"
+          "\n"
           "partitioner flags (named after XLA's):\n%s"
           "\n"
           "A rank that fails aborts the job: the collectives of every rank stop and\n"
@@ -114,7 +117,7 @@ static void usage(FILE *f) {
           "module:rank=R, fingerprint:rank=R, input-stall:rank=R:step=K,\n"
           "slow:rank=R[:step=K][:seconds=S]). Exit codes: 0 ok, 1 --check mismatch, 2 bad\n"
           "input or usage, 3 cannot run here, 4 a runtime or peer failure.\n",
-          ts_partition_flags_help);
+          ts_ckpt_flags_help, ts_partition_flags_help);
 }
 
 typedef struct {
@@ -127,6 +130,7 @@ typedef struct {
   ts_coll_backend_t backend;
   ts_partition_opts_t popts;
   ts_sched_opts_t sched; /* overlap limits; the cost model is set at scheduling */
+  ts_ckpt_flags_t ckpt;  /* --checkpoint-dir, --checkpoint-every, --keep, --resume */
 } run_flags_t;
 
 static double now_ms(void) {
@@ -285,6 +289,10 @@ typedef struct {
   double *step_ms, *loss;
   ts_rt_step_times_t steady; /* summed over steps 2..K */
   int64_t steady_steps;
+
+  /* Checkpoints (checkpoint/): NULL without --checkpoint-dir / --resume. */
+  ts_ckpt_t *ckpt;
+  int64_t start_step; /* 1, or the step after the resumed checkpoint */
 } job_t;
 
 /* Copies parameter p of `full` (its device's shard when partitioned) into the
@@ -421,6 +429,7 @@ static ts_status_t device_work(job_t *j, int local, ts_diag_t *diag) {
   int64_t dev = j->first + local;
   ts_coll_comm_t *world = j->comms[local];
   ts_rt_device_t *d = NULL;
+  ts_array_t **ckpt_state = NULL;
   ts_status_t st = TS_OK;
   if (j->env.mode == RUN_THREADS && f->bind) run_bind(local, j->nlocal, false);
   ts_hang_progress_t *prog = &j->progress[local];
@@ -446,13 +455,24 @@ static ts_status_t device_work(job_t *j, int local, ts_diag_t *diag) {
     wo.abort_exit_code = 4;
     TS_CHECK_GOTO(ts_hang_worker_start(&wo, &hw, diag), st, done);
   }
+  /* ---- checkpoint: this device's state buffers; the resumed state ---- */
+  if (j->ckpt) {
+    if (!(ckpt_state = ts_calloc((size_t)ts_ckpt_narrays(j->ckpt) + 1, sizeof *ckpt_state))) {
+      st = TS_ERR_NOMEM;
+      goto done;
+    }
+    for (int k = 0; k < ts_ckpt_narrays(j->ckpt); k++)
+      ckpt_state[k] = ts_rt_device_input(d, j->first_leaf[ts_ckpt_array_param(j->ckpt, k)]);
+    TS_CHECK_GOTO(ts_ckpt_restore(j->ckpt, local, world, ckpt_state, diag), st, done);
+  }
+  /* ---- */
   {
     ts_coll_req_t *req;
     TS_CHECK_GOTO(ts_coll_barrier_post(world, &req), st, done);
     TS_CHECK_GOTO(ts_coll_wait(req, -1), st, done);
   }
   uint64_t t0 = now_ns();
-  for (int64_t step = 1; step <= f->steps; step++) {
+  for (int64_t step = j->start_step; step <= f->steps; step++) {
     double s0 = now_ms();
     ts_value_t *const *data = NULL;
     TS_CHECK_GOTO(ts_hang_fault_before_input(&hook, step), st, done);
@@ -468,6 +488,8 @@ static ts_status_t device_work(job_t *j, int local, ts_diag_t *diag) {
     if (data) ts_interp_feeder_release(j->feeder, step);
     if (st != TS_OK) goto done;
     TS_CHECK_GOTO(ts_rt_device_run(d, step, diag), st, done);
+    /* checkpoint: snapshot / commit at the step boundary (inside the step's time) */
+    if (j->ckpt) TS_CHECK_GOTO(ts_ckpt_step_end(j->ckpt, local, world, step, ckpt_state, diag), st, done);
     if (dev == 0) {
       double ms = now_ms() - s0;
       int nout = ts_rt_program_noutputs(j->prog);
@@ -476,7 +498,7 @@ static ts_status_t device_work(job_t *j, int local, ts_diag_t *diag) {
       j->step_ms[step - 1] = ms;
       j->loss[step - 1] = loss;
       print_step(step, ms, loss);
-      if (step > 1 || f->steps == 1) {
+      if (step > j->start_step || f->steps == j->start_step) {
         ts_rt_step_times_t t;
         ts_rt_device_step_times(d, &t);
         j->steady.total_ns += t.total_ns;
@@ -516,6 +538,7 @@ done:
     ts_hang_worker_destroy(hw);
   }
   ts_hang_fault_hook_fini(&hook);
+  ts_free(ckpt_state);
   ts_rt_device_destroy(d);
   ts_interp_release_buffers();
   return st;
@@ -636,7 +659,7 @@ static ts_status_t finish_rank0(job_t *j, ts_diag_t *diag) {
   if (j->steady_steps > 0 && j->steady.total_ns > 0) {
     /* The median step (after the first, which pays for first touches):
      * a shared machine makes the mean follow its worst hiccup. */
-    int64_t first = f->steps > 1 ? 1 : 0, n = f->steps - first;
+    int64_t first = f->steps > j->start_step ? j->start_step : j->start_step - 1, n = f->steps - first;
     double *t = ts_calloc((size_t)n, sizeof *t);
     if (t) {
       memcpy(t, j->step_ms + first, (size_t)n * sizeof *t);
@@ -742,6 +765,7 @@ static ts_status_t hang_rendezvous(job_t *j, ts_diag_t *diag) {
       co.hang_timeout_s = f->hang_timeout;
       co.digest_path = f->hang_digest;
       co.abort_on_hang = f->abort_on_hang;
+      co.checkpoint_dir = f->ckpt.dir ? f->ckpt.dir : f->ckpt.resume;
       co.quiet = true;
       ts_diag_t cd = {0};
       char addr[128];
@@ -977,7 +1001,8 @@ static ts_status_t run_job(job_t *j, ts_diag_t *diag) {
   if (f->steps > 1) {
     bool any_data = false;
     for (int p = 0; p < j->np; p++) any_data |= !j->is_weight[p];
-    if (any_data) TS_CHECK(ts_interp_feeder_start(&j->inputs, 2, f->steps, 2, j->nlocal, &j->feeder));
+    int64_t from = j->start_step > 2 ? j->start_step : 2; /* resumed: the checkpoint's next step */
+    if (any_data) TS_CHECK(ts_interp_feeder_start(&j->inputs, from, f->steps, 2, j->nlocal, &j->feeder));
   }
   if (j->env.mode == RUN_THREADS) {
     pthread_t *th = ts_calloc((size_t)j->nlocal, sizeof *th);
@@ -1041,6 +1066,7 @@ static void job_free(job_t *j) {
   if (j->comms)
     for (int l = 0; l < j->nlocal; l++) ts_coll_comm_destroy(j->comms[l]);
   ts_free(j->comms);
+  ts_ckpt_destroy(j->ckpt);
   if (j->init)
     for (int p = 0; p < j->np; p++) ts_value_unref(j->init[p]);
   ts_free(j->init);
@@ -1121,6 +1147,7 @@ static int parse_flags(int argc, char **argv, run_flags_t *f) {
       {"memory-limit", required_argument, NULL, OPT_MEMORY_LIMIT},
       {"help", no_argument, NULL, 'h'},
       TS_PARTITION_FLAG_OPTIONS,
+      TS_CKPT_FLAG_OPTIONS,
       {NULL, 0, NULL, 0},
   };
   *f = (run_flags_t){.steps = 1, .task_id = -1, .tolerance = 1e-4, .bind = true,
@@ -1128,6 +1155,7 @@ static int parse_flags(int argc, char **argv, run_flags_t *f) {
                      .schedule = true};
   ts_partition_opts_default(&f->popts);
   ts_sched_opts_default(&f->sched);
+  ts_ckpt_flags_default(&f->ckpt);
   int c;
   opterr = 0;
   while ((c = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
@@ -1194,7 +1222,11 @@ static int parse_flags(int argc, char **argv, run_flags_t *f) {
       usage(stderr);
       return 2;
     default:
-      if (!ts_partition_flag_parse("run", c, optarg, &f->popts)) return 2;
+      if (ts_ckpt_flag_is(c)) {
+        if (!ts_ckpt_flag_parse("run", c, optarg, &f->ckpt)) return 2;
+      } else if (!ts_partition_flag_parse("run", c, optarg, &f->popts)) {
+        return 2;
+      }
       break;
     }
   }
@@ -1237,7 +1269,7 @@ int ts_cmd_run(int argc, char **argv) {
   int rc = parse_flags(argc, argv, &f);
   if (rc >= 0) return rc;
   ts_diag_t diag = {0};
-  job_t j = {.f = &f};
+  job_t j = {.f = &f, .start_step = 1};
   bool mpi = false;
   ts_status_t st;
   TS_CHECK_GOTO(ts_hang_fault_parse(ts_env_get(TS_ENV_FAULT), &j.fault, &diag), st, done);
@@ -1247,6 +1279,12 @@ int ts_cmd_run(int argc, char **argv) {
   /* Step 1's inputs (everything after is the feeder's, or the loop's). */
   if (!f.compile_only)
     for (int p = 0; p < j.np; p++) TS_CHECK_GOTO(ts_interp_param_value(&j.inputs, p, 1, &j.init[p], &diag), st, done);
+  if (reference && ts_ckpt_flags_any(&f.ckpt)) {
+    ts_diag_plain(&diag, "--checkpoint-dir and --resume need the runtime (not --reference, nor --devices 1 on a "
+                  "module written for several devices)");
+    st = TS_ERR_INVALID_USAGE;
+    goto done;
+  }
   if (reference) {
     st = run_reference_mode(&j, &diag);
     goto done;
@@ -1257,6 +1295,19 @@ int ts_cmd_run(int argc, char **argv) {
     st = TS_OK;
     goto done;
   }
+  /* ---- checkpoint: what to resume from, the writer ---- */
+  if (ts_ckpt_flags_any(&f.ckpt) || f.ckpt.every) {
+    ts_ckpt_opts_t co = {.m = j.m, .is_weight = j.is_weight, .param_sv = j.partitioned ? j.param_sv : NULL,
+                         .partitions = j.P, .ndevices = j.env.ndevices,
+                         .first = j.env.mode == RUN_THREADS ? 0 : j.env.rank,
+                         .nlocal = j.env.mode == RUN_THREADS ? j.env.ndevices : 1, .loop = f.loop, .steps = f.steps,
+                         .flags = f.ckpt, .seed = f.seed, .seeded = f.seeded, .inputs_dir = f.inputs,
+                         .quiet = j.env.rank != 0, .timeout_s = f.timeout};
+    TS_CHECK_GOTO(ts_ckpt_create(&co, &j.ckpt, &diag), st, done);
+    j.start_step = ts_ckpt_first_step(j.ckpt);
+    j.inputs.seed = ts_ckpt_seed(j.ckpt, j.inputs.seed);
+  }
+  /* ---- */
   if (j.env.mode == RUN_MPI) {
     if ((st = ts_coll_mpi_init(&argc, &argv)) != TS_OK) {
       ts_diag_plain(&diag, "cannot start MPI: %s", st == TS_ERR_UNSUPPORTED ? "this build has no MPI" : ts_status_string(st));

@@ -18,6 +18,7 @@ static const struct {
     {"check", ts_cmd_check, "partition a module, run it on N simulated devices, compare with the reference"},
     {"perf-table", ts_cmd_perf_table, "measure collectives or GEMMs and write an XLA performance table"},
     {"diagnose", ts_cmd_diagnose, "print hang digests and the hosts that recur in them"},
+    {"checkpoint", ts_cmd_checkpoint, "inspect a checkpoint folder, assemble a step's full arrays"},
 };
 
 static void usage(FILE *f) {
