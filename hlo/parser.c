@@ -41,6 +41,16 @@ typedef struct {
   ts_loc_t loc;
 } pending_comp_t;
 
+/* An operand written with its shape (`add(f32[2] x, ...)`): checked against
+ * the operand's own shape once names are resolved, as XLA's parser does.
+ * instr is NULL until the instruction that owns the operand list is made. */
+typedef struct {
+  ts_hlo_instr_t *instr;
+  int k;
+  const ts_shape_t *shape;
+  ts_loc_t loc;
+} decl_check_t;
+
 /* A broadcast without `dimensions=` is valid only of a scalar; its operand
  * may be defined later, so the check waits for the end of the computation. */
 typedef struct {
@@ -78,6 +88,8 @@ typedef struct {
   size_t nbc, capbc;
   ts_hlo_instr_t **infer; /* instructions written without a result shape */
   size_t ninfer, capinfer;
+  decl_check_t *decls;
+  size_t ndecl, capdecl;
 
   pending_comp_t *pcomps;
   size_t npcomps, cappcomps;
@@ -1826,16 +1838,89 @@ static ts_status_t resolve_comp(parser_t *p, ts_hlo_instr_t *owner, ts_hlo_comp_
   return TS_OK;
 }
 
-/* `%name`, or `{%a, %b}` when `list`: names pushed as (text, length, loc). */
+/* At '{': does an inline computation body follow (`{ p0 = f32[] ...` or
+ * `{ ROOT ...`) rather than a list of names (`{%a, %b}`)? */
+static bool at_inline_comp(parser_t *p) {
+  ts_lex_pos_t at = p->lx.at;
+  ts_diag_t *d = p->lx.diag;
+  ts_tok_t a, b;
+  p->lx.diag = NULL;
+  ts_lex_next(&p->lx, &a);
+  ts_lex_next(&p->lx, &b);
+  p->lx.diag = d;
+  p->lx.at = at;
+  return a.kind == TK_ATTR || IS_KW(&a, "ROOT") || (a.kind == TK_IDENT && b.kind == TK_EQUAL);
+}
+
+static ts_status_t parse_computation_body(parser_t *p, ts_hlo_comp_t *c);
+
+/* `to_apply={ instructions }`: a computation written where it is called
+ * (XLA's inline form). It is added to the module under a fresh name; the
+ * enclosing computation's state is set aside while it is parsed. */
+static ts_status_t parse_inline_comp(parser_t *p, ts_hlo_instr_t *owner, ts_hlo_comp_t **out) {
+  ts_tok_t open = p->tok;
+  TS_CHECK(enter(p, &open));
+  char *nm = NULL;
+  for (int k = 0; !nm || ts_strmap_get(&p->m->comp_names, nm, strlen(nm)); k++)
+    if (!(nm = ts_arena_printf(p->arena, "%s.inline%s%.0d", owner ? owner->name : "computation", k ? "." : "",
+                               k)))
+      return nomem(p);
+  ts_hlo_comp_t *c;
+  if (ts_hlo_comp_add(p->m, nm, &c) != TS_OK) return nomem(p);
+  c->loc = tloc(&open);
+  /* the enclosing computation's state, restored below */
+  ts_hlo_comp_t *comp = p->comp;
+  ts_loc_t comp_open = p->comp_open;
+  int first_id = p->comp_first_id;
+  bool has_root = p->comp_has_root;
+  ts_strmap_t names = p->names;
+  pending_op_t *pops = p->pops;
+  size_t npops = p->npops, cappops = p->cappops;
+  bcast_check_t *bc = p->bc;
+  size_t nbc = p->nbc, capbc = p->capbc;
+  ts_hlo_instr_t **infer = p->infer;
+  size_t ninfer = p->ninfer, capinfer = p->capinfer;
+  decl_check_t *decls = p->decls;
+  size_t ndecl = p->ndecl, capdecl = p->capdecl;
+  p->decls = NULL, p->ndecl = p->capdecl = 0;
+  memset(&p->names, 0, sizeof p->names);
+  p->pops = NULL, p->npops = p->cappops = 0;
+  p->bc = NULL, p->nbc = p->capbc = 0;
+  p->infer = NULL, p->ninfer = p->capinfer = 0;
+  ts_status_t st = parse_computation_body(p, c);
+  ts_strmap_free(&p->names);
+  ts_free(p->pops);
+  ts_free(p->bc);
+  ts_free(p->infer);
+  ts_free(p->decls);
+  p->decls = decls, p->ndecl = ndecl, p->capdecl = capdecl;
+  p->comp = comp, p->comp_open = comp_open, p->comp_first_id = first_id, p->comp_has_root = has_root;
+  p->names = names;
+  p->pops = pops, p->npops = npops, p->cappops = cappops;
+  p->bc = bc, p->nbc = nbc, p->capbc = capbc;
+  p->infer = infer, p->ninfer = ninfer, p->capinfer = capinfer;
+  TS_CHECK(st);
+  leave(p);
+  *out = c;
+  return TS_OK;
+}
+
+/* `%name`, or `{%a, %b}` when `list`: names pushed as (text, length, loc).
+ * Either may be an inline computation `{ ... }` instead. */
 static ts_status_t parse_comp_refs(parser_t *p, ts_hlo_attr_t *a, ts_hlo_instr_t *owner, bool list) {
-  if (p->tok.kind == TK_LBRACE && !list)
-    return err_at(p, tloc(&p->tok), "inline computations are not supported: define the computation and name it here");
+  if (p->tok.kind == TK_LBRACE && at_inline_comp(p)) {
+    ts_hlo_comp_t *c;
+    TS_CHECK(parse_inline_comp(p, owner, &c));
+    a->kind = list ? TS_ATTR_COMP_LIST : TS_ATTR_COMP;
+    a->v.comps.n = 1;
+    ALLOC_N(p, a->v.comps.comps, 1);
+    a->v.comps.comps[0] = c;
+    return TS_OK;
+  }
   size_t mark = p->nstk;
   if (list) TS_CHECK(expect(p, TK_LBRACE, "'{' to start a list of computations"));
   if (!list || p->tok.kind != TK_RBRACE) {
     for (;;) {
-      if (p->tok.kind == TK_LBRACE)
-        return err_at(p, tloc(&p->tok), "inline computations are not supported: define the computation and name it here");
       if (p->tok.kind != TK_IDENT) return expected(p, "a computation name");
       TS_CHECK(push_p(p, (void *)p->tok.s));
       TS_CHECK(push_i(p, (int64_t)p->tok.n));
@@ -2252,26 +2337,84 @@ static ts_status_t make_instr(parser_t *p, ts_opcode_t op, ts_opcode_t wrapped, 
 }
 
 static ts_status_t parse_operands(parser_t *p);
+static bool can_infer(ts_opcode_t op);
 
-/* A nested anonymous instruction used as an operand: `f32[] add(a, b)`. */
+/* The declared operand shapes from index d0 on that are still unbound belong
+ * to instruction i's operand list (nested instructions in it bound theirs). */
+static void bind_decls(parser_t *p, size_t d0, ts_hlo_instr_t *i) {
+  for (size_t k = d0; k < p->ndecl; k++)
+    if (!p->decls[k].instr) p->decls[k].instr = i;
+}
+
+/* A nested anonymous instruction used as an operand: `f32[] add(a, b)`,
+ * `f32[10] parameter(0)`, `bf16[] constant(-448)`, or, for an opcode whose
+ * shape follows from its operands, `multiply(x, y)`. */
 static ts_status_t parse_nested_instr(parser_t *p, const ts_shape_t *shape, ts_hlo_instr_t **out) {
   ts_tok_t op_tok = p->tok;
   ts_opcode_t op, wrapped;
-  if (!shape)
+  TS_CHECK(parse_opcode(p, &op, &wrapped));
+  if (!shape && (wrapped != TS_OP_COUNT || !can_infer(op)))
     return err_at(p, tloc(&op_tok), "nested instruction '%.*s' needs a result shape in front of it", (int)op_tok.n,
                   op_tok.s);
-  TS_CHECK(parse_opcode(p, &op, &wrapped));
-  if (op == TS_OP_PARAMETER || op == TS_OP_CONSTANT)
-    return err_at(p, tloc(&op_tok), "'%s' cannot be a nested operand; give it a name", ts_opcode_name(op));
   TS_CHECK(enter(p, &op_tok));
   TS_CHECK(next(p));
-  size_t mark = p->nstk;
-  TS_CHECK(parse_operands(p));
-  TS_CHECK(check_arity(p, op, wrapped, (int)((p->nstk - mark) / 3), &op_tok));
+  size_t mark = p->nstk, d0 = p->ndecl;
+  int64_t param = -1;
+  ts_literal_t *lit = NULL;
+  if (op == TS_OP_PARAMETER) {
+    TS_CHECK(expect(p, TK_LPAREN, "'(' after 'parameter'"));
+    ts_tok_t nt = p->tok;
+    TS_CHECK(parse_nonneg(p, &param, "parameter number"));
+    if ((uint64_t)param >= p->src->len || param >= INT_MAX)
+      return err_at(p, tloc(&nt), "parameter number %lld is out of range", (long long)param);
+    TS_CHECK(expect(p, TK_RPAREN, "')' after the parameter number"));
+  } else if (op == TS_OP_CONSTANT) {
+    TS_CHECK(expect(p, TK_LPAREN, "'(' after 'constant'"));
+    TS_CHECK(parse_literal(p, shape, &lit));
+    TS_CHECK(expect(p, TK_RPAREN, "')' after the constant"));
+  } else {
+    TS_CHECK(parse_operands(p));
+    TS_CHECK(check_arity(p, op, wrapped, (int)((p->nstk - mark) / 3), &op_tok));
+  }
   char name[64];
   snprintf(name, sizeof name, "%.*s.anon", (int)(op_tok.n < 40 ? op_tok.n : 40), op_tok.s);
   TS_CHECK(make_instr(p, op, wrapped, shape, name, strlen(name), tloc(&op_tok), mark, out));
+  bind_decls(p, d0, *out);
+  (*out)->param_number = param;
+  (*out)->literal = lit;
+  if (!shape) APPEND(p, p->infer, p->ninfer, p->capinfer, *out);
   leave(p);
+  return TS_OK;
+}
+
+/* `%t#1#0`: the compact form of get-tuple-element(t), index=1, and so on.
+ * The reference to t is on the stack; it is replaced by one to the new
+ * instruction, whose shape is inferred once t is resolved. */
+static ts_status_t parse_compact_gte(parser_t *p, const ts_tok_t *name_tok, size_t mark) {
+  int depth = 0;
+  while (p->tok.kind == TK_HASH) {
+    TS_CHECK(next(p));
+    ts_tok_t it = p->tok;
+    if (it.kind != TK_INT) return expected(p, "a tuple index after '#' (expects integer)");
+    int64_t idx;
+    TS_CHECK(int_of(p, &it, &idx));
+    TS_CHECK(next(p));
+    char name[80];
+    snprintf(name, sizeof name, "%.*s_%lld", (int)(name_tok->n < 60 ? name_tok->n : 60), name_tok->s,
+             (long long)idx);
+    ts_hlo_instr_t *g;
+    TS_CHECK(make_instr(p, TS_OP_GET_TUPLE_ELEMENT, TS_OP_COUNT, NULL, name, strlen(name), tloc(&it), mark, &g));
+    ts_hlo_attr_t a;
+    memset(&a, 0, sizeof a);
+    a.name = "index";
+    a.kind = TS_ATTR_INT;
+    a.v.i = idx;
+    a.loc = tloc(&it);
+    if (ts_hlo_instr_add_attr(g, &a) != TS_OK) return nomem(p);
+    APPEND(p, p->infer, p->ninfer, p->capinfer, g);
+    TS_CHECK(push_ref(p, g, -1, tloc(name_tok)));
+    if (++depth > p->max_depth) return err_at(p, tloc(&it), "nesting deeper than %d levels", p->max_depth);
+  }
   return TS_OK;
 }
 
@@ -2280,18 +2423,22 @@ static ts_status_t parse_nested_instr(parser_t *p, const ts_shape_t *shape, ts_h
 static ts_status_t parse_operands(parser_t *p) {
   TS_CHECK(expect(p, TK_LPAREN, "'(' after the opcode"));
   if (p->tok.kind == TK_RPAREN) return next(p);
-  for (;;) {
+  for (int k = 0;; k++) {
     ts_shape_t *shape = NULL;
+    ts_loc_t shape_loc = tloc(&p->tok);
     if (at_shape(p)) TS_CHECK(parse_shape(p, &shape, 0));
     ts_tok_t t = p->tok;
+    if (shape) APPEND(p, p->decls, p->ndecl, p->capdecl, ((decl_check_t){NULL, k, shape, shape_loc}));
     if (t.kind != TK_IDENT) return expected(p, shape ? "an operand name after its shape" : "an operand name");
     if (!t.pct && next_is(p, TK_LPAREN)) {
       ts_hlo_instr_t *nested;
       TS_CHECK(parse_nested_instr(p, shape, &nested));
       TS_CHECK(push_ref(p, nested, -1, tloc(&t)));
     } else {
+      size_t mark = p->nstk;
       TS_CHECK(push_ref(p, t.s, (int64_t)t.n, tloc(&t)));
       TS_CHECK(next(p));
+      if (p->tok.kind == TK_HASH) TS_CHECK(parse_compact_gte(p, &t, mark));
     }
     if (p->tok.kind == TK_RPAREN) return next(p);
     if (p->tok.kind != TK_COMMA)
@@ -2339,8 +2486,11 @@ static ts_status_t infer_shape(parser_t *p, ts_hlo_instr_t *i, int depth) {
   case TS_OP_GET_TUPLE_ELEMENT: {
     const ts_hlo_attr_t *a = ts_hlo_instr_attr(i, "index");
     const ts_shape_t *t = i->ops[0]->shape;
-    if (t->elem != TS_TUPLE || !a || a->v.i < 0 || a->v.i >= t->ntuple)
-      return err_at(p, i->loc, "cannot infer the shape of '%s': index out of range of its tuple operand", i->name);
+    if (t->elem != TS_TUPLE) /* XLA's wording for the compact form `%x#0` */
+      return err_at(p, i->loc, "cannot infer the shape of '%s': GTE operand must be tuple", i->name);
+    if (!a || a->v.i < 0 || a->v.i >= t->ntuple)
+      return err_at(p, i->loc, "cannot infer the shape of '%s': GTE index %lld out of bounds of its %d-element tuple",
+                    i->name, a ? (long long)a->v.i : -1LL, t->ntuple);
     i->shape = t->tuple[a->v.i];
     return TS_OK;
   }
@@ -2404,7 +2554,7 @@ static ts_status_t parse_instruction(parser_t *p) {
                   (int)name_tok.n, name_tok.s, (int)op_tok.n, op_tok.s);
   TS_CHECK(next(p));
 
-  size_t mark = p->nstk;
+  size_t mark = p->nstk, d0 = p->ndecl;
   int64_t param = -1;
   ts_literal_t *lit = NULL;
   if (op == TS_OP_PARAMETER) {
@@ -2424,6 +2574,7 @@ static ts_status_t parse_instruction(parser_t *p) {
   }
   ts_hlo_instr_t *i;
   TS_CHECK(make_instr(p, op, wrapped, shape, name_tok.s, name_tok.n, tloc(&name_tok), mark, &i));
+  bind_decls(p, d0, i);
   i->param_number = param;
   i->literal = lit;
   size_t known = p->names.count; /* one probe: a put that adds nothing found a duplicate */
@@ -2457,7 +2608,9 @@ static ts_status_t parse_instruction(parser_t *p) {
  * instruction order, each user once. Counting first sizes the arrays exactly,
  * and since users are appended in order a repeat can only be the last one. */
 static ts_status_t link_users(parser_t *p, ts_hlo_comp_t *c) {
-  size_t n = (size_t)c->ninstrs;
+  /* ids of this computation span comp_first_id..next_id, with gaps where an
+   * inline computation was parsed in the middle */
+  size_t n = (size_t)(p->m->next_id - p->comp_first_id);
   if (n > p->ucap) {
     int *uc = ts_realloc(p->ucount, n * sizeof *uc), *ul;
     if (!uc) return nomem(p);
@@ -2470,23 +2623,24 @@ static ts_status_t link_users(parser_t *p, ts_hlo_comp_t *c) {
     p->ucount[k] = 0;
     p->ulast[k] = -1;
   }
-  for (size_t k = 0; k < n; k++) {
+  for (int k = 0; k < c->ninstrs; k++) {
     ts_hlo_instr_t *i = c->instrs[k];
     for (int o = 0; o < i->nops; o++) {
       size_t d = (size_t)(i->ops[o]->id - p->comp_first_id);
-      if (p->ulast[d] != (int)k) {
-        p->ulast[d] = (int)k;
+      if (p->ulast[d] != k) {
+        p->ulast[d] = k;
         p->ucount[d]++;
       }
     }
   }
-  for (size_t k = 0; k < n; k++) {
+  for (int k = 0; k < c->ninstrs; k++) {
     ts_hlo_instr_t *d = c->instrs[k];
-    if (!p->ucount[k]) continue;
-    ALLOC_N(p, d->users, p->ucount[k]);
-    d->users_cap = p->ucount[k];
+    int cnt = p->ucount[d->id - p->comp_first_id];
+    if (!cnt) continue;
+    ALLOC_N(p, d->users, cnt);
+    d->users_cap = cnt;
   }
-  for (size_t k = 0; k < n; k++) {
+  for (int k = 0; k < c->ninstrs; k++) {
     ts_hlo_instr_t *i = c->instrs[k];
     for (int o = 0; o < i->nops; o++) {
       ts_hlo_instr_t *d = i->ops[o];
@@ -2508,6 +2662,22 @@ static ts_status_t finish_computation(parser_t *p) {
                     (int)r->n, r->name, c->name);
   }
   for (size_t k = 0; k < p->ninfer; k++) TS_CHECK(infer_shape(p, p->infer[k], 0));
+  for (size_t k = 0; k < p->ndecl; k++) {
+    const decl_check_t *d = &p->decls[k];
+    if (!d->instr || d->k >= d->instr->nops) continue;
+    const ts_shape_t *have = d->instr->ops[d->k]->shape;
+    if (have && !ts_shape_equal(d->shape, have, false)) {
+      ts_buf_t a = {0}, b = {0};
+      ts_shape_print(&a, d->shape, true);
+      ts_shape_print(&b, have, true);
+      ts_status_t st = err_at(p, d->loc,
+                              "The declared operand shape %s is not compatible with the shape of the operand "
+                              "instruction %s.", a.data ? a.data : "", b.data ? b.data : "");
+      ts_buf_free(&a);
+      ts_buf_free(&b);
+      return st;
+    }
+  }
   for (size_t k = 0; k < p->nbc; k++) {
     const ts_hlo_instr_t *b = p->bc[k].instr;
     if (b->nops == 1 && b->ops[0]->shape->elem != TS_TUPLE && b->ops[0]->shape->rank > 0)
@@ -2558,6 +2728,28 @@ static ts_status_t parse_signature(parser_t *p) {
   return parse_shape(p, &ignored, SHAPE_NO_EMPTY_LAYOUT);
 }
 
+/* `{ instruction... }` of computation c, from its '{' to just past its '}'. */
+static ts_status_t parse_computation_body(parser_t *p, ts_hlo_comp_t *c) {
+  p->comp = c;
+  p->comp_open = tloc(&p->tok);
+  p->comp_first_id = p->m->next_id;
+  p->comp_has_root = false;
+  p->npops = 0;
+  p->nbc = 0;
+  p->ninfer = 0;
+  p->ndecl = 0;
+  ts_strmap_free(&p->names);
+  TS_CHECK(next(p));
+  while (p->tok.kind != TK_RBRACE) {
+    if (p->tok.kind == TK_EOF)
+      return err_at(p, tloc(&p->tok), "unexpected end of file: expected '}' to close computation '%s' opened at %d:%d",
+                    c->name, p->comp_open.line, p->comp_open.col);
+    TS_CHECK(parse_instruction(p));
+  }
+  TS_CHECK(next(p));
+  return finish_computation(p);
+}
+
 static ts_status_t parse_computation(parser_t *p) {
   ts_tok_t entry_tok = p->tok;
   bool is_entry = IS_KW(&entry_tok, "ENTRY");
@@ -2587,23 +2779,7 @@ static ts_status_t parse_computation(parser_t *p) {
   TS_CHECK(next(p));
   if (p->tok.kind == TK_LPAREN) TS_CHECK(parse_signature(p));
   if (p->tok.kind != TK_LBRACE) return expectedf(p, "'{' to open computation '%.60s'", c->name);
-  p->comp = c;
-  p->comp_open = tloc(&p->tok);
-  p->comp_first_id = p->m->next_id;
-  p->comp_has_root = false;
-  p->npops = 0;
-  p->nbc = 0;
-  p->ninfer = 0;
-  ts_strmap_free(&p->names);
-  TS_CHECK(next(p));
-  while (p->tok.kind != TK_RBRACE) {
-    if (p->tok.kind == TK_EOF)
-      return err_at(p, tloc(&p->tok), "unexpected end of file: expected '}' to close computation '%s' opened at %d:%d",
-                    c->name, p->comp_open.line, p->comp_open.col);
-    TS_CHECK(parse_instruction(p));
-  }
-  TS_CHECK(next(p));
-  TS_CHECK(finish_computation(p));
+  TS_CHECK(parse_computation_body(p, c));
   if (p->tok.kind == TK_COMMA) {
     TS_CHECK(next(p));
     ts_tok_t an;
@@ -2697,7 +2873,8 @@ static ts_status_t parse_module(parser_t *p) {
   bool header = IS_KW(&p->tok, "HloModule");
   if (header) {
     TS_CHECK(next(p));
-    if (p->tok.kind != TK_IDENT) return expected(p, "a module name after HloModule");
+    /* `HloModule name:` (older dumps and XLA's tests) lexes as a name token. */
+    if (p->tok.kind != TK_IDENT && p->tok.kind != TK_NAME) return expected(p, "a module name after HloModule");
     if (!(m->name = ts_arena_strndup(p->arena, p->tok.s, p->tok.n))) return nomem(p);
     TS_CHECK(next(p));
     while (p->tok.kind == TK_COMMA) {
@@ -2757,6 +2934,7 @@ ts_status_t ts_hlo_parse(const ts_source_t *src, const ts_hlo_parse_opts_t *opts
   ts_free(p.ulast);
   ts_free(p.bc);
   ts_free(p.infer);
+  ts_free(p.decls);
   ts_free(p.namebuf);
   ts_strmap_free(&p.shapes);
   ts_strmap_free(&p.attr_owner);
