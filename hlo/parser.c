@@ -1306,10 +1306,120 @@ static ts_status_t parse_lists_body(parser_t *p, list_kind_t kind, const char *i
                                     const char *outer, ts_i64_list_t **lists, int *n);
 
 /* `{{0,1},{2,3}}`, `{}`, or `[G,S]<=[dims]T(perm)`. */
+#define MAX_MESH_AXES 16
+
+/* `mesh['x'=2,'y'=2(, device_ids=(...))] {'y'}`: a device mesh with named
+ * axes, devices in row-major order (iota, or device_ids), and the axes one
+ * group spans; there is a group for every position on the other axes. An
+ * axis is named by its name or its index. */
+static ts_status_t parse_mesh_groups(parser_t *p, ts_replica_groups_t *rg) {
+  ts_tok_t start = p->tok;
+  ts_tok_t names[MAX_MESH_AXES];
+  int64_t size[MAX_MESH_AXES], ndev = 1;
+  int naxes = 0;
+  TS_CHECK(next(p));
+  TS_CHECK(expect(p, TK_LBRACKET, "'[' after 'mesh'"));
+  size_t mark = p->nstk;
+  bool have_ids = false;
+  ts_tok_t ids_tok = p->tok;
+  while (p->tok.kind != TK_RBRACKET) {
+    if (p->tok.kind == TK_ATTR && tok_eq(&p->tok, "device_ids")) {
+      ids_tok = p->tok;
+      have_ids = true;
+      TS_CHECK(next(p));
+      TS_CHECK(expect(p, TK_LPAREN, "'(' to start device_ids"));
+      while (p->tok.kind != TK_RPAREN) {
+        int64_t d;
+        TS_CHECK(parse_nonneg(p, &d, "device id"));
+        TS_CHECK(push_i(p, d));
+        if (p->tok.kind == TK_COMMA) TS_CHECK(next(p));
+        else if (p->tok.kind != TK_RPAREN) return expected(p, "',' or ')' in device_ids");
+      }
+      TS_CHECK(next(p));
+    } else {
+      if (p->tok.kind != TK_STRING) return expected(p, "a mesh axis such as 'x'=2");
+      if (naxes == MAX_MESH_AXES) return err_at(p, tloc(&p->tok), "a mesh has at most %d axes", MAX_MESH_AXES);
+      names[naxes] = p->tok;
+      TS_CHECK(next(p));
+      TS_CHECK(expect(p, TK_EQUAL, "'=' after the mesh axis name"));
+      ts_tok_t st = p->tok;
+      TS_CHECK(parse_nonneg(p, &size[naxes], "mesh axis size"));
+      if (size[naxes] < 1 || ndev > MAX_DEVICES / size[naxes])
+        return err_at(p, tloc(&st), "mesh axis size %lld is out of range", (long long)size[naxes]);
+      ndev *= size[naxes++];
+    }
+    if (p->tok.kind == TK_COMMA) TS_CHECK(next(p));
+    else if (p->tok.kind != TK_RBRACKET) return expected(p, "',' or ']' in the mesh");
+  }
+  TS_CHECK(next(p));
+  int64_t nids = (int64_t)(p->nstk - mark);
+  if (have_ids && nids != ndev)
+    return err_at(p, tloc(&ids_tok), "mesh has %lld devices but device_ids lists %lld", (long long)ndev,
+                  (long long)nids);
+  int64_t *dev;
+  ALLOC_N(p, dev, ndev);
+  for (int64_t k = 0; k < ndev; k++) dev[k] = have_ids ? p->stk[mark + (size_t)k].i : k;
+  p->nstk = mark;
+  /* the axes a group spans */
+  int span[MAX_MESH_AXES], nspan = 0;
+  bool spanned[MAX_MESH_AXES] = {false};
+  TS_CHECK(expect(p, TK_LBRACE, "'{' to start the mesh axes of a group"));
+  while (p->tok.kind != TK_RBRACE) {
+    ts_tok_t at = p->tok;
+    if (at.kind != TK_STRING) return expected(p, "a mesh axis name such as 'x'");
+    int a = -1;
+    for (int k = 0; k < naxes && a < 0; k++)
+      if (names[k].n == at.n && memcmp(names[k].s, at.s, at.n) == 0) a = k;
+    if (a < 0 && at.n > 0 && at.n < 8 && strspn(at.s, "0123456789") >= at.n) {
+      long idx = strtol(at.s, NULL, 10);
+      if (idx >= naxes)
+        return err_at(p, tloc(&at), "mesh axis index %ld is out of bounds for mesh with %d axes", idx, naxes);
+      a = (int)idx;
+    }
+    if (a < 0) return err_at(p, tloc(&at), "'%.*s' is not a valid axis name or index", (int)at.n, at.s);
+    if (spanned[a]) return err_at(p, tloc(&at), "mesh axis '%.*s' named twice", (int)at.n, at.s);
+    spanned[a] = true;
+    span[nspan++] = a;
+    TS_CHECK(next(p));
+    if (p->tok.kind == TK_COMMA) TS_CHECK(next(p));
+    else if (p->tok.kind != TK_RBRACE) return expected(p, "',' or '}' in the mesh axes");
+  }
+  TS_CHECK(next(p));
+  int64_t gsize = 1;
+  for (int k = 0; k < nspan; k++) gsize *= size[span[k]];
+  rg->ngroups = (int)(ndev / gsize);
+  ALLOC_N(p, rg->groups, rg->ngroups);
+  int64_t stride[MAX_MESH_AXES];
+  for (int k = naxes - 1, st = 1; k >= 0; st *= (int)size[k], k--) stride[k] = st;
+  int64_t coord[MAX_MESH_AXES] = {0};
+  for (int g = 0; g < rg->ngroups; g++) {
+    /* the g-th position on the other axes, row-major */
+    for (int k = naxes - 1, rem = g; k >= 0; k--)
+      if (!spanned[k]) {
+        coord[k] = rem % size[k];
+        rem /= (int)size[k];
+      }
+    ALLOC_N(p, rg->groups[g].v, gsize);
+    rg->groups[g].n = (int)gsize;
+    for (int64_t m = 0; m < gsize; m++) {
+      for (int k = nspan - 1, rem = (int)m; k >= 0; k--) {
+        coord[span[k]] = rem % size[span[k]];
+        rem /= (int)size[span[k]];
+      }
+      int64_t off = 0;
+      for (int k = 0; k < naxes; k++) off += coord[k] * stride[k];
+      rg->groups[g].v[m] = dev[off];
+    }
+  }
+  if (!(rg->mesh = ts_arena_strndup(p->arena, p->src->text + start.off, p->prev_end - start.off))) return nomem(p);
+  return TS_OK;
+}
+
 static ts_status_t parse_replica_groups(parser_t *p, ts_replica_groups_t **out) {
   ts_replica_groups_t *rg;
   ALLOC_N(p, rg, 1);
   *out = rg;
+  if (IS_KW(&p->tok, "mesh")) return parse_mesh_groups(p, rg);
   if (p->tok.kind == TK_LBRACKET) {
     ts_tok_t at = p->tok;
     ts_i64_list_t gs, all;
@@ -2118,12 +2228,12 @@ static const char *const *required_attrs(ts_opcode_t op) {
   static const char *const dims[] = {"dimensions", NULL};
   static const char *const apply[] = {"to_apply", NULL};
   static const char *const dims_apply[] = {"dimensions", "to_apply", NULL};
-  static const char *const window_apply[] = {"window", "to_apply", NULL};
+  static const char *const window_apply[] = {"to_apply", NULL}; /* window: see default_window */
   static const char *const gather[] = {"offset_dims", "collapsed_slice_dims", "start_index_map", "index_vector_dim",
                                        "slice_sizes", NULL};
   static const char *const scatter[] = {"update_window_dims", "inserted_window_dims", "scatter_dims_to_operand_dims",
                                         "index_vector_dim", "to_apply", NULL};
-  static const char *const sas[] = {"window", "select", "scatter", NULL};
+  static const char *const sas[] = {"select", "scatter", NULL};
   static const char *const slice[] = {"slice", NULL};
   static const char *const gte[] = {"index", NULL};
   static const char *const iota[] = {"iota_dimension", NULL};
@@ -2518,6 +2628,21 @@ static ts_status_t infer_shape(parser_t *p, ts_hlo_instr_t *i, int depth) {
   return TS_OK;
 }
 
+/* XLA's parser lets `window=` be left out, meaning the rank-0 window (of
+ * scalar operands); an empty one is attached, so a rank mismatch is the
+ * verifier's to report, and later passes always find the attribute. */
+static ts_status_t default_window(parser_t *p, ts_hlo_instr_t *i) {
+  ts_hlo_attr_t a;
+  memset(&a, 0, sizeof a);
+  a.name = "window";
+  a.kind = TS_ATTR_WINDOW;
+  a.loc = i->loc;
+  ALLOC_N(p, a.v.window, 1);
+  *a.v.window = (ts_window_t){0, NULL};
+  if (ts_hlo_instr_add_attr(i, &a) != TS_OK) return nomem(p);
+  return TS_OK;
+}
+
 static ts_status_t parse_instruction(parser_t *p) {
   ts_tok_t root_tok = p->tok, name_tok;
   bool is_root = IS_KW(&root_tok, "ROOT");
@@ -2590,6 +2715,8 @@ static ts_status_t parse_instruction(parser_t *p) {
     TS_CHECK(parse_instr_attr(p, i, &has_ctrl));
   }
   TS_CHECK(check_required(p, i, &op_tok));
+  if ((op == TS_OP_REDUCE_WINDOW || op == TS_OP_SELECT_AND_SCATTER) && !has_attr(i, "window"))
+    TS_CHECK(default_window(p, i));
   if (op == TS_OP_BROADCAST && !has_attr(i, "dimensions"))
     APPEND(p, p->bc, p->nbc, p->capbc, ((bcast_check_t){i, tloc(&op_tok)}));
   if (is_root) {

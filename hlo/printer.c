@@ -375,7 +375,9 @@ static void put_attr_value(ts_buf_t *b, const ts_hlo_attr_t *a) {
   case TS_ATTR_WINDOW: put_window(b, a->v.window); break;
   case TS_ATTR_REPLICA_GROUPS: {
     const ts_replica_groups_t *rg = a->v.rg;
-    if (rg->iota) {
+    if (rg->mesh) {
+      ts_buf_puts(b, rg->mesh);
+    } else if (rg->iota) {
       ts_buf_printf(b, "[%lld,%lld]<=[", (long long)rg->iota_groups, (long long)rg->iota_group_size);
       put_list(b, &rg->iota_reshape, ",");
       ts_buf_putc(b, ']');
@@ -453,6 +455,7 @@ static void put_attr_value(ts_buf_t *b, const ts_hlo_attr_t *a) {
 }
 
 static void put_attr(ts_buf_t *b, const ts_hlo_attr_t *a) {
+  if (a->kind == TS_ATTR_WINDOW && a->v.window->n == 0) return; /* XLA leaves out a rank-0 window */
   ts_buf_puts(b, ", ");
   ts_buf_puts(b, a->name);
   ts_buf_putc(b, '=');
