@@ -761,8 +761,51 @@ static bool hex_from_dxd(const parser_t *p, const ts_tok_t *t, uint64_t *u) {
 
 /* A float element: decimal, integer, inf, nan, -inf, -nan, nan(0x...), hex.
  * A NaN payload goes to the low mantissa bits of the double. */
+/* XLA's upper-case spelling of an element type in messages (F16, BF16). */
+static const char *elem_upper(ts_elem_t e, char *buf, size_t cap) {
+  const char *n = ts_elem_name(e);
+  size_t k = 0;
+  for (; n[k] && k + 1 < cap; k++) buf[k] = (char)(n[k] >= 'a' && n[k] <= 'z' ? n[k] - 'a' + 'A' : n[k]);
+  buf[k] = 0;
+  return buf;
+}
+
+/* Mantissa bits a NaN payload may use in element type e (the component type
+ * of a complex one), or 0 where the type has a single NaN encoding
+ * (f8e4m3fn, the fnuz types, f8e8m0fnu). */
+static int nan_payload_bits(ts_elem_t e) {
+  const char *n = ts_elem_name(e);
+  size_t len = strlen(n);
+  if ((len >= 2 && strcmp(n + len - 2, "fn") == 0) || strstr(n, "fnu")) return 0;
+  if (!strcmp(n, "f16")) return 10;
+  if (!strcmp(n, "bf16")) return 7;
+  if (!strcmp(n, "f32") || !strcmp(n, "c64")) return 23;
+  if (!strcmp(n, "f64") || !strcmp(n, "c128")) return 52;
+  const char *m = strchr(n + 1, 'm'); /* f8e5m2, f8e4m3, f8e3m4, f6e3m2fn... */
+  return m && m[1] >= '0' && m[1] <= '9' ? m[1] - '0' : 0;
+}
+
+/* A finite literal must stay finite in its type (XLA: f16 65520 and bf16
+ * 1e100 overflow; -65505 rounds to bf16's -65536 and is fine). */
+static bool fits_float(ts_elem_t e, double v) {
+  if (!isfinite(v)) return true;
+  switch (e) {
+  case TS_F64: case TS_C128: return true;
+  case TS_F32: case TS_C64: return isfinite((float)v);
+  default: return !ts_elem_is_storage_float(e) || isfinite(ts_elem_to_double(e, ts_elem_from_double(e, v)));
+  }
+}
+
 static ts_status_t parse_float_value(parser_t *p, double *out, ts_elem_t e) {
   const ts_tok_t *t = &p->tok;
+  if (t->kind == TK_FLOAT || t->kind == TK_INT) {
+    char up[24];
+    bool written_inf = memchr(p->src->text + t->off, 'i', t->len) != NULL; /* `-inf` */
+    double v = t->kind == TK_FLOAT ? t->f : t->neg ? -(double)t->u : (double)t->u;
+    if ((isinf(v) && !written_inf) || !fits_float(e, v))
+      return err_at(p, tloc(t), "value %.*s is out of range for literal's primitive type %s", (int)t->len,
+                    p->src->text + t->off, elem_upper(e, up, sizeof up));
+  }
   if (t->kind == TK_FLOAT) *out = t->f;
   else if (t->kind == TK_INT) *out = t->neg ? -(double)t->u : (double)t->u;
   else if (IS_KW(t, "inf")) *out = INFINITY;
@@ -778,6 +821,12 @@ static ts_status_t parse_float_value(parser_t *p, double *out, ts_elem_t e) {
     else if (!hex_from_dxd(p, &pt, &u)) return expected(p, "a NaN payload such as 0x1");
     if (u == 0 || u >= (UINT64_C(1) << 52))
       return err_at(p, tloc(&pt), "NaN payload must be between 0x1 and 0xfffffffffffff");
+    int pb = nan_payload_bits(e);
+    if (u >= (UINT64_C(1) << pb)) {
+      char up[24];
+      return err_at(p, tloc(&pt), "constant of type %s tries to set NaN payload 0x%llx, which does not fit in its "
+                    "%d mantissa bits", elem_upper(e, up, sizeof up), (unsigned long long)u, pb);
+    }
     uint64_t bits = (signbit(*out) ? UINT64_C(1) << 63 : 0) | UINT64_C(0x7FF0000000000000) | u;
     memcpy(out, &bits, sizeof bits);
     TS_CHECK(next(p));
