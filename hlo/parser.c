@@ -524,10 +524,32 @@ static ts_status_t parse_tiles(parser_t *p, ts_layout_t *l) {
 
 static ts_status_t skip_group(parser_t *p);
 
+/* `D(D,C+,S~)`: one dim level type per dimension, D(ense), C(ompressed),
+ * S(ingleton) or H (loose compressed), each optionally marked '+' (not
+ * unique) or '~' (not ordered). text[start, end) is the whole `D(...)`.
+ * Sets *sparse when a level is not dense. */
+static ts_status_t check_dim_levels(parser_t *p, const ts_tok_t *at, size_t start, size_t end, bool *sparse) {
+  const char *s = p->src->text;
+  size_t k = start + 2; /* after "D(" */
+  while (k < end - 1) {
+    while (s[k] == ' ' || s[k] == ',') k++;
+    if (k >= end - 1) break;
+    if (!strchr("DCSH", s[k]) || !s[k])
+      return err_at(p, tloc(at), "expected a DimLevelType abbreviation (D, C, S or H) in the layout, got '%c'", s[k]);
+    *sparse |= s[k] != 'D';
+    k++;
+    while (s[k] == '+' || s[k] == '~') k++;
+    if (k < end - 1 && s[k] != ',' && s[k] != ' ')
+      return err_at(p, tloc(at), "expected a DimLevelType abbreviation (D, C, S or H) in the layout, got '%c'", s[k]);
+  }
+  return TS_OK;
+}
+
 /* The extensions after ':' in a layout, up to its '}'. T, E and S are
  * parsed; the rest are appended verbatim to `other`. */
 static ts_status_t parse_layout_ext(parser_t *p, ts_layout_t *l, ts_buf_t *other) {
-  bool has_e = false, has_s = false;
+  bool has_e = false, has_s = false, has_p = false, sparse = false;
+  ts_tok_t physical = p->tok;
   while (p->tok.kind != TK_RBRACE) {
     const ts_tok_t *t = &p->tok;
     char buf[64];
@@ -548,11 +570,18 @@ static ts_status_t parse_layout_ext(parser_t *p, ts_layout_t *l, ts_buf_t *other
       TS_CHECK(expect(p, TK_RPAREN, "')'"));
     } else { /* D(...), L(n), #(..), *(..), SC(..), P(shape), M(n) */
       size_t start = t->off;
+      ts_tok_t kt = *t;
+      bool is_d = IS_KW(t, "D"), is_p = IS_KW(t, "P");
       TS_CHECK(next(p));
       TS_CHECK(skip_group(p));
+      if (is_d) TS_CHECK(check_dim_levels(p, &kt, start, p->prev_end, &sparse));
+      if (is_p) physical = kt;
+      has_p |= is_p;
       ts_buf_append(other, p->src->text + start, p->prev_end - start);
     }
   }
+  if (has_p && !sparse) /* XLA: a physical shape P(...) only describes a sparse array's storage */
+    return err_at(p, tloc(&physical), "Layout has physical shape, but is not for a sparse array");
   return TS_OK;
 }
 
@@ -853,7 +882,9 @@ static ts_status_t parse_int_value(parser_t *p, int64_t *out, ts_elem_t e) {
   }
   int bits = e == TS_PRED ? 1 : ts_elem_bits(e);
   bool ok;
-  if (e == TS_PRED || ts_elem_is_unsigned_int(e))
+  if (e == TS_U64) /* XLA reads u64 literals as int64 and reinterprets: u64 -1 is 2^64-1 */
+    ok = !neg || u <= UINT64_C(1) << 63;
+  else if (e == TS_PRED || ts_elem_is_unsigned_int(e))
     ok = !neg && (bits == 64 || u <= (UINT64_C(1) << bits) - 1);
   else
     ok = neg ? u <= UINT64_C(1) << (bits - 1) : u <= (UINT64_C(1) << (bits - 1)) - 1;
@@ -2424,6 +2455,108 @@ static ts_status_t attr_added(parser_t *p, const void *owner, const ts_hlo_attr_
   return TS_OK;
 }
 
+/* ---- attribute values XLA's parser checks that Tessera keeps as text ---- */
+
+/* A `name=value` scanner over a blob such as `{mode=highest}`. */
+typedef struct {
+  const char *s;
+  size_t k;
+} blob_scan_t;
+
+static void blob_blank(blob_scan_t *b) {
+  while (b->s[b->k] == ' ' || b->s[b->k] == '\t' || b->s[b->k] == '\n' || b->s[b->k] == '\r') b->k++;
+}
+
+/* The identifier at the cursor (letters, digits, '_'), consumed; its length. */
+static size_t blob_word(blob_scan_t *b, const char **w) {
+  blob_blank(b);
+  *w = b->s + b->k;
+  size_t n = 0;
+  while ((b->s[b->k] >= 'a' && b->s[b->k] <= 'z') || (b->s[b->k] >= 'A' && b->s[b->k] <= 'Z') ||
+         (b->s[b->k] >= '0' && b->s[b->k] <= '9') || b->s[b->k] == '_' || b->s[b->k] == '.' || b->s[b->k] == '-' ||
+         b->s[b->k] == '+') {
+    b->k++;
+    n++;
+  }
+  return n;
+}
+
+static bool blob_eat(blob_scan_t *b, char c) {
+  blob_blank(b);
+  if (b->s[b->k] != c) return false;
+  b->k++;
+  return true;
+}
+
+static bool word_is(const char *w, size_t n, const char *lit) { return strlen(lit) == n && memcmp(w, lit, n) == 0; }
+
+/* `result_accuracy={mode=highest}` or `{tolerance={atol=1.0, rtol=0.5, ulps=2}}`
+ * (XLA's ResultAccuracy). */
+static ts_status_t check_result_accuracy(parser_t *p, const ts_hlo_attr_t *a) {
+  blob_scan_t b = {a->v.s, 0};
+  const char *w;
+  size_t n;
+  blob_eat(&b, '{');
+  n = blob_word(&b, &w);
+  if (!n || (w[0] >= '0' && w[0] <= '9') || !blob_eat(&b, '='))
+    return err_at(p, a->loc, "result_accuracy: expects attribute name (mode= or tolerance=), got '%s'", a->v.s);
+  if (word_is(w, n, "mode")) {
+    n = blob_word(&b, &w);
+    if (!word_is(w, n, "default") && !word_is(w, n, "highest") && !word_is(w, n, "tolerance"))
+      return err_at(p, a->loc, "result_accuracy: expects ResultAccuracy type but sees: %.*s", (int)n, w);
+  } else if (word_is(w, n, "tolerance")) {
+    if (!blob_eat(&b, '{')) return err_at(p, a->loc, "result_accuracy: expected '{' after tolerance=");
+    while (!blob_eat(&b, '}')) {
+      n = blob_word(&b, &w);
+      if (!word_is(w, n, "atol") && !word_is(w, n, "rtol") && !word_is(w, n, "ulps"))
+        return err_at(p, a->loc, "result_accuracy: invalid attribute name '%.*s' in tolerance (atol, rtol, ulps)",
+                      (int)n, w);
+      if (!blob_eat(&b, '=') || !blob_word(&b, &w))
+        return err_at(p, a->loc, "result_accuracy: expected a number after '%.*s='", (int)n, w);
+      blob_eat(&b, ',');
+      if (!b.s[b.k]) break;
+    }
+  } else {
+    return err_at(p, a->loc, "result_accuracy: invalid attribute name '%.*s' (mode or tolerance)", (int)n, w);
+  }
+  if (!blob_eat(&b, '}')) return err_at(p, a->loc, "result_accuracy: expected '}' after the accuracy");
+  return TS_OK;
+}
+
+/* custom-call api_version= (XLA's CustomCallApiVersion enum). */
+static ts_status_t check_api_version(parser_t *p, const ts_hlo_attr_t *a) {
+  static const char *const known[] = {"API_VERSION_ORIGINAL", "API_VERSION_STATUS_RETURNING",
+                                      "API_VERSION_STATUS_RETURNING_UNIFIED", "API_VERSION_TYPED_FFI"};
+  for (size_t k = 0; k < sizeof known / sizeof *known; k++)
+    if (!strcmp(a->v.s, known[k])) return TS_OK;
+  if (!strcmp(a->v.s, "API_VERSION_UNSPECIFIED"))
+    return err_at(p, a->loc, "Invalid API version: API_VERSION_UNSPECIFIED");
+  return err_at(p, a->loc, "Unknown API version: %s", a->v.s);
+}
+
+/* Opcodes that take result_accuracy= (XLA: the unary transcendentals). */
+static bool takes_result_accuracy(ts_opcode_t op) {
+  switch (op) {
+  case TS_OP_CBRT: case TS_OP_COSINE: case TS_OP_ERF: case TS_OP_EXPONENTIAL: case TS_OP_EXPONENTIAL_MINUS_ONE:
+  case TS_OP_LOG: case TS_OP_LOG_PLUS_ONE: case TS_OP_LOGISTIC: case TS_OP_RSQRT: case TS_OP_SINE: case TS_OP_SQRT:
+  case TS_OP_TAN: case TS_OP_TANH:
+    return true;
+  default:
+    return false;
+  }
+}
+
+/* Opcodes that take calls= (XLA names the called computation so on these). */
+static bool takes_calls(const ts_hlo_instr_t *i) {
+  switch (i->op) {
+  case TS_OP_FUSION: case TS_OP_CALL: case TS_OP_CUSTOM_CALL: case TS_OP_ASYNC_START: case TS_OP_ASYNC_UPDATE:
+  case TS_OP_ASYNC_DONE:
+    return true;
+  default:
+    return i->async_wrapped != TS_OP_COUNT;
+  }
+}
+
 static ts_status_t parse_instr_attr(parser_t *p, ts_hlo_instr_t *i, bool *has_ctrl) {
   ts_tok_t nt;
   TS_CHECK(parse_attr_name(p, &nt, "an attribute name such as dimensions="));
@@ -2445,9 +2578,26 @@ static ts_status_t parse_instr_attr(parser_t *p, ts_hlo_instr_t *i, bool *has_ct
   a.loc = tloc(&nt);
   a.name = spec ? spec->name : ts_arena_strndup(p->arena, nt.s, nt.n);
   if (!a.name) return nomem(p);
+  if ((tok_eq(&nt, "calls") && !takes_calls(i)) || (tok_eq(&nt, "result_accuracy") && !takes_result_accuracy(i->op)))
+    return err_at(p, tloc(&nt), "unexpected attribute \"%.*s\" on '%s'", (int)nt.n, nt.s, ts_opcode_name(i->op));
   TS_CHECK(parse_attr_value(p, spec ? spec->syn : A_RAW, &a, i));
+  if (tok_eq(&nt, "result_accuracy")) TS_CHECK(check_result_accuracy(p, &a));
+  if (tok_eq(&nt, "api_version") && a.kind == TS_ATTR_IDENT) TS_CHECK(check_api_version(p, &a));
   if (ts_hlo_instr_add_attr(i, &a) != TS_OK) return nomem(p);
   return attr_added(p, i, &a, i->nattrs);
+}
+
+/* XLA's `<op>-start/-update/-done` sugar wraps any op except those with
+ * asynchronous opcodes of their own (all-reduce-start, copy-start, send,
+ * ...): `all-gather-update` and `send-start` are unknown opcodes there. */
+static bool has_async_sugar(ts_opcode_t op) {
+  switch (op) {
+  case TS_OP_ALL_REDUCE: case TS_OP_ALL_GATHER: case TS_OP_COLLECTIVE_PERMUTE: case TS_OP_COPY: case TS_OP_SEND:
+  case TS_OP_RECV:
+    return false;
+  default:
+    return true;
+  }
 }
 
 /* Opcode token -> opcode, with the async sugar `<op>-start/-update/-done`
@@ -2462,7 +2612,7 @@ static ts_status_t parse_opcode(parser_t *p, ts_opcode_t *op, ts_opcode_t *wrapp
   for (int k = 0; k < 3; k++) {
     size_t sl = strlen(sugar[k].suffix);
     if (t->n > sl && memcmp(t->s + t->n - sl, sugar[k].suffix, sl) == 0 &&
-        ts_opcode_from_name(t->s, t->n - sl, wrapped)) {
+        ts_opcode_from_name(t->s, t->n - sl, wrapped) && has_async_sugar(*wrapped)) {
       *op = sugar[k].op;
       return TS_OK;
     }
