@@ -79,6 +79,9 @@ typedef struct {
   ts_loc_t comp_open;
   int comp_first_id;
   bool comp_has_root;
+  bool bare;         /* the text is instructions without a computation around them */
+  ts_hlo_instr_t **param_seen; /* by parameter number: its instruction so far in this computation */
+  size_t param_cap;
   ts_strmap_t names; /* text name -> instruction, this computation only */
   pending_op_t *pops;
   size_t npops, cappops;
@@ -2073,6 +2076,9 @@ static ts_status_t parse_inline_comp(parser_t *p, ts_hlo_instr_t *owner, ts_hlo_
   decl_check_t *decls = p->decls;
   size_t ndecl = p->ndecl, capdecl = p->capdecl;
   p->decls = NULL, p->ndecl = p->capdecl = 0;
+  ts_hlo_instr_t **param_seen = p->param_seen;
+  size_t param_cap = p->param_cap;
+  p->param_seen = NULL, p->param_cap = 0;
   memset(&p->names, 0, sizeof p->names);
   p->pops = NULL, p->npops = p->cappops = 0;
   p->bc = NULL, p->nbc = p->capbc = 0;
@@ -2084,6 +2090,8 @@ static ts_status_t parse_inline_comp(parser_t *p, ts_hlo_instr_t *owner, ts_hlo_
   ts_free(p->infer);
   ts_free(p->decls);
   p->decls = decls, p->ndecl = ndecl, p->capdecl = capdecl;
+  ts_free(p->param_seen);
+  p->param_seen = param_seen, p->param_cap = param_cap;
   p->comp = comp, p->comp_open = comp_open, p->comp_first_id = first_id, p->comp_has_root = has_root;
   p->names = names;
   p->pops = pops, p->npops = npops, p->cappops = cappops;
@@ -2827,6 +2835,29 @@ static ts_status_t infer_shape(parser_t *p, ts_hlo_instr_t *i, int depth) {
   return TS_OK;
 }
 
+static int leaf_count(const ts_shape_t *s) {
+  if (s->elem != TS_TUPLE) return 1;
+  int n = 0;
+  for (int k = 0; k < s->ntuple; k++) n += leaf_count(s->tuple[k]);
+  return n;
+}
+
+/* Rules XLA's parser applies to one instruction with its own shape and
+ * attributes (the operands may not be defined yet). */
+static ts_status_t check_instr_attrs(parser_t *p, const ts_hlo_instr_t *i, const ts_tok_t *op_tok) {
+  const ts_hlo_attr_t *a;
+  if (i->op == TS_OP_RECV && i->shape && i->shape->elem != TS_TUPLE)
+    return err_at(p, tloc(op_tok), "recv's shape must be a tuple (data, u32[], token[]), got a non-tuple");
+  if (i->op == TS_OP_PARAMETER && i->shape && (a = ts_hlo_instr_attr(i, "parameter_replication")) &&
+      a->kind == TS_ATTR_BOOL_LIST && a->v.list.n != 1 && a->v.list.n != leaf_count(i->shape))
+    return err_at(p, a->loc, "parameter has %d leaf buffers, but parameter_replication has %d elements",
+                  leaf_count(i->shape), a->v.list.n);
+  if (i->op == TS_OP_CUSTOM_CALL && (a = ts_hlo_instr_attr(i, "operand_layout_constraints")) &&
+      a->kind == TS_ATTR_SHAPE_LIST && a->v.shapes.n != i->nops)
+    return err_at(p, a->loc, "Expected %d operand layout constraints, %d given", i->nops, a->v.shapes.n);
+  return TS_OK;
+}
+
 /* XLA's parser lets `window=` be left out, meaning the rank-0 window (of
  * scalar operands); an empty one is attached, so a rank mismatch is the
  * verifier's to report, and later passes always find the attribute. */
@@ -2896,9 +2927,25 @@ static ts_status_t parse_instruction(parser_t *p) {
     TS_CHECK(parse_operands(p));
     TS_CHECK(check_arity(p, op, wrapped, (int)((p->nstk - mark) / 3), &op_tok));
   }
+  if (op == TS_OP_PARAMETER) { /* XLA reports a reused number where it is reused */
+    if ((size_t)param >= p->param_cap) {
+      size_t cap = p->param_cap ? p->param_cap : 64;
+      while (cap <= (size_t)param) cap *= 2;
+      ts_hlo_instr_t **ps = ts_realloc(p->param_seen, cap * sizeof *ps);
+      if (!ps) return nomem(p);
+      memset(ps + p->param_cap, 0, (cap - p->param_cap) * sizeof *ps);
+      p->param_seen = ps;
+      p->param_cap = cap;
+    }
+    const ts_hlo_instr_t *first = p->param_seen[param];
+    if (first)
+      return err_at(p, tloc(&name_tok), "parameter number %lld is used twice in computation '%s' (by '%s' and '%.*s')",
+                    (long long)param, p->comp->name, first->name, (int)name_tok.n, name_tok.s);
+  }
   ts_hlo_instr_t *i;
   TS_CHECK(make_instr(p, op, wrapped, shape, name_tok.s, name_tok.n, tloc(&name_tok), mark, &i));
   bind_decls(p, d0, i);
+  if (op == TS_OP_PARAMETER) p->param_seen[param] = i;
   i->param_number = param;
   i->literal = lit;
   size_t known = p->names.count; /* one probe: a put that adds nothing found a duplicate */
@@ -2914,6 +2961,7 @@ static ts_status_t parse_instruction(parser_t *p) {
     TS_CHECK(parse_instr_attr(p, i, &has_ctrl));
   }
   TS_CHECK(check_required(p, i, &op_tok));
+  TS_CHECK(check_instr_attrs(p, i, &op_tok));
   if ((op == TS_OP_REDUCE_WINDOW || op == TS_OP_SELECT_AND_SCATTER) && !has_attr(i, "window"))
     TS_CHECK(default_window(p, i));
   if (op == TS_OP_BROADCAST && !has_attr(i, "dimensions"))
@@ -3032,7 +3080,7 @@ static ts_status_t finish_computation(parser_t *p) {
 
 /* `(name: shape, ...) -> shape`: only checked for syntax; the parameters are
  * the parameter instructions and the result is the root's shape. */
-static ts_status_t parse_signature(parser_t *p) {
+static ts_status_t parse_signature(parser_t *p, ts_shape_t **result) {
   TS_CHECK(next(p)); /* ( */
   if (p->tok.kind != TK_RPAREN) {
     for (;;) {
@@ -3050,8 +3098,7 @@ static ts_status_t parse_signature(parser_t *p) {
   }
   TS_CHECK(expect(p, TK_RPAREN, "',' or ')' in the parameter list"));
   TS_CHECK(expect(p, TK_ARROW, "'->' after the parameter list"));
-  ts_shape_t *ignored;
-  return parse_shape(p, &ignored, SHAPE_NO_EMPTY_LAYOUT);
+  return parse_shape(p, result, SHAPE_NO_EMPTY_LAYOUT);
 }
 
 /* `{ instruction... }` of computation c, from its '{' to just past its '}'. */
@@ -3064,6 +3111,7 @@ static ts_status_t parse_computation_body(parser_t *p, ts_hlo_comp_t *c) {
   p->nbc = 0;
   p->ninfer = 0;
   p->ndecl = 0;
+  if (p->param_cap) memset(p->param_seen, 0, p->param_cap * sizeof *p->param_seen);
   ts_strmap_free(&p->names);
   TS_CHECK(next(p));
   while (p->tok.kind != TK_RBRACE) {
@@ -3103,9 +3151,22 @@ static ts_status_t parse_computation(parser_t *p) {
     p->m->entry = c;
   }
   TS_CHECK(next(p));
-  if (p->tok.kind == TK_LPAREN) TS_CHECK(parse_signature(p));
+  ts_shape_t *result = NULL;
+  ts_loc_t sig_loc = tloc(&p->tok);
+  if (p->tok.kind == TK_LPAREN) TS_CHECK(parse_signature(p, &result));
   if (p->tok.kind != TK_LBRACE) return expectedf(p, "'{' to open computation '%.60s'", c->name);
   TS_CHECK(parse_computation_body(p, c));
+  if (result && c->root->shape && !ts_shape_equal(result, c->root->shape, false)) {
+    ts_buf_t a = {0}, b = {0};
+    ts_shape_print(&a, result, false);
+    ts_shape_print(&b, c->root->shape, false);
+    ts_status_t st = err_at(p, sig_loc,
+                            "Shape of computation %s, %s, is not compatible with that of its root instruction %s, %s",
+                            c->name, a.data ? a.data : "", c->root->name, b.data ? b.data : "");
+    ts_buf_free(&a);
+    ts_buf_free(&b);
+    return st;
+  }
   if (p->tok.kind == TK_COMMA) {
     TS_CHECK(next(p));
     ts_tok_t an;
@@ -3261,6 +3322,7 @@ ts_status_t ts_hlo_parse(const ts_source_t *src, const ts_hlo_parse_opts_t *opts
   ts_free(p.bc);
   ts_free(p.infer);
   ts_free(p.decls);
+  ts_free(p.param_seen);
   ts_free(p.namebuf);
   ts_strmap_free(&p.shapes);
   ts_strmap_free(&p.attr_owner);
