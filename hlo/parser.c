@@ -2879,7 +2879,10 @@ static ts_status_t parse_instruction(parser_t *p) {
   if (is_root) TS_CHECK(next(p));
   name_tok = p->tok;
   char buf[64];
-  if (name_tok.kind == TK_ATTR) { /* `name=` without a space */
+  if (p->bare && at_shape(p)) { /* a bare anonymous instruction: `f32[] add(...)` */
+    name_tok.s = "instruction";
+    name_tok.n = strlen(name_tok.s);
+  } else if (name_tok.kind == TK_ATTR) { /* `name=` without a space */
     TS_CHECK(next(p));
   } else if (name_tok.kind == TK_IDENT) {
     TS_CHECK(next(p));
@@ -3036,6 +3039,17 @@ static ts_status_t finish_computation(parser_t *p) {
                     (int)r->n, r->name, c->name);
   }
   for (size_t k = 0; k < p->ninfer; k++) TS_CHECK(infer_shape(p, p->infer[k], 0));
+  for (int k = 0; k < c->ninstrs; k++) {
+    const ts_hlo_instr_t *i = c->instrs[k];
+    const ts_hlo_attr_t *a;
+    if (i->op != TS_OP_CUSTOM_CALL || !(a = ts_hlo_instr_attr(i, "operand_layout_constraints")) ||
+        a->kind != TS_ATTR_SHAPE_LIST || a->v.shapes.n != i->nops)
+      continue;
+    for (int o = 0; o < i->nops; o++)
+      if (i->ops[o]->shape && !ts_shape_equal(a->v.shapes.shapes[o], i->ops[o]->shape, false))
+        return err_at(p, a->loc, "'%s': operand_layout_constraints: shape for operand %d is not compatible with "
+                      "operand shape", i->name, o);
+  }
   for (size_t k = 0; k < p->ndecl; k++) {
     const decl_check_t *d = &p->decls[k];
     if (!d->instr || d->k >= d->instr->nops) continue;
@@ -3183,6 +3197,24 @@ static ts_status_t parse_computation(parser_t *p) {
 
 /* ---- modules ---- */
 
+/* debug_attributes={ {"name"}:({log_mode=default,callback_id=1,partitioned=true}), ... }:
+ * log_mode is XLA's DebugLogMode, default or fusion_debugger. */
+static ts_status_t check_debug_attributes(parser_t *p, const ts_hlo_attr_t *a, const ts_tok_t *at) {
+  for (const char *m = a->v.s; (m = strstr(m, "log_mode")) != NULL;) {
+    blob_scan_t b = {m + strlen("log_mode"), 0};
+    const char *w;
+    if (!blob_eat(&b, '=')) {
+      m++;
+      continue;
+    }
+    size_t n = blob_word(&b, &w);
+    if (!word_is(w, n, "default") && !word_is(w, n, "fusion_debugger"))
+      return err_at(p, tloc(at), "debug_attributes: invalid log_mode '%.*s' (default or fusion_debugger)", (int)n, w);
+    m = w + n;
+  }
+  return TS_OK;
+}
+
 static ts_status_t parse_header_attr(parser_t *p) {
   ts_tok_t nt;
   TS_CHECK(parse_attr_name(p, &nt, "a module attribute such as num_partitions="));
@@ -3201,6 +3233,8 @@ static ts_status_t parse_header_attr(parser_t *p) {
   TS_CHECK(parse_attr_value(p, spec ? spec->syn : A_RAW, &a, NULL));
   if (a.kind == TS_ATTR_INT && a.v.i < 1)
     return err_at(p, tloc(&vt), "%s must be positive, got %lld", a.name, (long long)a.v.i);
+  if (tok_eq(&nt, "debug_attributes") && (a.kind == TS_ATTR_RAW || a.kind == TS_ATTR_BLOB))
+    TS_CHECK(check_debug_attributes(p, &a, &vt));
   if (ts_hlo_module_add_attr(p->m, &a) != TS_OK) return nomem(p);
   return attr_added(p, p->m, &a, p->m->nattrs);
 }
@@ -3254,6 +3288,26 @@ static ts_status_t resolve_comp_refs(parser_t *p) {
   return TS_OK;
 }
 
+/* Instructions with no module or computation around them (XLA parses such
+ * text as one entry computation): they become ENTRY computation "entry". */
+static ts_status_t parse_bare(parser_t *p) {
+  ts_hlo_module_t *m = p->m;
+  ts_hlo_comp_t *c;
+  if (ts_hlo_comp_add(m, "entry", &c) != TS_OK) return nomem(p);
+  c->loc = tloc(&p->tok);
+  c->is_entry = true;
+  m->entry = c;
+  p->bare = true;
+  p->comp = c;
+  p->comp_open = tloc(&p->tok);
+  p->comp_first_id = m->next_id;
+  while (p->tok.kind != TK_EOF) TS_CHECK(parse_instruction(p));
+  TS_CHECK(finish_computation(p));
+  TS_CHECK(resolve_comp_refs(p));
+  if (!(m->name = ts_arena_strdup(p->arena, "module_entry"))) return nomem(p);
+  return TS_OK;
+}
+
 static ts_status_t parse_module(parser_t *p) {
   ts_hlo_module_t *m = p->m;
   TS_CHECK(next(p));
@@ -3272,6 +3326,9 @@ static ts_status_t parse_module(parser_t *p) {
   if (IS_KW(&p->tok, "FileNames")) TS_CHECK(parse_stack_frames(p));
   if (p->tok.kind == TK_EOF)
     return expected(p, header ? "a computation" : "'HloModule' or a computation");
+  if (!header && (p->tok.kind == TK_ATTR || at_shape(p) || IS_KW(&p->tok, "ROOT") ||
+                  (p->tok.kind == TK_IDENT && next_is(p, TK_EQUAL))))
+    return parse_bare(p);
   while (p->tok.kind != TK_EOF) TS_CHECK(parse_computation(p));
   TS_CHECK(resolve_comp_refs(p));
   if (!m->entry) {

@@ -61,6 +61,7 @@ MESSAGE_MAP = {
     "ComputationExists.hlo": "computation 'comp' defined twice (first at 2:1)",
     "CrossComputationLookup.hlo": "8:39: error: undefined operand 'aparam'",
     "CrossComputationLookup_nocolon.hlo": "8:39: error: undefined operand 'aparam'",
+    "NegativeParameterNumber.hlo": "parameter number must not be negative, got -1",
     "NegativeParameterNumber_wrapped.hlo": "parameter number must not be negative, got -1",
     "DuplicateParameterNumberIsDetected_renamed.hlo": "parameter number 0 is used twice",
     "DuplicateParameterNumberIsDetected.hlo": "parameter number 0 is used twice",
