@@ -3288,6 +3288,109 @@ static ts_status_t resolve_comp_refs(parser_t *p) {
   return TS_OK;
 }
 
+/* ---- asynchronous operations (XLA's parser checks these as it builds them) ---- */
+
+/* The async op before i in its start/update/done chain, or NULL. */
+static const ts_hlo_instr_t *async_prev(const ts_hlo_instr_t *i) {
+  if (i->op != TS_OP_ASYNC_UPDATE && i->op != TS_OP_ASYNC_DONE) return NULL;
+  if (i->nops == 0 || (i->ops[0]->op != TS_OP_ASYNC_START && i->ops[0]->op != TS_OP_ASYNC_UPDATE)) return NULL;
+  return i->ops[0];
+}
+
+static const ts_hlo_comp_t *own_async_comp(const ts_hlo_instr_t *i) {
+  const ts_hlo_attr_t *a = ts_hlo_instr_attr(i, "calls");
+  return a && a->kind == TS_ATTR_COMP && a->v.comps.n == 1 ? a->v.comps.comps[0] : NULL;
+}
+
+static const char *own_async_thread(const ts_hlo_instr_t *i) {
+  const ts_hlo_attr_t *a = ts_hlo_instr_attr(i, "async_execution_thread");
+  return a && a->kind == TS_ATTR_STRING ? a->v.s : NULL;
+}
+
+/* What an update or done leaves out it takes from the op before it; the
+ * chain is bounded by the instruction count (operands come first). */
+static const ts_hlo_comp_t *async_comp(const ts_hlo_instr_t *i) {
+  for (int n = 0; i && n <= i->parent->ninstrs; i = async_prev(i), n++)
+    if (own_async_comp(i)) return own_async_comp(i);
+  return NULL;
+}
+
+static const char *async_thread(const ts_hlo_instr_t *i) {
+  for (int n = 0; i && n <= i->parent->ninstrs; i = async_prev(i), n++)
+    if (own_async_thread(i)) return own_async_thread(i);
+  return "main";
+}
+
+/* The opcode an async op wraps: its sugar (`custom-call-start`) or the root
+ * of the computation it calls; TS_OP_COUNT when neither says. */
+static ts_opcode_t async_wrapped_op(const ts_hlo_instr_t *i) {
+  for (int n = 0; i && n <= i->parent->ninstrs; i = async_prev(i), n++)
+    if (i->async_wrapped != TS_OP_COUNT) return i->async_wrapped;
+  const ts_hlo_comp_t *c = async_comp(i);
+  return c && c->root ? c->root->op : TS_OP_COUNT;
+}
+
+static const char *const async_form =
+    "AsyncStart and AsyncUpdate expect the shape to be in the form of ((operand0_shape, operand1_shape, ...), "
+    "output_shape, ...)";
+
+static ts_status_t check_async_instr(parser_t *p, const ts_hlo_instr_t *i) {
+  const ts_shape_t *sh = i->shape;
+  if (i->op == TS_OP_ASYNC_START || i->op == TS_OP_ASYNC_UPDATE) {
+    if (!sh || sh->elem != TS_TUPLE || sh->ntuple < 2 || sh->tuple[0]->elem != TS_TUPLE)
+      return err_at(p, i->loc, "'%s': %s", i->name, async_form);
+    if (i->op == TS_OP_ASYNC_START) {
+      const ts_shape_t *ops = sh->tuple[0];
+      bool ok = ops->ntuple == i->nops;
+      for (int k = 0; ok && k < i->nops; k++)
+        ok = !i->ops[k]->shape || ts_shape_equal(ops->tuple[k], i->ops[k]->shape, false);
+      if (!ok) return err_at(p, i->loc, "'%s': %s (its operands do not match the first element)", i->name, async_form);
+    }
+    if (i->op == TS_OP_ASYNC_START) return TS_OK;
+  }
+  if (i->op != TS_OP_ASYNC_UPDATE && i->op != TS_OP_ASYNC_DONE) return TS_OK;
+  if (i->nops == 0) return err_at(p, i->loc, "'%s': No operand found for AsyncUpdate and AsyncDone", i->name);
+  const ts_hlo_instr_t *prev = i->ops[0];
+  if (prev->op != TS_OP_ASYNC_START && prev->op != TS_OP_ASYNC_UPDATE)
+    return err_at(p, i->loc, "'%s': AsyncUpdate and AsyncDone expect an asynchronous operation as their first operand.",
+                  i->name);
+  ts_opcode_t want = async_wrapped_op(prev), got = async_wrapped_op(i);
+  if (i->async_wrapped != TS_OP_COUNT && want != TS_OP_COUNT && got != want)
+    return err_at(p, i->loc, "'%s': Expect async wrapped opcode to be %s, but got %s", i->name, ts_opcode_name(want),
+                  ts_opcode_name(got));
+  const ts_hlo_comp_t *pc = async_comp(prev), *ic = own_async_comp(i);
+  if (pc && ic && pc != ic)
+    return err_at(p, i->loc, "'%s': Expect async_wrapped_computation to be %s, but got %s", i->name, pc->name,
+                  ic->name);
+  const char *it = own_async_thread(i);
+  if (it && strcmp(async_thread(prev), it) != 0)
+    return err_at(p, i->loc, "'%s': Expect async_execution_thread to be %s, but got %s", i->name, async_thread(prev),
+                  it);
+  return TS_OK;
+}
+
+/* After every name and computation is resolved: each async op's shape and
+ * chain, and no computation wrapped by two async-starts. */
+static ts_status_t check_async(parser_t *p) {
+  ts_strmap_t wrapped = {0};
+  ts_status_t st = TS_OK;
+  for (int c = 0; c < p->m->ncomps && st == TS_OK; c++) {
+    const ts_hlo_comp_t *comp = p->m->comps[c];
+    for (int k = 0; k < comp->ninstrs && st == TS_OK; k++) {
+      const ts_hlo_instr_t *i = comp->instrs[k];
+      st = check_async_instr(p, i);
+      const ts_hlo_comp_t *w = i->op == TS_OP_ASYNC_START ? async_comp(i) : NULL;
+      if (st != TS_OK || !w) continue;
+      size_t n = strlen(w->name), before = wrapped.count;
+      if (!ts_strmap_put(&wrapped, w->name, n, (void *)i)) st = nomem(p);
+      else if (wrapped.count == before)
+        st = err_at(p, i->loc, "'%s': Computation %s is called by more than one async op", i->name, w->name);
+    }
+  }
+  ts_strmap_free(&wrapped);
+  return st;
+}
+
 /* Instructions with no module or computation around them (XLA parses such
  * text as one entry computation): they become ENTRY computation "entry". */
 static ts_status_t parse_bare(parser_t *p) {
@@ -3304,6 +3407,7 @@ static ts_status_t parse_bare(parser_t *p) {
   while (p->tok.kind != TK_EOF) TS_CHECK(parse_instruction(p));
   TS_CHECK(finish_computation(p));
   TS_CHECK(resolve_comp_refs(p));
+  TS_CHECK(check_async(p));
   if (!(m->name = ts_arena_strdup(p->arena, "module_entry"))) return nomem(p);
   return TS_OK;
 }
@@ -3331,6 +3435,7 @@ static ts_status_t parse_module(parser_t *p) {
     return parse_bare(p);
   while (p->tok.kind != TK_EOF) TS_CHECK(parse_computation(p));
   TS_CHECK(resolve_comp_refs(p));
+  TS_CHECK(check_async(p));
   if (!m->entry) {
     m->entry = m->comps[m->ncomps - 1];
     m->entry->is_entry = true;
