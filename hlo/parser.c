@@ -2705,6 +2705,8 @@ static ts_status_t parse_nested_instr(parser_t *p, const ts_shape_t *shape, ts_h
   (*out)->param_number = param;
   (*out)->literal = lit;
   if (!shape) APPEND(p, p->infer, p->ninfer, p->capinfer, *out);
+  if (op == TS_OP_BROADCAST) /* a nested op has no attributes: only a scalar broadcast can do without dimensions */
+    APPEND(p, p->bc, p->nbc, p->capbc, ((bcast_check_t){*out, tloc(&op_tok)}));
   leave(p);
   return TS_OK;
 }
