@@ -2781,6 +2781,7 @@ static bool can_infer(ts_opcode_t op) {
   case TS_OP_MAXIMUM: case TS_OP_MINIMUM: case TS_OP_POWER: case TS_OP_AND: case TS_OP_OR: case TS_OP_XOR:
   case TS_OP_NEGATE: case TS_OP_NOT: case TS_OP_COPY: case TS_OP_EXPONENTIAL: case TS_OP_LOG: case TS_OP_SQRT:
   case TS_OP_RSQRT: case TS_OP_TANH: case TS_OP_LOGISTIC:
+  case TS_OP_WHILE: /* the loop state's shape */
     return true;
   default:
     return false;
