@@ -168,13 +168,15 @@ typedef struct {
 } ts_conv_dnums_t;
 
 /* `replica_groups=`: the explicit `{{0,1},{2,3}}` form or the iota form
- * `[G,S]<=[dims]T(perm)`. `groups` is filled in both cases. */
+ * `[G,S]<=[dims]T(perm)`, or the mesh form `mesh['x'=2,'y'=2] {'y'}` (groups
+ * span the named axes). `groups` is filled in every case. */
 typedef struct {
   bool iota;
   int64_t iota_groups, iota_group_size;
   ts_i64_list_t iota_reshape, iota_perm;
   int ngroups;
   ts_i64_list_t *groups;
+  const char *mesh; /* the `mesh[...] {...}` text it was written as, or NULL */
 } ts_replica_groups_t;
 
 /* `input_output_alias={ {0}: (0, {}, may-alias), ... }` */
