@@ -1472,6 +1472,17 @@ static ts_status_t gather_scatter(ts_vctx_t *v, const ts_hlo_instr_t *i, ts_opco
   TS_CHECK(ts_vfy_group_size(v, i, &grp));
   int64_t g = grp.size, alt = grp.alt;
   if (!mul) TS_CHECK(allreduce_reducer(v, i, op));
+  /* A group of 1 (counts unset) says nothing: XLA then takes the shard count
+   * from operand 0 and the result and only checks the shapes agree with it. */
+  const ts_shape_t *o0 = out->elem == TS_TUPLE && i->nops > 1 ? (out->ntuple > 0 ? out->tuple[0] : NULL) : out;
+  if (g == 1 && alt == 1 && o0 && is_array(o0) && d < o0->rank) {
+    int64_t a = i->ops[0]->shape->dims[d], b = o0->dims[d];
+    int64_t n = mul ? (a > 0 ? b / a + (b % a != 0) : 1) : (b > 0 ? a / b + (a % b != 0) : 1);
+    if (n > 1) {
+      g = alt = n;
+      grp.why = "taken from the result, as the counts are unset";
+    }
+  }
   ts_shape_t *want, *want_alt = NULL;
   TS_CHECK(scaled(v, i, d, g, mul, &want));
   if (want && same_shape_x(out, want, false, false)) return TS_OK;
@@ -1523,22 +1534,84 @@ static ts_status_t all_to_all(ts_vctx_t *v, const ts_hlo_instr_t *i, ts_opcode_t
   return check_result(v, i, out, want);
 }
 
+/* XLA's CheckBufferOffset: a buffer's offsets are a tuple with one scalar
+ * per dimension, or a tuple of such tuples (one per slice). */
+static bool offsets_fit(const ts_shape_t *buf, const ts_shape_t *off) {
+  if (off->elem != TS_TUPLE || !is_array(buf)) return false;
+  bool arrays = true, tuples = true;
+  for (int k = 0; k < off->ntuple; k++) {
+    arrays &= is_array(off->tuple[k]);
+    tuples &= off->tuple[k]->elem == TS_TUPLE;
+  }
+  if (!arrays && !tuples) return false;
+  if (arrays) return off->ntuple == buf->rank;
+  for (int k = 0; k < off->ntuple; k++)
+    if (off->tuple[k]->ntuple != buf->rank) return false;
+  return true;
+}
+
+/* The in-place form collective-permute(input, output, input offsets, output
+ * offsets): buffers and offsets pair up (XLA's CheckInplaceCollectivePermute). */
+static ts_status_t inplace_permute(ts_vctx_t *v, const ts_hlo_instr_t *i) {
+  const ts_shape_t *in = i->ops[0]->shape, *out = i->ops[1]->shape, *io = i->ops[2]->shape,
+                   *oo = i->ops[3]->shape;
+  if (is_array(in) && is_array(out)) {
+    if (!offsets_fit(in, io) || !offsets_fit(out, oo))
+      return err(v, i, "in-place collective-permute offsets %s and %s do not fit the buffers %s and %s", S(v, io),
+                 S(v, oo), S(v, in), S(v, out));
+    return TS_OK;
+  }
+  if (in->elem != TS_TUPLE || out->elem != TS_TUPLE || in->ntuple != out->ntuple)
+    return err(v, i, "in-place collective-permute input buffers %s and output buffers %s do not pair up", S(v, in),
+               S(v, out));
+  for (int side = 0; side < 2; side++) {
+    const ts_shape_t *b = side ? out : in, *o = side ? oo : io;
+    bool ok = o->elem == TS_TUPLE && o->ntuple == b->ntuple;
+    for (int k = 0; ok && k < b->ntuple; k++) ok = offsets_fit(b->tuple[k], o->tuple[k]);
+    if (!ok)
+      return err(v, i, "in-place collective-permute %s offsets %s do not pair up with the %s buffers %s",
+                 side ? "output" : "input", S(v, o), side ? "output" : "input", S(v, b));
+  }
+  return TS_OK;
+}
+
 static ts_status_t collective_permute(ts_vctx_t *v, const ts_hlo_instr_t *i, ts_opcode_t op,
                                       const ts_shape_t *out) {
   TS_CHECK(want_min_nops(v, i, op, 1));
   const ts_hlo_attr_t *a;
   TS_CHECK(attr(v, i, op, "source_target_pairs", TS_ATTR_INT_LISTS, true, &a));
+  bool inplace = i->nops == 4;
+  if (inplace) TS_CHECK(inplace_permute(v, i));
+  /* Each id may be a source (and a target) once, or once per slice in the
+   * in-place form; ids are replica ids without a channel_id, partition ids
+   * with one, below that count unless it is 1 (unset). */
+  int allowed = 1;
+  if (inplace) {
+    const ts_shape_t *io = i->ops[2]->shape;
+    allowed = is_array(i->ops[0]->shape) ? io->ntuple : io->ntuple > 0 ? io->tuple[0]->ntuple : 1;
+    if (allowed < 1) allowed = 1;
+  }
+  bool by_partition = ts_hlo_instr_attr(i, "channel_id") != NULL;
+  int64_t limit = by_partition ? v->num_partitions : v->replica_count;
   for (int k = 0; k < a->v.lists.n; k++) {
     const ts_i64_list_t *p = &a->v.lists.lists[k];
     if (p->n != 2 || p->v[0] < 0 || p->v[1] < 0)
       return ts_vfy_error(v, i, a->loc, "source_target_pairs entry %d must be a pair of device ids", k);
-    for (int j = 0; j < k; j++) {
-      const ts_i64_list_t *q = &a->v.lists.lists[j];
-      if (q->v[0] == p->v[0])
-        return ts_vfy_error(v, i, a->loc, "source_target_pairs names source %lld twice", ll(p->v[0]));
-      if (q->v[1] == p->v[1])
-        return ts_vfy_error(v, i, a->loc, "source_target_pairs names target %lld twice", ll(p->v[1]));
-    }
+    for (int e = 0; e < 2; e++)
+      if (limit > 1 && p->v[e] >= limit)
+        return ts_vfy_error(v, i, a->loc, "source_target_pairs %s %lld must be < %s=%lld", e ? "target" : "source",
+                            ll(p->v[e]), by_partition ? "num_partitions" : "replica_count", ll(limit));
+    int seen[2] = {0, 0};
+    for (int j = 0; j < k; j++)
+      for (int e = 0; e < 2; e++) seen[e] += a->v.lists.lists[j].v[e] == p->v[e];
+    for (int e = 0; e < 2; e++)
+      if (seen[e] >= allowed) {
+        if (allowed == 1)
+          return ts_vfy_error(v, i, a->loc, "source_target_pairs names %s %lld twice", e ? "target" : "source",
+                              ll(p->v[e]));
+        return ts_vfy_error(v, i, a->loc, "source_target_pairs names %s %lld more than %d times",
+                            e ? "target" : "source", ll(p->v[e]), allowed);
+      }
   }
   if (i->nops != 1) return TS_OK; /* in-place (4 operands) and combined forms */
   return check_result(v, i, out, i->ops[0]->shape);
@@ -1685,8 +1758,7 @@ static ts_status_t dynamic_reshape(ts_vctx_t *v, const ts_hlo_instr_t *i, ts_opc
 }
 
 static ts_status_t tokens(ts_vctx_t *v, const ts_hlo_instr_t *i, ts_opcode_t op, const ts_shape_t *out) {
-  if (op == TS_OP_AFTER_ALL)
-    for (int k = 0; k < i->nops; k++) TS_CHECK(want_token(v, i, k));
+  /* after-all: XLA checks only the result is a token, whatever the operands */
   if (op == TS_OP_OUTFEED) {
     TS_CHECK(want_nops(v, i, op, 2));
     TS_CHECK(want_token(v, i, 1));

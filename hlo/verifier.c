@@ -663,17 +663,28 @@ static int cmp_i64(const void *a, const void *b) {
   return (x > y) - (x < y);
 }
 
-static ts_status_t check_groups(ts_vctx_t *v, const ts_hlo_instr_t *i, const ts_hlo_attr_t *a) {
+/* How a collective's replica_groups are read (XLA's CollectiveOpGroupMode,
+ * hlo_text_format.md section 7). */
+typedef enum { CROSS_REPLICA, CROSS_PARTITION, CROSS_REPLICA_AND_PARTITION, FLATTENED_ID } group_mode_t;
+
+/* XLA's CheckReplicaGroups: no group empty, no id twice, the ids are exactly
+ * 0..n-1, n is the count the mode names (unless that count is 1: unset), and
+ * every group has one size except for all-reduce. All-reduce groups of
+ * different sizes that fail another rule are reported by their sizes. */
+static ts_status_t check_groups(ts_vctx_t *v, const ts_hlo_instr_t *i, const ts_hlo_attr_t *a, group_mode_t mode,
+                                bool uniform) {
   const ts_replica_groups_t *rg = a->v.rg;
   size_t total = 0;
+  int odd = -1; /* a group whose size differs from group 0's */
   for (int g = 0; g < rg->ngroups; g++) {
     const ts_i64_list_t *l = &rg->groups[g];
     if (l->n <= 0 || !l->v) return ts_vfy_error(v, i, a->loc, "replica group %d is empty", g);
-    if (l->n != rg->groups[0].n)
-      return ts_vfy_error(v, i, a->loc, "replica groups differ in size: group 0 has %d ids, group %d has %d",
-                          rg->groups[0].n, g, l->n);
+    if (l->n != rg->groups[0].n && odd < 0) odd = g;
     total += (size_t)l->n;
   }
+  if (odd >= 0 && uniform)
+    return ts_vfy_error(v, i, a->loc, "replica groups differ in size: group 0 has %d ids, group %d has %d",
+                        rg->groups[0].n, odd, rg->groups[odd].n);
   int64_t *ids = ts_malloc(sizeof *ids * (total + 1));
   if (!ids) return TS_ERR_NOMEM;
   size_t n = 0;
@@ -686,8 +697,30 @@ static ts_status_t check_groups(ts_vctx_t *v, const ts_hlo_instr_t *i, const ts_
   for (size_t k = 1; st == TS_OK && k < n; k++)
     if (ids[k] == ids[k - 1])
       st = ts_vfy_error(v, i, a->loc, "replica_groups name id %lld more than once", (long long)ids[k]);
+  int64_t missing = -1;
+  for (size_t k = 0; st == TS_OK && k < n && missing < 0; k++)
+    if (ids[k] != (int64_t)k) missing = (int64_t)k;
   ts_free(ids);
-  return st;
+  TS_CHECK(st);
+  int64_t rc = v->replica_count, np = v->num_partitions;
+  int64_t want = mode == CROSS_PARTITION ? np : mode == FLATTENED_ID ? rc * np : rc;
+  bool count_ok = want == 1 || (int64_t)n == want;
+  if (odd >= 0 && (missing >= 0 || !count_ok))
+    return ts_vfy_error(v, i, a->loc, "replica groups differ in size: group 0 has %d ids, group %d has %d",
+                        rg->groups[0].n, odd, rg->groups[odd].n);
+  if (missing >= 0)
+    return ts_vfy_error(v, i, a->loc, "replica_groups do not name id %lld: they must name 0..%zu once each",
+                        (long long)missing, n - 1);
+  if (!count_ok) {
+    static const char *const what[] = {"replicas (replica_count=", "partitions (num_partitions=",
+                                       "replicas (replica_count=",
+                                       "flattened ids (replica_count*num_partitions="};
+    static const char *const name[] = {"cross-replica", "cross-partition", "cross-replica-and-partition",
+                                       "flattened-id"};
+    return ts_vfy_error(v, i, a->loc, "in %s mode replica_groups must name %lld %s%lld), but they name %zu",
+                        name[mode], (long long)want, what[mode], (long long)want, n);
+  }
+  return TS_OK;
 }
 
 ts_status_t ts_vfy_group_size(ts_vctx_t *v, const ts_hlo_instr_t *i, ts_vgroup_t *g) {
@@ -713,10 +746,17 @@ ts_status_t ts_vfy_group_size(ts_vctx_t *v, const ts_hlo_instr_t *i, ts_vgroup_t
       (op == TS_OP_ALL_TO_ALL || op == TS_OP_COLLECTIVE_PERMUTE || op == TS_OP_COLLECTIVE_PERMUTE_START ||
        op == TS_OP_COLLECTIVE_BROADCAST || op == TS_OP_RAGGED_ALL_TO_ALL);
   bool both = ch && !global && !by_partition;
+  group_mode_t mode = global         ? FLATTENED_ID
+                      : by_partition ? CROSS_PARTITION
+                      : both         ? CROSS_REPLICA_AND_PARTITION
+                                     : CROSS_REPLICA;
+  bool uniform = op != TS_OP_ALL_REDUCE && op != TS_OP_ALL_REDUCE_START;
   int64_t rc = v->replica_count, np = v->num_partitions, all = rc * np;
   *g = (ts_vgroup_t){0};
+  if (global && (!rg || rg->v.rg->ngroups == 0))
+    return ts_vfy_error(v, i, ug->loc, "use_global_device_ids=true needs replica_groups (flattened-id mode)");
   if (rg && rg->v.rg->ngroups > 0) {
-    TS_CHECK(check_groups(v, i, rg));
+    TS_CHECK(check_groups(v, i, rg, mode, uniform));
     int64_t s = rg->v.rg->groups[0].n;
     g->size = g->alt = s;
     g->why = "from replica_groups";
