@@ -560,6 +560,25 @@ static ts_status_t binary(ts_vctx_t *v, const ts_hlo_instr_t *i, ts_opcode_t op,
     for (size_t k = 0; k < sizeof dirs / sizeof dirs[0]; k++) ok |= strcmp(a->v.s, dirs[k]) == 0;
     if (!ok) return ts_vfy_error(v, i, a->loc, "direction must be one of EQ NE GE GT LE LT, got %s", a->v.s);
     rt = TS_PRED;
+    /* type= fits the operands (XLA's CheckElementwiseInstruction): FLOAT or
+     * TOTALORDER for floats, else the default: FLOAT for complex, SIGNED for
+     * signed integers, UNSIGNED for unsigned integers and pred */
+    const ts_hlo_attr_t *ty;
+    TS_CHECK(attr(v, i, op, "type", TS_ATTR_IDENT, false, &ty));
+    if (ty) {
+      const char *want = ts_elem_is_complex(t)         ? "FLOAT"
+                         : ts_elem_is_signed_int(t)    ? "SIGNED"
+                         : ts_elem_is_unsigned_int(t) || t == TS_PRED ? "UNSIGNED"
+                                                       : NULL;
+      if (ts_elem_is_float(t)) {
+        if (strcmp(ty->v.s, "FLOAT") && strcmp(ty->v.s, "TOTALORDER"))
+          return ts_vfy_error(v, i, ty->loc, "compare of %s needs type=FLOAT or type=TOTALORDER, got type=%s",
+                              S(v, i->ops[0]->shape), ty->v.s);
+      } else if (want && strcmp(ty->v.s, want)) {
+        return ts_vfy_error(v, i, ty->loc, "compare of %s needs type=%s, got type=%s", S(v, i->ops[0]->shape),
+                            want, ty->v.s);
+      }
+    }
     break;
   }
   default: break;
@@ -885,6 +904,8 @@ static ts_status_t iota_op(ts_vctx_t *v, const ts_hlo_instr_t *i, ts_opcode_t op
   TS_CHECK(get_int(v, i, op, "iota_dimension", true, 0, &d));
   if (d < 0 || d >= out->rank)
     return err(v, i, "iota_dimension %lld is out of range for %s", ll(d), S(v, out));
+  if (!is_int(out->elem) && !is_fp(out->elem))
+    return err(v, i, "iota needs an integer, floating-point or complex result, got %s", S(v, out));
   return TS_OK;
 }
 
@@ -1654,6 +1675,14 @@ static ts_status_t rng_op(ts_vctx_t *v, const ts_hlo_instr_t *i, ts_opcode_t op,
   if (a->elem != b->elem) return err(v, i, "rng parameters differ in type: %s and %s", S(v, a), S(v, b));
   const ts_hlo_attr_t *d;
   TS_CHECK(attr(v, i, op, "distribution", TS_ATTR_IDENT, true, &d));
+  if (strcmp(d->v.s, "rng_uniform") == 0) {
+    if (!is_int(a->elem) && !ts_elem_is_float(a->elem) && a->elem != TS_PRED)
+      return err(v, i, "rng_uniform needs integer, floating-point or pred parameters, got %s", S(v, a));
+  } else if (strcmp(d->v.s, "rng_normal") == 0) {
+    if (!ts_elem_is_float(a->elem)) return err(v, i, "rng_normal needs floating-point parameters, got %s", S(v, a));
+  } else {
+    return ts_vfy_error(v, i, d->loc, "distribution must be rng_uniform or rng_normal, got %s", d->v.s);
+  }
   ts_shape_t *want = copy_array(v, out, a->elem);
   NOMEM_IF(!want);
   return check_result(v, i, out, want);
@@ -1984,5 +2013,9 @@ static ts_status_t dispatch(ts_vctx_t *v, const ts_hlo_instr_t *i, ts_opcode_t o
 }
 
 ts_status_t ts_vfy_instr_shape(ts_vctx_t *v, const ts_hlo_instr_t *i) {
+  /* XLA's verifier takes `?` dimensions only with allow_unbounded_dynamism */
+  if (any_unbounded(i->shape))
+    return err(v, i, "unbounded dynamic dimension in %s: XLA's verifier allows them only when asked to",
+               S(v, i->shape));
   return dispatch(v, i, i->op, i->shape);
 }
