@@ -1369,6 +1369,69 @@ static ts_status_t map_op(ts_vctx_t *v, const ts_hlo_instr_t *i, ts_opcode_t op,
 
 /* ---- control flow and calls --------------------------------------------- */
 
+/* Finds `key=value` at the top level of a frontend_attributes blob
+ * (`{k="v",k2={...}}`); val and len give the value without its quotes. */
+static bool fa_lookup(const char *blob, const char *key, const char **val, size_t *len) {
+  size_t kl = strlen(key);
+  const char *p = blob;
+  if (*p == '{') p++;
+  while (*p && *p != '}') {
+    while (*p == ' ' || *p == ',' || *p == '\n') p++;
+    const char *k = p;
+    while (*p && *p != '=' && *p != ',' && *p != '}') p++;
+    const char *ke = p;
+    while (ke > k && ke[-1] == ' ') ke--;
+    if (*p != '=') return false;
+    p++;
+    while (*p == ' ') p++;
+    const char *v = p, *ve;
+    if (*p == '"') {
+      v = ++p;
+      while (*p && *p != '"') p += p[0] == '\\' && p[1] ? 2 : 1;
+      ve = p;
+      if (*p) p++;
+    } else {
+      int depth = 0;
+      while (*p && (depth > 0 || (*p != ',' && *p != '}'))) {
+        if (*p == '{') depth++;
+        if (*p == '}') depth--;
+        p++;
+      }
+      ve = p;
+    }
+    if ((size_t)(ke - k) == kl && memcmp(k, key, kl) == 0) {
+      *val = v, *len = (size_t)(ve - v);
+      return true;
+    }
+  }
+  return false;
+}
+
+/* XLA's HandleCall for is_composite=true: frontend attributes with a
+ * non-empty composite.name, composite.attributes non-empty when given, and
+ * composite.version a non-negative integer when given. */
+static ts_status_t composite(ts_vctx_t *v, const ts_hlo_instr_t *i) {
+  const ts_hlo_attr_t *ic = ts_hlo_instr_attr(i, "is_composite");
+  if (!ic || ic->kind != TS_ATTR_BOOL || !ic->v.b) return TS_OK;
+  const ts_hlo_attr_t *fa = ts_hlo_instr_attr(i, "frontend_attributes");
+  if (!fa || fa->kind != TS_ATTR_BLOB || !fa->v.s)
+    return ts_vfy_error(v, i, ic->loc, "a composite call (is_composite=true) needs frontend_attributes");
+  const char *val;
+  size_t n;
+  if (!fa_lookup(fa->v.s, "composite.name", &val, &n) || n == 0)
+    return ts_vfy_error(v, i, fa->loc, "a composite call needs a non-empty composite.name in frontend_attributes");
+  if (fa_lookup(fa->v.s, "composite.attributes", &val, &n) && n == 0)
+    return ts_vfy_error(v, i, fa->loc, "a composite call's composite.attributes must be {} or non-empty");
+  if (fa_lookup(fa->v.s, "composite.version", &val, &n)) {
+    bool ok = n > 0 && n < 19;
+    for (size_t k = 0; ok && k < n; k++) ok = val[k] >= '0' && val[k] <= '9';
+    if (!ok)
+      return ts_vfy_error(v, i, fa->loc, "a composite call's composite.version must be a non-negative integer, got \"%.*s\"",
+                          (int)n, val);
+  }
+  return TS_OK;
+}
+
 static ts_status_t call_like(ts_vctx_t *v, const ts_hlo_instr_t *i, ts_opcode_t op, const ts_shape_t *out) {
   const char *name = op == TS_OP_CALL ? "to_apply" : "calls";
   const ts_hlo_comp_t *c;
@@ -1378,7 +1441,8 @@ static ts_status_t call_like(ts_vctx_t *v, const ts_hlo_instr_t *i, ts_opcode_t 
   for (int k = 0; k < i->nops; k++) params[k] = i->ops[k]->shape;
   char what[48];
   snprintf(what, sizeof what, "a %s", opname(op));
-  return check_sig(v, i, name, c, i->nops, params, out, false, what);
+  TS_CHECK(check_sig(v, i, name, c, i->nops, params, out, false, what));
+  return op == TS_OP_CALL ? composite(v, i) : TS_OK;
 }
 
 static ts_status_t while_op(ts_vctx_t *v, const ts_hlo_instr_t *i, ts_opcode_t op, const ts_shape_t *out) {
@@ -1545,6 +1609,10 @@ static ts_status_t all_to_all(ts_vctx_t *v, const ts_hlo_instr_t *i, ts_opcode_t
         return err(v, i, "all-to-all split dimension %lld of %s is not divisible by the group size %lld (%s)",
                    ll(d), S(v, x), ll(g), grp.why);
     }
+  } else if (i->nops != g && i->nops != alt && g > 0) {
+    /* XLA's HandleAllToAll: the tuple form has one operand per participant */
+    return err(v, i, "all-to-all without dimensions takes one operand per participant: %d operands, group size %lld (%s)",
+               i->nops, ll(g), grp.why);
   } else if (i->nops == 1 && out->elem == TS_TUPLE) {
     ts_shape_t *want = operands_shape(v, i, true);
     NOMEM_IF(!want);
@@ -1816,9 +1884,32 @@ static ts_status_t done_op(ts_vctx_t *v, const ts_hlo_instr_t *i, ts_opcode_t op
   return check_result(v, i, out, s->tuple[k]);
 }
 
+/* XLA's CheckAsyncOpComputationShapes: an async value is ((operands...),
+ * result, context...), and with calls= its first two elements are the wrapped
+ * computation's parameters and root. */
+static ts_status_t async_shape(ts_vctx_t *v, const ts_hlo_instr_t *i, const char *what, const ts_shape_t *s) {
+  if (s->elem != TS_TUPLE || s->ntuple < 2 || s->tuple[0]->elem != TS_TUPLE)
+    return err(v, i, "%s needs an async value ((operands...), result, context...), got %s", what, S(v, s));
+  const ts_hlo_attr_t *a = ts_hlo_instr_attr(i, "calls");
+  const ts_hlo_comp_t *c = a && a->kind == TS_ATTR_COMP && a->v.comps.n == 1 ? a->v.comps.comps[0] : NULL;
+  if (!c || !c->root) return TS_OK;
+  ts_shape_t *params = new_tuple(v, c->nparams);
+  NOMEM_IF(!params);
+  for (int k = 0; k < c->nparams; k++) {
+    if (!c->params[k]) return TS_OK; /* reported with the computation */
+    params->tuple[k] = (ts_shape_t *)c->params[k]->shape;
+  }
+  if (!same_shape_x(s->tuple[0], params, false, false))
+    return err(v, i, "%s: async value element {0} %s does not match the parameters %s of '%s'", what,
+               S(v, s->tuple[0]), S(v, params), c->name);
+  if (!same_shape_x(s->tuple[1], c->root->shape, false, false))
+    return err(v, i, "%s: async value element {1} %s does not match the root %s of '%s'", what, S(v, s->tuple[1]),
+               S(v, c->root->shape), c->name);
+  return TS_OK;
+}
+
 static ts_status_t async_start(ts_vctx_t *v, const ts_hlo_instr_t *i, ts_opcode_t op, const ts_shape_t *out) {
-  /* ((operands...), result, context...) */
-  if (out->elem != TS_TUPLE || out->ntuple < 2 || out->tuple[0]->elem != TS_TUPLE) return TS_OK;
+  TS_CHECK(async_shape(v, i, "async-start", out));
   ts_shape_t *ops = operands_shape(v, i, true);
   NOMEM_IF(!ops);
   if (!same_shape_x(out->tuple[0], ops, false, false))
@@ -1826,12 +1917,7 @@ static ts_status_t async_start(ts_vctx_t *v, const ts_hlo_instr_t *i, ts_opcode_
                S(v, ops));
   const ts_hlo_comp_t *c;
   TS_CHECK(get_comp(v, i, op, "calls", false, &c));
-  if (c) {
-    const ts_shape_t **params = ts_arena_alloc(v->scratch, sizeof *params * (size_t)(i->nops + 1));
-    NOMEM_IF(!params);
-    for (int k = 0; k < i->nops; k++) params[k] = i->ops[k]->shape;
-    return check_sig(v, i, "calls", c, i->nops, params, out->tuple[1], false, "an async-start");
-  }
+  if (c) return TS_OK; /* async_shape checked it against the operands and result */
   if (i->async_wrapped < TS_OP_COUNT && i->async_wrapped != TS_OP_ASYNC_START)
     return dispatch(v, i, i->async_wrapped, out->tuple[1]);
   return TS_OK;
@@ -1984,12 +2070,18 @@ static ts_status_t dispatch(ts_vctx_t *v, const ts_hlo_instr_t *i, ts_opcode_t o
   case TS_OP_COLLECTIVE_BROADCAST: return collective_broadcast(v, i, op, out);
   case TS_OP_ALL_REDUCE_DONE: return passthrough(v, i, op, out);
   case TS_OP_ALL_GATHER_DONE:
-  case TS_OP_COLLECTIVE_PERMUTE_DONE:
-  case TS_OP_ASYNC_DONE: return done_op(v, i, op, out, 1);
+  case TS_OP_COLLECTIVE_PERMUTE_DONE: return done_op(v, i, op, out, 1);
+  case TS_OP_ASYNC_DONE:
+    TS_CHECK(want_nops(v, i, op, 1));
+    TS_CHECK(async_shape(v, i, "async-done's operand", i->ops[0]->shape));
+    return done_op(v, i, op, out, 1);
   case TS_OP_COPY_START: return copy_start(v, i, op, out);
   case TS_OP_COPY_DONE: return done_op(v, i, op, out, 0);
   case TS_OP_ASYNC_START: return async_start(v, i, op, out);
-  case TS_OP_ASYNC_UPDATE: TS_CHECK(want_nops(v, i, op, 1)); return check_result(v, i, out, i->ops[0]->shape);
+  case TS_OP_ASYNC_UPDATE:
+    TS_CHECK(want_nops(v, i, op, 1));
+    TS_CHECK(check_result(v, i, out, i->ops[0]->shape));
+    return async_shape(v, i, "async-update", out);
   case TS_OP_PARTITION_ID:
   case TS_OP_REPLICA_ID: return scalar_u32(v, i, op, out);
   case TS_OP_CONSTANT: return constant_op(v, i, op, out);
