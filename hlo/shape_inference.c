@@ -2080,6 +2080,9 @@ static ts_status_t dispatch(ts_vctx_t *v, const ts_hlo_instr_t *i, ts_opcode_t o
   case TS_OP_ASYNC_START: return async_start(v, i, op, out);
   case TS_OP_ASYNC_UPDATE:
     TS_CHECK(want_nops(v, i, op, 1));
+    /* as XLA: the form, then operand == result, then the wrapped computation */
+    if (out->elem != TS_TUPLE || out->ntuple < 2 || out->tuple[0]->elem != TS_TUPLE)
+      return async_shape(v, i, "async-update", out);
     TS_CHECK(check_result(v, i, out, i->ops[0]->shape));
     return async_shape(v, i, "async-update", out);
   case TS_OP_PARTITION_ID:

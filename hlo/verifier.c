@@ -905,7 +905,7 @@ static const char *async_thread(const ts_hlo_instr_t *i) {
 
 /* XLA's VerifyAsynchronousInstructionPairs: a start has one user, its update
  * or done; an update or done has a start (or update) for operand. */
-static ts_status_t check_pair(ts_vctx_t *v, const ts_hlo_instr_t *i) {
+static ts_status_t check_pair(ts_vctx_t *v, const ts_hlo_instr_t *i, bool users_half) {
   ts_opcode_t users[2] = {TS_OP_COUNT, TS_OP_COUNT}, operand[2] = {TS_OP_COUNT, TS_OP_COUNT};
   switch (i->op) {
   case TS_OP_ASYNC_START: users[0] = TS_OP_ASYNC_UPDATE, users[1] = TS_OP_ASYNC_DONE; break;
@@ -933,7 +933,7 @@ static ts_status_t check_pair(ts_vctx_t *v, const ts_hlo_instr_t *i) {
     break;
   default: return TS_OK;
   }
-  if (operand[0] != TS_OP_COUNT) {
+  if (operand[0] != TS_OP_COUNT && !users_half) {
     if (i->nops != 1) return ts_vfy_error(v, i, (ts_loc_t){0, 0}, "%s takes 1 operand, got %d", op_str(v, i), i->nops);
     const ts_hlo_instr_t *o = i->ops[0];
     if (o->op != operand[0] && o->op != operand[1])
@@ -941,7 +941,7 @@ static ts_status_t check_pair(ts_vctx_t *v, const ts_hlo_instr_t *i) {
                           ts_opcode_name(operand[0]), operand[1] != TS_OP_COUNT ? " or " : "",
                           operand[1] != TS_OP_COUNT ? ts_opcode_name(operand[1]) : "", op_str(v, o), o->name);
   }
-  if (users[0] != TS_OP_COUNT) {
+  if (users[0] != TS_OP_COUNT && users_half) {
     if (i->nusers != 1)
       return ts_vfy_error(v, i, (ts_loc_t){0, 0}, "%s needs exactly one user (its %s%s%s), found %d", op_str(v, i),
                           ts_opcode_name(users[0]), users[1] != TS_OP_COUNT ? " or " : "",
@@ -1132,9 +1132,12 @@ static ts_status_t check_module_rules(walk_t *w) {
     return TS_ERR_NOMEM;
   }
   ts_status_t st = TS_OK;
+  /* every done's operand before any start's users: a done without its
+   * start is named as such, not as a start without its done */
+  for (int k = 0; k < w->n && st == TS_OK; k++) st = check_pair(v, w->instrs[k], false);
   for (int k = 0; k < w->n && st == TS_OK; k++) {
     const ts_hlo_instr_t *i = w->instrs[k];
-    st = check_pair(v, i);
+    st = check_pair(v, i, true);
     if (st == TS_OK) st = check_async_chain(v, i);
     if (st == TS_OK) st = check_async_start(v, i, &callers);
     if (st == TS_OK) st = check_threads(v, i);
@@ -1163,11 +1166,12 @@ static ts_status_t verify(ts_vctx_t *v) {
     goto done;
   TS_CHECK_GOTO(check_structure(&w), st, done);
   TS_CHECK_GOTO(check_entry_layout(v), st, done);
+  /* as XLA: async pairs and channels before shapes */
+  TS_CHECK_GOTO(check_module_rules(&w), st, done);
   for (int k = 0; k < w.n; k++) {
     TS_CHECK_GOTO(ts_vfy_instr_shape(v, w.instrs[k]), st, done);
     TS_CHECK_GOTO(check_sharding(v, w.instrs[k]), st, done);
   }
-  TS_CHECK_GOTO(check_module_rules(&w), st, done);
   st = TS_OK;
 done:
   ts_free(w.instrs);
