@@ -773,9 +773,16 @@ static ts_status_t hang_rendezvous(job_t *j, ts_diag_t *diag) {
 static ts_status_t prepare(job_t *j, char **text, ts_diag_t *diag) {
   const run_flags_t *f = j->f;
   ts_hlo_verify_opts_t vopts = {.replica_count = f->replicas, .num_partitions = f->partitions};
-  if (f->reference && f->devices > 1 && !f->partitions && !f->replicas) vopts.num_partitions = f->devices;
-  TS_CHECK(ts_cli_read_module(f->path, &vopts, text, &j->m, diag));
+  /* --reference --devices N without counts: the devices the header's
+   * replicas leave are partitions (verified once the header is read) */
+  bool defer = f->reference && f->devices > 1 && !f->partitions && !f->replicas;
+  TS_CHECK(ts_cli_read_module(f->path, defer ? NULL : &vopts, text, &j->m, diag));
   ts_hlo_module_t *m = j->m;
+  if (defer) {
+    int64_t rc = m->replica_count > 0 ? m->replica_count : 1;
+    vopts.num_partitions = m->num_partitions > 1 ? m->num_partitions : f->devices / rc > 1 ? f->devices / rc : 1;
+    TS_CHECK(ts_hlo_verify(m, &vopts, diag));
+  }
   bool any;
   int64_t named = sharding_devices(m, &any);
   j->R = f->replicas ? f->replicas : m->replica_count > 0 ? m->replica_count : 1;
