@@ -1113,7 +1113,8 @@ static ts_status_t check_channels(walk_t *w) {
     int kn = snprintf(key, sizeof key, "%lld", (long long)ch->v.i);
     const ts_hlo_instr_t *f = ts_strmap_get(&first, key, (size_t)kn);
     if (!f) {
-      if (!ts_strmap_put(&first, key, (size_t)kn, (void *)i)) st = TS_ERR_NOMEM;
+      const char *k = ts_arena_strdup(v->scratch, key); /* the map keeps the key */
+      if (!k || !ts_strmap_put(&first, k, (size_t)kn, (void *)i)) st = TS_ERR_NOMEM;
       continue;
     }
     if (is_send_recv(f->op) != is_send_recv(i->op))
