@@ -810,11 +810,18 @@ static ts_status_t hang_rendezvous(job_t *j, ts_diag_t *diag) {
 static ts_status_t prepare(job_t *j, ts_diag_t *diag) {
   const run_flags_t *f = j->f;
   ts_hlo_verify_opts_t vopts = {.replica_count = f->replicas, .num_partitions = f->partitions};
-  if (f->reference && f->devices > 1 && !f->partitions && !f->replicas) vopts.num_partitions = f->devices;
+  /* --reference --devices N without counts: the devices the header's
+   * replicas leave are partitions (verified once the header is read) */
+  bool defer = f->reference && f->devices > 1 && !f->partitions && !f->replicas;
   ts_pipeline_init(&j->pipe, &(ts_pipeline_opts_t){.purpose = TS_PIPELINE_RUN, .path = f->path, .verify = vopts});
-  TS_CHECK(ts_pipeline_run_to(&j->pipe, TS_STAGE_VERIFIED, diag));
+  TS_CHECK(ts_pipeline_run_to(&j->pipe, defer ? TS_STAGE_PARSED : TS_STAGE_VERIFIED, diag));
   j->m = j->pipe.m;
   ts_hlo_module_t *m = j->m;
+  if (defer) {
+    int64_t rc = m->replica_count > 0 ? m->replica_count : 1;
+    j->pipe.o.verify.num_partitions = m->num_partitions > 1 ? m->num_partitions : f->devices / rc > 1 ? f->devices / rc : 1;
+    TS_CHECK(ts_pipeline_run_to(&j->pipe, TS_STAGE_VERIFIED, diag));
+  }
   bool any;
   int64_t named = sharding_devices(m, &any);
   j->R = f->replicas ? f->replicas : m->replica_count > 0 ? m->replica_count : 1;
