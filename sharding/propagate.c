@@ -72,7 +72,8 @@
  *     operand (and, weaker, the updates' window dims); updates follow the
  *     result and the indices; indices follow the updates. Indices are
  *     offered first, so at equal score a lookup stays batch-parallel.
- *     Batching dims (operand_/input_batching_dims) are not handled.
+ *     Parallel dims (explicit batching dims, and indexed dims whose index
+ *     is an iota along an indices dim) tie operand, indices and window.
  *   - convolution is a dot: lhs batch -> output batch, rhs output feature
  *     -> output feature, the input features contract; a spatial dim keeps
  *     the lhs tiling only for a window of size 1, stride 1, no padding or
@@ -132,6 +133,7 @@ typedef struct {
    * derivations memoised by input pointer, so a visit costs O(rank), not
    * O(devices): modules repeat a handful of shardings. */
   ts_sharding_cache_t *cache;
+  ts_status_t err;            /* a failure inside offer() (out of memory) */
   bool changed;
   uint32_t clock;             /* bumped on every change; orders stamps and visits */
 } ctx_t;
@@ -206,7 +208,7 @@ static ts_status_t remap_build(ts_arena_t *a, const ts_sharding_value_t *v, int 
 }
 
 /* Memo keys: a derivation tag, the input value's address, its arguments. */
-enum { MEMO_REMAP = 1, MEMO_TRANSPOSE, MEMO_RESHAPE, MEMO_SYNTAX };
+enum { MEMO_REMAP = 1, MEMO_TRANSPOSE, MEMO_RESHAPE, MEMO_SYNTAX, MEMO_MERGE };
 #define MEMO_MAX_KEY (2 * SH_MAX_RANK + 8)
 
 static int64_t addr(const void *p) { return (int64_t)(intptr_t)p; }
@@ -267,6 +269,21 @@ static ts_status_t reshape_of(ctx_t *x, ts_sharding_value_t *v, const ts_shape_t
   for (int k = 0; k < to->rank; k++) key[n++] = to->dims[k];
   if (ts_sharding_cache_get(x->cache, key, n, (void **)out)) return TS_OK;
   return memo_store(x, key, n, ts_sharding_reshape(x->a, v, from, to, out), out);
+}
+
+/* ts_sharding_merge of two interned values, memoised. */
+static ts_status_t merge_of(ctx_t *x, const ts_sharding_value_t *p, const ts_sharding_value_t *q,
+                            ts_sharding_value_t **out) {
+  int64_t key[3] = {MEMO_MERGE, addr(p), addr(q)};
+  if (ts_sharding_cache_get(x->cache, key, 3, (void **)out)) return TS_OK;
+  return memo_store(x, key, 3, ts_sharding_merge(x->a, p, q, out), out);
+}
+
+static bool partial_only(const ts_sharding_value_t *v) {
+  if (v->kind != TS_SHARD_TILED) return false;
+  for (int k = 0; k < v->nsubgroups; k++)
+    if (v->subgroups[k] != TS_SUBGROUP_REPLICATED) return false;
+  return true;
 }
 
 /* ---- the graph ---------------------------------------------------------- */
@@ -341,6 +358,17 @@ static node_t *node(ctx_t *x, const ts_hlo_instr_t *i) { return &x->nodes[i->id]
 static void offer(ctx_t *x, const node_t *n, int leaf, const ts_sharding_value_t *v) {
   if (!v || leaf < 0 || leaf >= n->n) return;
   if (v->kind == TS_SHARD_TILED && (n->shape[leaf]->elem == TS_TOKEN || v->data_rank != n->shape[leaf]->rank)) return;
+  ts_sharding_value_t *c = x->cand[leaf];
+  if (c && c != v && partial_only(c) && partial_only(v)) { /* compatible candidates combine */
+    ts_sharding_value_t *m = NULL;
+    ts_status_t st = merge_of(x, c, v, &m);
+    if (st != TS_OK) x->err = st;
+    if (m) {
+      x->cand[leaf] = m;
+      x->cand_score[leaf] = score(m);
+      return;
+    }
+  }
   int64_t s = score(v);
   if (s > x->cand_score[leaf]) {
     x->cand_score[leaf] = s;
@@ -408,35 +436,88 @@ static bool dot_dims(const ts_hlo_instr_t *i, dot_dims_t *d) {
   return ts_shape_is_array(i->shape) && out == i->shape->rank;
 }
 
-/* Convolution as a dot (GSPMD §3.5, simplified): lhs batch -> output
- * batch, rhs output feature -> output feature, lhs input feature and rhs
- * input feature contract; a spatial dim keeps the lhs tiling only for a
- * window of size 1, stride 1, no padding or dilation (else it would need a
- * halo exchange) and is untiled otherwise; rhs spatial dims are untiled.
- * Grouped convolutions (feature/batch_group_count > 1) are not handled. */
-static bool conv_dims(const ts_hlo_instr_t *i, dot_dims_t *d) {
+static const ts_conv_dnums_t *conv_dnums(const ts_hlo_instr_t *i) {
+  const ts_hlo_attr_t *dl = ts_hlo_instr_attr(i, "dim_labels");
+  return dl && dl->kind == TS_ATTR_CONV_DNUMS ? dl->v.conv : NULL;
+}
+static int conv_feature(const ts_hlo_instr_t *i) { return (int)conv_dnums(i)->in_feature; }
+static int conv_batch(const ts_hlo_instr_t *i) { return (int)conv_dnums(i)->in_batch; }
+static bool grouped(const ts_hlo_instr_t *i) {
+  const ts_hlo_attr_t *fg = ts_hlo_instr_attr(i, "feature_group_count");
+  return fg && fg->kind == TS_ATTR_INT && fg->v.i > 1;
+}
+/* Whether v (of the lhs, or the rhs) tiles a spatial dim of convolution i. */
+static bool spatially_tiled(const ts_hlo_instr_t *i, const ts_sharding_value_t *v, bool lhs) {
+  const ts_conv_dnums_t *c = conv_dnums(i);
+  if (!v || v->kind != TS_SHARD_TILED || v->data_rank != c->rank) return false;
+  for (int s = 0; s < c->nspatial; s++)
+    if (v->dims[lhs ? c->in_spatial[s] : c->k_spatial[s]] > 1) return true;
+  return false;
+}
+
+/* Convolution as a dot (XLA's dot_as_convolution_util): lhs batch ->
+ * output batch, rhs output feature -> output feature, the input features
+ * contract (with feature_group_count > 1 they are a batch dim: lhs input
+ * feature, rhs output feature and output feature together). A spatial dim
+ * is
+ *   - lhs non-contracting when the window is 1 wide, stride 1, unpadded,
+ *     undilated: lhs spatial -> output spatial;
+ *   - contracting when the window covers the whole unpadded, undilated
+ *     input and the output is 1 wide;
+ *   - a real convolution dim otherwise (*conv set). Forward (`forward`),
+ *     such a dim follows the lhs when the kernel is small (XLA's
+ *     IsConvolutionKernelSmall: smaller than the output along every
+ *     spatial dim), as XLA does (the partitioner adds the halo); else the
+ *     output is replicated. Backward it propagates nothing.
+ * batch_group_count > 1 is not handled. */
+static bool conv_dims(const ts_hlo_instr_t *i, dot_dims_t *d, bool forward, bool *conv) {
   const ts_hlo_attr_t *dl = ts_hlo_instr_attr(i, "dim_labels"), *w = ts_hlo_instr_attr(i, "window");
   const ts_hlo_attr_t *fg = ts_hlo_instr_attr(i, "feature_group_count"), *bg = ts_hlo_instr_attr(i, "batch_group_count");
+  *conv = false;
   if (!dl || dl->kind != TS_ATTR_CONV_DNUMS || i->nops != 2) return false;
-  if ((fg && (fg->kind != TS_ATTR_INT || fg->v.i != 1)) || (bg && (bg->kind != TS_ATTR_INT || bg->v.i != 1))) return false;
+  if ((fg && fg->kind != TS_ATTR_INT) || (bg && (bg->kind != TS_ATTR_INT || bg->v.i != 1))) return false;
   const ts_conv_dnums_t *c = dl->v.conv;
-  const ts_shape_t *l = i->ops[0]->shape, *r = i->ops[1]->shape;
-  if (!ts_shape_is_array(l) || !ts_shape_is_array(r) || !ts_shape_is_array(i->shape)) return false;
+  const ts_shape_t *l = i->ops[0]->shape, *r = i->ops[1]->shape, *o = i->shape;
+  if (!ts_shape_is_array(l) || !ts_shape_is_array(r) || !ts_shape_is_array(o)) return false;
   d->lr = l->rank;
   d->rr = r->rank;
   d->nb = 1;
-  if (c->rank != d->lr || c->rank != d->rr || c->rank != i->shape->rank || c->rank > SH_MAX_RANK) return false;
+  if (c->rank != d->lr || c->rank != d->rr || c->rank != o->rank || c->rank > SH_MAX_RANK) return false;
   if (w && (w->kind != TS_ATTR_WINDOW || w->v.window->n != c->nspatial)) return false;
   for (int k = 0; k < c->rank; k++) d->lmap[k] = d->rmap[k] = d->l2r[k] = d->r2l[k] = -1;
   d->lmap[c->in_batch] = (int)c->out_batch;
   d->rmap[c->k_out_feature] = (int)c->out_feature;
-  d->l2r[c->in_feature] = (int)c->k_in_feature;
-  d->r2l[c->k_in_feature] = (int)c->in_feature;
+  if (fg && fg->v.i > 1) {
+    d->lmap[c->in_feature] = (int)c->out_feature;
+    d->l2r[c->in_feature] = (int)c->k_out_feature;
+    d->r2l[c->k_out_feature] = (int)c->in_feature;
+  } else {
+    d->l2r[c->in_feature] = (int)c->k_in_feature;
+    d->r2l[c->k_in_feature] = (int)c->in_feature;
+  }
+  bool small = true;
+  int64_t kprod = 1, oprod = 1;
+  for (int s = 0; s < c->nspatial; s++) {
+    int64_t kd = r->dims[c->k_spatial[s]], od = o->dims[c->out_spatial[s]];
+    kprod *= kd;
+    oprod *= od;
+    if (kd >= od && (s < 2 || kd > 3 || kprod >= oprod)) small = false;
+  }
   for (int s = 0; s < c->nspatial; s++) {
     const ts_window_dim_t *wd = w ? &w->v.window->dims[s] : NULL;
-    bool unit = !wd || (wd->size == 1 && wd->stride == 1 && wd->pad_lo == 0 && wd->pad_hi == 0 &&
-                        wd->lhs_dilate == 1 && wd->rhs_dilate == 1);
-    if (unit) d->lmap[c->in_spatial[s]] = (int)c->out_spatial[s];
+    int64_t ls = l->dims[c->in_spatial[s]], ks = r->dims[c->k_spatial[s]], os = o->dims[c->out_spatial[s]];
+    bool plain = !wd || (wd->stride == 1 && wd->pad_lo == 0 && wd->pad_hi == 0 && wd->lhs_dilate == 1 &&
+                         wd->rhs_dilate == 1 && !wd->reversal);
+    int64_t size = wd ? wd->size : 1;
+    if (plain && size == 1 && ks == 1 && ls == os) {
+      d->lmap[c->in_spatial[s]] = (int)c->out_spatial[s];
+    } else if (plain && size == ls && ks == ls && os == 1) {
+      d->l2r[c->in_spatial[s]] = (int)c->k_spatial[s];
+      d->r2l[c->k_spatial[s]] = (int)c->in_spatial[s];
+    } else {
+      *conv = true;
+      if (forward && small) d->lmap[c->in_spatial[s]] = (int)c->out_spatial[s];
+    }
   }
   return true;
 }
@@ -446,8 +527,13 @@ static bool conv_dims(const ts_hlo_instr_t *i, dot_dims_t *d) {
  * update_window_dims, ascending) hold the operand's non-collapsed dims in
  * order, its other dims the indices' dims except index_vector_dim, in
  * order. An operand dim keeps its tiling only when the window covers it
- * whole; collapsed (indexed) operand dims are untiled (the simple rule of
- * GSPMD §3.5: no index-space partitioning). Batching dims are not handled. */
+ * whole; collapsed (indexed) operand dims are untiled, except the
+ * parallel ones: an explicit batching dim (operand_batching_dims /
+ * input_batching_dims with its start_indices_batching_dims /
+ * scatter_indices_batching_dims partner), or an indexed dim whose index is
+ * an iota along an indices dim (XLA's GetGatherScatterBatchParallelDims:
+ * device k then reads only its own rows), which maps to the window dim of
+ * its indices dim. */
 typedef struct {
   int orank, irank, wrank;
   int omap[SH_MAX_RANK]; /* operand dim -> window dim, or -1 */
@@ -456,14 +542,56 @@ typedef struct {
   int wi[SH_MAX_RANK];   /* window dim -> indices dim, or -1 */
 } gather_dims_t;
 
+/* The dim along which `i` counts 0, 1, 2, ... (iota, or a broadcast of
+ * one), or -1. */
+static int iota_dim(const ts_hlo_instr_t *i) {
+  for (int depth = 0; depth < 8; depth++) {
+    if (i->op == TS_OP_IOTA) {
+      const ts_hlo_attr_t *d = ts_hlo_instr_attr(i, "iota_dimension");
+      return d && d->kind == TS_ATTR_INT ? (int)d->v.i : -1;
+    }
+    if (i->op == TS_OP_BROADCAST && i->nops == 1) {
+      const ts_hlo_attr_t *dims = list_attr(i, "dimensions");
+      int d = iota_dim(i->ops[0]);
+      return dims && d >= 0 && d < dims->v.list.n ? (int)dims->v.list.v[d] : -1;
+    }
+    if (i->op != TS_OP_COPY || i->nops != 1) return -1;
+    i = i->ops[0];
+  }
+  return -1;
+}
+
+/* par[c] = the indices dim that index component c counts along (an iota
+ * there), else -1; ncomp components. */
+static void parallel_components(const ts_hlo_instr_t *ix, int64_t ivd, int ncomp, int *par) {
+  for (int c = 0; c < ncomp; c++) par[c] = -1;
+  while (ix->op == TS_OP_COPY && ix->nops == 1) ix = ix->ops[0];
+  const ts_hlo_attr_t *cd = list_attr(ix, "dimensions");
+  if (ix->op == TS_OP_CONCATENATE && cd && cd->v.list.n == 1 && cd->v.list.v[0] == ivd) {
+    for (int k = 0, c = 0; k < ix->nops; k++) {
+      const ts_shape_t *s = ix->ops[k]->shape;
+      int64_t m = ts_shape_is_array(s) && ivd < s->rank ? s->dims[ivd] : 1;
+      int d = iota_dim(ix->ops[k]);
+      for (int64_t j = 0; j < m && c < ncomp; j++, c++) par[c] = d >= 0 && d != ivd ? d : -1;
+    }
+    return;
+  }
+  int d = iota_dim(ix);
+  for (int c = 0; c < ncomp; c++) par[c] = d >= 0 && d != ivd ? d : -1;
+}
+
 static bool gather_dims(const ts_hlo_instr_t *i, const ts_shape_t *o, const ts_shape_t *ix, const ts_shape_t *w,
                         bool scatter, gather_dims_t *g) {
   const ts_hlo_attr_t *off = list_attr(i, scatter ? "update_window_dims" : "offset_dims");
   const ts_hlo_attr_t *col = list_attr(i, scatter ? "inserted_window_dims" : "collapsed_slice_dims");
+  const ts_hlo_attr_t *ob = list_attr(i, scatter ? "input_batching_dims" : "operand_batching_dims");
+  const ts_hlo_attr_t *ib = list_attr(i, scatter ? "scatter_indices_batching_dims" : "start_indices_batching_dims");
+  const ts_hlo_attr_t *imap = list_attr(i, scatter ? "scatter_dims_to_operand_dims" : "start_index_map");
+  const ts_hlo_attr_t *ss = scatter ? NULL : list_attr(i, "slice_sizes");
   const ts_hlo_attr_t *ivd = ts_hlo_instr_attr(i, "index_vector_dim");
-  if (list_attr(i, scatter ? "input_batching_dims" : "operand_batching_dims")) return false;
   if (!off || !ivd || ivd->kind != TS_ATTR_INT) return false;
   if (!ts_shape_is_array(o) || !ts_shape_is_array(ix) || !ts_shape_is_array(w)) return false;
+  if ((ob ? ob->v.list.n : 0) != (ib ? ib->v.list.n : 0)) return false;
   g->orank = o->rank;
   g->irank = ix->rank;
   g->wrank = w->rank;
@@ -473,20 +601,29 @@ static bool gather_dims(const ts_hlo_instr_t *i, const ts_shape_t *o, const ts_s
     if (col->v.list.v[k] < 0 || col->v.list.v[k] >= o->rank) return false;
     collapsed[col->v.list.v[k]] = true;
   }
+  for (int k = 0; ob && k < ob->v.list.n; k++) {
+    if (ob->v.list.v[k] < 0 || ob->v.list.v[k] >= o->rank) return false;
+    collapsed[ob->v.list.v[k]] = true;
+  }
   for (int k = 0; k < off->v.list.n; k++) {
     if (off->v.list.v[k] < 0 || off->v.list.v[k] >= w->rank) return false;
     window[off->v.list.v[k]] = true;
   }
   for (int k = 0; k < w->rank; k++) g->wo[k] = g->wi[k] = -1;
   int wd = 0;
+  int64_t slice[SH_MAX_RANK];
   for (int d = 0; d < o->rank; d++) {
     g->omap[d] = -1;
+    slice[d] = 1;
     if (collapsed[d]) continue;
     while (wd < w->rank && !window[wd]) wd++;
     if (wd == w->rank) return false;
+    slice[d] = w->dims[wd];
     if (w->dims[wd] == o->dims[d]) g->omap[d] = wd, g->wo[wd] = d;
     wd++;
   }
+  if (ss && ss->v.list.n == o->rank)
+    for (int d = 0; d < o->rank; d++) slice[d] = ss->v.list.v[d];
   wd = 0;
   for (int d = 0; d < ix->rank; d++) {
     g->imap[d] = -1;
@@ -495,6 +632,39 @@ static bool gather_dims(const ts_hlo_instr_t *i, const ts_shape_t *o, const ts_s
     if (wd == w->rank) return false;
     g->imap[d] = wd;
     g->wi[wd++] = d;
+  }
+  /* Parallel dims: operand dim od goes with indices dim id (its window dim). */
+  int pairs[2 * SH_MAX_RANK], np = 0;
+  for (int k = 0; ob && k < ob->v.list.n; k++) {
+    int64_t od = ob->v.list.v[k], id = ib->v.list.v[k];
+    if (id < 0 || id >= ix->rank || id == ivd->v.i) return false;
+    pairs[np++] = (int)od;
+    pairs[np++] = (int)id;
+  }
+  if (imap && imap->v.list.n <= SH_MAX_RANK) {
+    int par[SH_MAX_RANK];
+    const ts_hlo_instr_t *ixi = scatter ? i->ops[(i->nops - 1) / 2] : i->ops[1];
+    parallel_components(ixi, ivd->v.i, imap->v.list.n, par);
+    bool seen[SH_MAX_RANK] = {false};
+    for (int c = 0; c < imap->v.list.n; c++) {
+      int64_t od = imap->v.list.v[c];
+      int id = par[c];
+      if (id < 0 || id >= ix->rank || od < 0 || od >= o->rank) continue;
+      if (seen[id]) { np = ob ? 2 * ob->v.list.n : 0; break; } /* one iota dim feeding two: not parallel */
+      seen[id] = true;
+      if (slice[od] != 1 || o->dims[od] != ix->dims[id]) continue;
+      bool batching = false;
+      for (int k = 0; ib && k < ib->v.list.n; k++) batching |= ib->v.list.v[k] == id;
+      if (batching) continue;
+      pairs[np++] = (int)od;
+      pairs[np++] = id;
+    }
+  }
+  for (int k = 0; k < np; k += 2) {
+    int od = pairs[k], w2 = g->imap[pairs[k + 1]];
+    if (w2 < 0 || g->omap[od] >= 0 || g->wo[w2] >= 0) continue;
+    g->omap[od] = w2;
+    g->wo[w2] = od;
   }
   return true;
 }
@@ -632,9 +802,19 @@ static ts_status_t pull_forward(ctx_t *x, ts_hlo_instr_t *i, const node_t *n) {
   case TS_OP_DOT:
   case TS_OP_CONVOLUTION: {
     dot_dims_t d;
-    if (!(i->op == TS_OP_DOT ? dot_dims(i, &d) : conv_dims(i, &d))) break;
-    TS_CHECK(offer_remap(x, n, 0, node(x, i->ops[0])->v[0], d.lr, i->shape->rank, d.lmap));
-    TS_CHECK(offer_remap(x, n, 0, node(x, i->ops[1])->v[0], d.rr, i->shape->rank, d.rmap));
+    bool conv = false;
+    if (!(i->op == TS_OP_DOT ? dot_dims(i, &d) : conv_dims(i, &d, true, &conv))) break;
+    ts_sharding_value_t *lv = node(x, i->ops[0])->v[0], *rv = node(x, i->ops[1])->v[0];
+    if (conv && (spatially_tiled(i, lv, true) || spatially_tiled(i, rv, false) || grouped(i))) {
+      /* A real convolution: the output follows the lhs alone (XLA). */
+      if (!lv || (lv->kind == TS_SHARD_TILED && lv->dims[conv_feature(i)] > 1)) break;
+      bool any = false;
+      for (int k = 0; k < d.lr; k++) any |= d.lmap[k] >= 0 && k != conv_batch(i);
+      if (!any) for (int k = 0; k < d.lr; k++) d.lmap[k] = -1; /* large kernel: replicated */
+      return offer_remap(x, n, 0, lv, d.lr, i->shape->rank, d.lmap);
+    }
+    TS_CHECK(offer_remap(x, n, 0, lv, d.lr, i->shape->rank, d.lmap));
+    TS_CHECK(offer_remap(x, n, 0, rv, d.rr, i->shape->rank, d.rmap));
     break;
   }
   case TS_OP_TUPLE:
@@ -699,7 +879,8 @@ static ts_status_t pull_forward(ctx_t *x, ts_hlo_instr_t *i, const node_t *n) {
 static ts_status_t dot_backward(ctx_t *x, const node_t *n, const ts_hlo_instr_t *u, int k) {
   dot_dims_t d;
   int map[SH_MAX_RANK];
-  if (!(u->op == TS_OP_DOT ? dot_dims(u, &d) : conv_dims(u, &d))) return TS_OK;
+  bool conv = false;
+  if (!(u->op == TS_OP_DOT ? dot_dims(u, &d) : conv_dims(u, &d, false, &conv))) return TS_OK;
   int self = k == 0 ? d.lr : d.rr, other = k == 0 ? d.rr : d.lr;
   const int *self_map = k == 0 ? d.lmap : d.rmap, *other_to_self = k == 0 ? d.r2l : d.l2r;
   for (int j = 0; j < u->shape->rank; j++) map[j] = -1;
@@ -900,12 +1081,25 @@ static ts_status_t visit(ctx_t *x, ts_hlo_instr_t *i, bool forward) {
     x->cand_score[k] = -1;
   }
   TS_CHECK(forward ? pull_forward(x, i, n) : pull_backward(x, i, n));
-  for (int k = 0; k < n->n; k++)
-    if (x->cand[k] && x->cand_score[k] > score(n->v[k])) {
-      n->v[k] = x->cand[k];
+  TS_CHECK(x->err);
+  for (int k = 0; k < n->n; k++) {
+    ts_sharding_value_t *c = x->cand[k], *old = n->v[k], *nv = NULL;
+    if (!c) continue;
+    if (old && partial_only(old) && partial_only(c)) {
+      /* A tiling is only refined: merged with a compatible candidate, never
+       * swapped for an incompatible one, however specific. */
+      TS_CHECK(merge_of(x, old, c, &nv));
+      if (!nv) nv = c;
+      if (nv == old || score(nv) <= score(old)) nv = NULL;
+    } else if (x->cand_score[k] > score(old)) {
+      nv = c;
+    }
+    if (nv) {
+      n->v[k] = nv;
       n->stamp = ++x->clock;
       x->changed = true;
     }
+  }
   return TS_OK;
 }
 
