@@ -5,7 +5,9 @@
  *   1. A `sharding=` present before the pass is a user annotation (this
  *      includes `custom-call(...), custom_call_target="Sharding"`): it is
  *      never overwritten, only read. One the value library cannot read (the
- *      V3 named form) is kept and propagates nothing.
+ *      V3 named form) is kept and propagates nothing. The exception: with
+ *      allow_spmd_sharding_propagation_to_output={true} in the header, the
+ *      entry root's annotation is open to propagation (XLA's option).
  *   2. Every array leaf of every other instruction holds one candidate at a
  *      time. Rounds run until nothing changes (at most opts->max_rounds, 64
  *      by default): a forward pass (each instruction pulls from its
@@ -20,10 +22,13 @@
  *      replication counts only its data tiles. Ties go to the first
  *      candidate: operands in operand order (a dot's lhs before its rhs),
  *      the caller before the loop back edge.
- *   4. A leaf once set is replaced only by a strictly more specific
- *      candidate; so a forward result wins over a backward one of the same
- *      score (forward passes run first), and every leaf changes a bounded
- *      number of times: the iteration terminates.
+ *   4. Compatible tilings merge (XLA's MergeSharding, ts_sharding_merge:
+ *      [1,2]+2 replicated and [2,1]+2 replicated give [2,2]), among one
+ *      visit's candidates and with the leaf's value. A leaf once set is
+ *      replaced only by a merge or a strictly more specific candidate;
+ *      so a forward result wins over a backward one of the same score
+ *      (forward passes run first), and every leaf's score only grows: the
+ *      iteration terminates.
  *   5. Whatever still has no sharding at the end gets {replicated}, or
  *      {maximal device=D} when every user annotation is maximal on D.
  * Manual shardings flow like any other (a manual region stays manual);
@@ -74,11 +79,9 @@
  *     offered first, so at equal score a lookup stays batch-parallel.
  *     Parallel dims (explicit batching dims, and indexed dims whose index
  *     is an iota along an indices dim) tie operand, indices and window.
- *   - convolution is a dot: lhs batch -> output batch, rhs output feature
- *     -> output feature, the input features contract; a spatial dim keeps
- *     the lhs tiling only for a window of size 1, stride 1, no padding or
- *     dilation (else it would need a halo exchange); grouped convolutions
- *     propagate nothing.
+ *   - convolution: see conv_dims (XLA's dot-as-convolution reading; a real
+ *     window with a small kernel keeps the lhs tiling, the partitioner
+ *     adds the halo).
  *   - Shardy shard_map boundaries: xla.sdy.GlobalToLocalShape gives its
  *     operands the in_shardings and its results {manual}, so the body runs
  *     manual; xla.sdy.LocalToGlobalShape gives its results the
@@ -1105,6 +1108,22 @@ static ts_status_t visit(ctx_t *x, ts_hlo_instr_t *i, bool forward) {
 
 /* ---- setup and result --------------------------------------------------- */
 
+/* The header's allow_spmd_sharding_propagation_to_output (XLA's module
+ * config, as JAX writes it): true, or {true} for every output, lets
+ * propagation replace the entry root's annotation. */
+static bool output_open(const ts_hlo_module_t *m) {
+  const ts_hlo_attr_t *a = ts_hlo_module_attr(m, "allow_spmd_sharding_propagation_to_output");
+  if (!a) return false;
+  if (a->kind == TS_ATTR_BOOL) return a->v.b;
+  if (a->kind == TS_ATTR_BOOL_LIST) {
+    for (int k = 0; k < a->v.list.n; k++)
+      if (!a->v.list.v[k]) return false;
+    return a->v.list.n > 0;
+  }
+  if (a->kind != TS_ATTR_RAW || !a->v.s) return false; /* the parser keeps it as text */
+  return strstr(a->v.s, "true") && !strstr(a->v.s, "false");
+}
+
 static ts_status_t init_node(ctx_t *x, ts_hlo_instr_t *i, int *max_leaves) {
   node_t *n = node(x, i);
   n->n = ts_shape_leaf_count(i->shape);
@@ -1116,6 +1135,7 @@ static ts_status_t init_node(ctx_t *x, ts_hlo_instr_t *i, int *max_leaves) {
   sh_collect_leaves(i->shape, n->shape, &got);
   if (n->n > *max_leaves) *max_leaves = n->n;
   if (!i->sharding) return TS_OK;
+  if (x->m->entry && x->m->entry->root == i && output_open(x->m)) return TS_OK; /* a default, not a constraint */
   n->fixed = true;
   ts_sharding_value_t *v = NULL;
   ts_status_t st = ts_sharding_from_syntax(x->a, i->sharding, i->shape, &v);
