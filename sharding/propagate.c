@@ -20,8 +20,9 @@
  *      2 x (devices tiling data dims) + 1 for manual or maximal, so a 4-way
  *      tiling beats a 2-way one, manual/maximal beat replicated, and partial
  *      replication counts only its data tiles. Ties go to the first
- *      candidate: operands in operand order (a dot's lhs before its rhs),
- *      the caller before the loop back edge.
+ *      candidate: operands in operand order, the caller before the loop
+ *      back edge. A dot's (and a dot-like convolution's) larger operand
+ *      goes first and the other only merges into its tiling (XLA).
  *   4. Compatible tilings merge (XLA's MergeSharding, ts_sharding_merge:
  *      [1,2]+2 replicated and [2,1]+2 replicated give [2,2]), among one
  *      visit's candidates and with the leaf's value. A leaf once set is
@@ -137,6 +138,7 @@ typedef struct {
    * O(devices): modules repeat a handful of shardings. */
   ts_sharding_cache_t *cache;
   ts_status_t err;            /* a failure inside offer() (out of memory) */
+  bool first_wins;            /* offer(): a tiling is not replaced by an incompatible one */
   bool changed;
   uint32_t clock;             /* bumped on every change; orders stamps and visits */
 } ctx_t;
@@ -373,6 +375,7 @@ static void offer(ctx_t *x, const node_t *n, int leaf, const ts_sharding_value_t
     }
   }
   int64_t s = score(v);
+  if (x->first_wins && c && c->kind == TS_SHARD_TILED && v->kind == TS_SHARD_TILED) return;
   if (s > x->cand_score[leaf]) {
     x->cand_score[leaf] = s;
     x->cand[leaf] = (ts_sharding_value_t *)v;
@@ -439,6 +442,8 @@ static bool dot_dims(const ts_hlo_instr_t *i, dot_dims_t *d) {
   return ts_shape_is_array(i->shape) && out == i->shape->rank;
 }
 
+static int64_t byte_size(const ts_shape_t *s) { return ts_shape_elements(s) * ts_elem_bits(s->elem); }
+
 static const ts_conv_dnums_t *conv_dnums(const ts_hlo_instr_t *i) {
   const ts_hlo_attr_t *dl = ts_hlo_instr_attr(i, "dim_labels");
   return dl && dl->kind == TS_ATTR_CONV_DNUMS ? dl->v.conv : NULL;
@@ -467,11 +472,16 @@ static bool spatially_tiled(const ts_hlo_instr_t *i, const ts_sharding_value_t *
  *     undilated: lhs spatial -> output spatial;
  *   - contracting when the window covers the whole unpadded, undilated
  *     input and the output is 1 wide;
+ *   - a batch dim of both when window, lhs dilation and output are the
+ *     input's size and the stride one less (lhs, rhs, output spatial);
+ *   - rhs non-contracting when the lhs is 1 wide and the reversed window,
+ *     padded by its size - 1 on both sides, gives an output of the
+ *     kernel's size (rhs spatial -> output spatial);
  *   - a real convolution dim otherwise (*conv set). Forward (`forward`),
  *     such a dim follows the lhs when the kernel is small (XLA's
  *     IsConvolutionKernelSmall: smaller than the output along every
- *     spatial dim), as XLA does (the partitioner adds the halo); else the
- *     output is replicated. Backward it propagates nothing.
+ *     spatial dim), as XLA does (the partitioner adds the halo); else only
+ *     the batch tiling carries over. Backward it propagates nothing.
  * batch_group_count > 1 is not handled. */
 static bool conv_dims(const ts_hlo_instr_t *i, dot_dims_t *d, bool forward, bool *conv) {
   const ts_hlo_attr_t *dl = ts_hlo_instr_attr(i, "dim_labels"), *w = ts_hlo_instr_attr(i, "window");
@@ -512,8 +522,17 @@ static bool conv_dims(const ts_hlo_instr_t *i, dot_dims_t *d, bool forward, bool
     bool plain = !wd || (wd->stride == 1 && wd->pad_lo == 0 && wd->pad_hi == 0 && wd->lhs_dilate == 1 &&
                          wd->rhs_dilate == 1 && !wd->reversal);
     int64_t size = wd ? wd->size : 1;
+    bool plain_window = wd && wd->pad_lo == 0 && wd->pad_hi == 0 && wd->rhs_dilate == 1 && !wd->reversal;
     if (plain && size == 1 && ks == 1 && ls == os) {
       d->lmap[c->in_spatial[s]] = (int)c->out_spatial[s];
+    } else if (plain_window && size == ls && ks == ls && os == ls && wd->lhs_dilate == ls &&
+               wd->stride == (ls > 1 ? ls - 1 : 1)) { /* a batch dim of both */
+      d->lmap[c->in_spatial[s]] = d->rmap[c->k_spatial[s]] = (int)c->out_spatial[s];
+      d->l2r[c->in_spatial[s]] = (int)c->k_spatial[s];
+      d->r2l[c->k_spatial[s]] = (int)c->in_spatial[s];
+    } else if (wd && ls == 1 && size == ks && os == ks && wd->pad_lo == ks - 1 && wd->pad_hi == ks - 1 &&
+               wd->stride == 1 && wd->lhs_dilate == 1 && wd->rhs_dilate == 1 && wd->reversal) {
+      d->rmap[c->k_spatial[s]] = (int)c->out_spatial[s]; /* the rhs's own dim */
     } else if (plain && size == ls && ks == ls && os == 1) {
       d->l2r[c->in_spatial[s]] = (int)c->k_spatial[s];
       d->r2l[c->k_spatial[s]] = (int)c->in_spatial[s];
@@ -810,14 +829,25 @@ static ts_status_t pull_forward(ctx_t *x, ts_hlo_instr_t *i, const node_t *n) {
     ts_sharding_value_t *lv = node(x, i->ops[0])->v[0], *rv = node(x, i->ops[1])->v[0];
     if (conv && (spatially_tiled(i, lv, true) || spatially_tiled(i, rv, false) || grouped(i))) {
       /* A real convolution: the output follows the lhs alone (XLA). */
-      if (!lv || (lv->kind == TS_SHARD_TILED && lv->dims[conv_feature(i)] > 1)) break;
-      bool any = false;
-      for (int k = 0; k < d.lr; k++) any |= d.lmap[k] >= 0 && k != conv_batch(i);
-      if (!any) for (int k = 0; k < d.lr; k++) d.lmap[k] = -1; /* large kernel: replicated */
+      bool small = false;
+      for (int k = 0; k < d.lr; k++) small |= d.lmap[k] >= 0 && k != conv_batch(i) && k != conv_feature(i);
+      if (small && lv && lv->kind == TS_SHARD_TILED && lv->dims[conv_feature(i)] > 1) break;
+      if (!small) /* a large kernel: only the batch stays tiled (data parallelism) */
+        for (int k = 0; k < d.lr; k++)
+          if (k != conv_batch(i)) d.lmap[k] = -1;
       return offer_remap(x, n, 0, lv, d.lr, i->shape->rank, d.lmap);
     }
-    TS_CHECK(offer_remap(x, n, 0, lv, d.lr, i->shape->rank, d.lmap));
-    TS_CHECK(offer_remap(x, n, 0, rv, d.rr, i->shape->rank, d.rmap));
+    /* XLA's InferDotShardingFromOperands: the larger operand (in bytes;
+     * ties: the lhs) first; the other only merges into its tiling. */
+    bool rhs_first = byte_size(i->ops[1]->shape) > byte_size(i->ops[0]->shape);
+    x->first_wins = true;
+    ts_status_t st = offer_remap(x, n, 0, rhs_first ? rv : lv, rhs_first ? d.rr : d.lr, i->shape->rank,
+                                 rhs_first ? d.rmap : d.lmap);
+    if (st == TS_OK)
+      st = offer_remap(x, n, 0, rhs_first ? lv : rv, rhs_first ? d.lr : d.rr, i->shape->rank,
+                       rhs_first ? d.lmap : d.rmap);
+    x->first_wins = false;
+    TS_CHECK(st);
     break;
   }
   case TS_OP_TUPLE:
