@@ -68,7 +68,7 @@
  *     caller's (first) result, so their scalar code is placed where the
  *     caller runs; nothing flows back out of them.
  *   - iota: {replicated} forward; a tiled user wins backward.
- *   - sort: the sort dim untiled, every operand and output one sharding.
+ *   - sort: every operand and output one sharding (sort dim included).
  *   - reduce: variadic outputs share one sharding (each input offers to
  *     every output, each output back to every input).
  *   - gather: output batch dims follow the indices (index_vector_dim
@@ -291,6 +291,36 @@ static bool partial_only(const ts_sharding_value_t *v) {
   return true;
 }
 
+/* A reshape that cannot keep the whole tiling keeps the best part of it
+ * (XLA's partial matches): the most specific result of untiling a subset
+ * of the tiled dims (their tiling becomes a replicated subgroup), for up
+ * to 8 tiled dims. *out NULL when nothing survives. */
+static ts_status_t reshape_partial(ctx_t *x, ts_sharding_value_t *v, const ts_shape_t *from, const ts_shape_t *to,
+                                   ts_sharding_value_t **out) {
+  TS_CHECK(reshape_of(x, v, from, to, out));
+  if (*out || v->kind != TS_SHARD_TILED || !ts_shape_is_array(from) || v->data_rank != from->rank) return TS_OK;
+  int tiled[8], nt = 0, map[SH_MAX_RANK];
+  for (int d = 0; d < v->data_rank; d++)
+    if (v->dims[d] > 1) {
+      if (nt == 8) return TS_OK;
+      tiled[nt++] = d;
+    }
+  ts_sharding_value_t *best = NULL;
+  for (int mask = 1; mask < (1 << nt) - 1; mask++) {
+    for (int d = 0; d < v->data_rank; d++) map[d] = d;
+    for (int t = 0; t < nt; t++)
+      if (mask & (1 << t)) map[tiled[t]] = -1;
+    ts_sharding_value_t *u = NULL, *r = NULL;
+    TS_CHECK(remap(x, v, v->data_rank, v->data_rank, map, &u));
+    if (!u) continue;
+    ts_status_t st = u->kind == TS_SHARD_TILED ? reshape_of(x, u, from, to, &r) : TS_OK;
+    if (st == TS_ERR_NOMEM) return st;
+    if (st == TS_OK && r && score(r) > score(best)) best = r;
+  }
+  *out = best;
+  return TS_OK;
+}
+
 /* ---- the graph ---------------------------------------------------------- */
 
 static const ts_hlo_attr_t *list_attr(const ts_hlo_instr_t *i, const char *name) {
@@ -321,7 +351,12 @@ static bool is_elementwise(const ts_hlo_instr_t *i) {
   case TS_OP_SINH: case TS_OP_SQRT: case TS_OP_STOCHASTIC_CONVERT: case TS_OP_SUBTRACT: case TS_OP_TAN:
   case TS_OP_TANH: case TS_OP_XOR:
     return true;
-  default: return is_sharding_call(i) || is_target(i, "xla.sdy.FuncResultSharding");
+  default:
+    /* Custom-calls XLA passes a sharding through (IsPassthroughCustomOps,
+     * and the memory-space / layout annotations). */
+    return is_sharding_call(i) || is_target(i, "xla.sdy.FuncResultSharding") || is_target(i, "X64Combine") ||
+           is_target(i, "LayoutConstraint") || is_target(i, "MoveToHost") || is_target(i, "MoveToDevice") ||
+           is_target(i, "PinToDevice");
   }
 }
 
@@ -728,13 +763,14 @@ static ts_status_t offer_kept(ctx_t *x, const node_t *n, int leaf, const ts_shar
   return offer_remap(x, n, leaf, v, to->rank, to->rank, map);
 }
 
-/* Sort: the sort dimension untiled (its tiling a replicated subgroup). */
+/* Sort: every operand and output one sharding, the sort dim included
+ * (XLA: the partitioner moves a sorted dim's tiling itself). */
 static ts_status_t offer_sort(ctx_t *x, const node_t *n, int leaf, const ts_hlo_instr_t *sort,
                               const ts_sharding_value_t *v, const ts_shape_t *s) {
   const ts_hlo_attr_t *dims = list_attr(sort, "dimensions");
   int map[SH_MAX_RANK];
   if (!dims || dims->v.list.n != 1 || !ts_shape_is_array(s) || s->rank > SH_MAX_RANK) return TS_OK;
-  for (int d = 0; d < s->rank; d++) map[d] = d == dims->v.list.v[0] ? -1 : d;
+  for (int d = 0; d < s->rank; d++) map[d] = d;
   return offer_remap(x, n, leaf, v, s->rank, s->rank, map);
 }
 
@@ -814,7 +850,7 @@ static ts_status_t pull_forward(ctx_t *x, ts_hlo_instr_t *i, const node_t *n) {
   case TS_OP_RESHAPE: {
     ts_sharding_value_t *v = node(x, i->ops[0])->v[0], *r = NULL;
     if (!v || v->kind == TS_SHARD_TUPLE) break;
-    ts_status_t st = reshape_of(x, v, i->ops[0]->shape, i->shape, &r);
+    ts_status_t st = reshape_partial(x, v, i->ops[0]->shape, i->shape, &r);
     if (st == TS_ERR_NOMEM) return st;
     if (st != TS_OK || !r) r = x->replicated;
     offer(x, n, 0, r);
@@ -876,6 +912,9 @@ static ts_status_t pull_forward(ctx_t *x, ts_hlo_instr_t *i, const node_t *n) {
     if (same_dims(i->ops[0]->shape, i->shape)) offer(x, n, 0, node(x, i->ops[0])->v[0]);
     return offer_kept(x, n, 0, node(x, i->ops[1])->v[0], i->ops[1]->shape, i->shape, true);
   case TS_OP_IOTA: offer(x, n, 0, x->replicated); break;
+  case TS_OP_ALL_REDUCE: /* the reduced value keeps its operand's layout (forward only) */
+    if (i->nops == 1 && same_dims(i->ops[0]->shape, i->shape)) offer(x, n, 0, node(x, i->ops[0])->v[0]);
+    break;
   case TS_OP_SORT:
     for (int k = 0; k < i->nops; k++)
       for (int l = 0; l < n->n; l++) TS_CHECK(offer_sort(x, n, l, i, node(x, i->ops[k])->v[0], i->ops[k]->shape));
@@ -992,7 +1031,7 @@ static ts_status_t from_user(ctx_t *x, const node_t *n, const ts_hlo_instr_t *u,
   case TS_OP_RESHAPE: {
     ts_sharding_value_t *v = nu->v[0], *r = NULL;
     if (!v) break;
-    ts_status_t st = reshape_of(x, v, u->shape, s, &r);
+    ts_status_t st = reshape_partial(x, v, u->shape, s, &r);
     if (st == TS_ERR_NOMEM) return st;
     if (st == TS_OK) offer(x, n, 0, r);
     break;
@@ -1008,6 +1047,8 @@ static ts_status_t from_user(ctx_t *x, const node_t *n, const ts_hlo_instr_t *u,
     for (int d = 0; d < s->rank; d++)
       if (!reduced[d]) map[out++] = d;
     for (int leaf = 0; leaf < nu->n; leaf++) TS_CHECK(offer_remap(x, n, 0, nu->v[leaf], out, s->rank, map));
+    for (int j = 0; j < nin; j++) /* variadic: the inputs reduce together, one sharding (XLA) */
+      if (j != k && same_dims(u->ops[j]->shape, s)) offer(x, n, 0, node(x, u->ops[j])->v[0]);
     break;
   }
   case TS_OP_DOT:
