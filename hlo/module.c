@@ -279,7 +279,13 @@ ts_status_t ts_hlo_instr_add(ts_hlo_comp_t *c, ts_opcode_t op, const ts_shape_t 
     if (!i->ops) return TS_ERR_NOMEM;
     for (int k = 0; k < nops; k++) {
       i->ops[k] = ops[k];
-      TS_CHECK(add_user(m, ops[k], i));
+      /* i is new: if ops[k] has it as a user already (an operand used
+       * twice), it is its last. Scanning every user instead made building
+       * a value with many users quadratic. */
+      ts_hlo_instr_t *d = ops[k];
+      if (d->nusers > 0 && d->users[d->nusers - 1] == i) continue;
+      if (!grow_array(m->arena, (void **)&d->users, &d->nusers, &d->users_cap, sizeof i)) return TS_ERR_NOMEM;
+      d->users[d->nusers++] = i;
     }
     i->nops = nops;
   }

@@ -1281,6 +1281,11 @@ int ts_cmd_run(int argc, char **argv) {
   ts_status_t st;
   TS_CHECK_GOTO(ts_hang_fault_parse(ts_env_get(TS_ENV_FAULT), &j.fault, &diag), st, done);
   TS_CHECK_GOTO(run_env_detect(f.devices, f.task_id, f.num_nodes, f.address, f.compile_only, &j.env, &diag), st, done);
+  /* Every output target before any compute: a run must not lose its result at the end. */
+  if (!f.compile_only && j.env.rank == 0 &&
+      ((st = ts_interp_check_outputs(f.outputs, &diag)) != TS_OK || (st = ts_file_check_writable(f.trace, &diag)) != TS_OK ||
+       (st = ts_file_check_writable(f.hang_digest, &diag)) != TS_OK))
+    goto done;
   TS_CHECK_GOTO(prepare(&j, &diag), st, done);
   bool reference = f.reference || (j.env.mode == RUN_THREADS && j.env.ndevices == 1 && j.R * j.P > 1 && !f.compile_only);
   /* Step 1's inputs (everything after is the feeder's, or the loop's). */
