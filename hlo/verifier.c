@@ -1033,6 +1033,28 @@ static const char *sharding_or_empty(ts_vctx_t *v, const ts_hlo_instr_t *i) {
   return i && i->sharding ? sharding_str(v, i->sharding) : "";
 }
 
+/* The sharding's text without its metadata={...} parts: XLA's sharding
+ * equality ignores metadata (op names differ between a while and its body). */
+static const char *sharding_key(ts_vctx_t *v, const ts_hlo_instr_t *i) {
+  const char *s = sharding_or_empty(v, i);
+  char *r = ts_arena_strdup(v->scratch, s), *w = r;
+  if (!r) return s;
+  for (const char *p = s; *p;) {
+    if (strncmp(p, " metadata={", 11) == 0) {
+      int depth = 0;
+      p += 10;
+      do {
+        depth += *p == '{' ? 1 : *p == '}' ? -1 : 0;
+        p++;
+      } while (*p && depth > 0);
+      continue;
+    }
+    *w++ = *p++;
+  }
+  *w = 0;
+  return r;
+}
+
 /* XLA's VerifyConsistentSharding: a while, its body's root and parameter and
  * its condition's parameter; a conditional and its branches' roots: all of
  * them that have a sharding have the same one. */
@@ -1058,7 +1080,7 @@ static ts_status_t check_loop_sharding(ts_vctx_t *v, const ts_hlo_instr_t *i) {
   const char *want = NULL;
   for (int k = 0; k < n; k++) {
     if (!set[k] || !set[k]->sharding) continue;
-    const char *s = sharding_or_empty(v, set[k]);
+    const char *s = sharding_key(v, set[k]);
     if (!first) {
       first = set[k], want = s;
     } else if (strcmp(s, want) != 0) {
