@@ -28,7 +28,10 @@
 # knob's bandwidth term), MODE (threads: --devices N in one process; mpi:
 # mpirun -np N), HOST_MODEL (1: also run the schedule of the default host
 # cost model; 0: skip it), OVERLAP (the scheduler's --overlap-limit, e.g.
-# all-reduce=4: how many all-reduces may be in flight at once; default 1).
+# all-reduce=4: how many all-reduces may be in flight at once; default 1),
+# MEMORY_LIMIT (the scheduler's --memory-limit; default: none given, so the
+# schedule never rises above program order's peak, which keeps a gradient's
+# all-reduce from overlapping much compute; 1T lets it overlap freely).
 # A benchmark, never a test: the figures depend on the machine's load.
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
@@ -90,7 +93,7 @@ link_model() {
 # predict COST_MODEL: the scheduler's "predicted step" and its program-order
 # time (compute + every collective), in ms.
 predict() {
-  job --compile-only --overlap-limit "$overlap" --cost-model "$1" "$module" | awk '
+  job --compile-only --overlap-limit "$overlap" ${MEMORY_LIMIT:+--memory-limit "$MEMORY_LIMIT"} --cost-model "$1" "$module" | awk '
     /^schedule/ { for (i = 1; i <= NF; i++) { v = $(i + 1)
                     if ($i == "step") step = v; if ($i == "collectives" && coll == "") coll = v; if ($i == "which") exp_ = v }
                   print step, step - exp_ + coll }'
@@ -144,9 +147,9 @@ for d in $delays; do
   for r in $(seq "$repeat"); do
     c0=$(run 0 --no-schedule)
     po=$(run "$spec" --no-schedule)
-    sc=$(run "$spec" --overlap-limit "$overlap" --cost-model "$cm")
+    sc=$(run "$spec" --overlap-limit "$overlap" ${MEMORY_LIMIT:+--memory-limit "$MEMORY_LIMIT"} --cost-model "$cm")
     h="0 0 0 0"
-    [ "${HOST_MODEL:-1}" = 0 ] || h=$(run "$spec" --overlap-limit "$overlap")
+    [ "${HOST_MODEL:-1}" = 0 ] || h=$(run "$spec" --overlap-limit "$overlap" ${MEMORY_LIMIT:+--memory-limit "$MEMORY_LIMIT"})
     # compute: the step with no delay; comm: program order's collective waits at this delay
     echo "$c0 $po $sc $h" | awk '{ print $1, $1 * ($2 + $4) / 100, $5, $5 * $7 / 100, $9, $13 }' >> "$tmp/rows"
   done

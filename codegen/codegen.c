@@ -5,6 +5,7 @@
 #include "ts_codegen.h"
 
 #include "codegen_internal.h"
+#include "ts_env.h"
 
 #include <llvm-c/Error.h>
 #include <llvm-c/LLJIT.h>
@@ -52,7 +53,7 @@ static LLVMTargetMachineRef host_tm(void) {
 }
 
 static void jit_start(void) {
-  if (getenv("TESSERA_CODEGEN_NO_JIT")) { /* test hook: a JIT that cannot start */
+  if (ts_env_int(TS_ENV_CODEGEN_NO_JIT, 0)) { /* test hook: a JIT that cannot start */
     snprintf(jit_error, sizeof jit_error, "TESSERA_CODEGEN_NO_JIT is set");
     return;
   }
@@ -570,7 +571,7 @@ ts_status_t ts_codegen_compile(const ts_hlo_module_t *m, const ts_codegen_opts_t
   g.i64 = LLVMInt64TypeInContext(g.cx);
   g.i8p = LLVMPointerType(g.i8, 0);
   g.i8pp = LLVMPointerType(g.i8p, 0);
-  g.perturb = getenv("TESSERA_CODEGEN_PERTURB");
+  g.perturb = ts_env_get(TS_ENV_CODEGEN_PERTURB);
   if (g.perturb && !*g.perturb) g.perturb = NULL;
   unsigned long long seq = ++kernel_seq;
   for (int c = 0; c < m->ncomps; c++)
@@ -609,8 +610,8 @@ ts_status_t ts_codegen_compile(const ts_hlo_module_t *m, const ts_codegen_opts_t
   LLVMPassBuilderOptionsRef po = LLVMCreatePassBuilderOptions();
   LLVMPassBuilderOptionsSetLoopVectorization(po, 1);
   LLVMPassBuilderOptionsSetSLPVectorization(po, 1);
-  LLVMPassBuilderOptionsSetLoopUnrolling(po, getenv("TESSERA_CODEGEN_UNROLL") != NULL); /* full unrolls of static trip counts cost JIT time, buy little */
-  const char *passes = getenv("TESSERA_CODEGEN_PASSES"); /* experiments: another pipeline */
+  LLVMPassBuilderOptionsSetLoopUnrolling(po, ts_env_int(TS_ENV_CODEGEN_UNROLL, 0) != 0); /* full unrolls of static trip counts cost JIT time, buy little */
+  const char *passes = ts_env_get(TS_ENV_CODEGEN_PASSES); /* experiments: another pipeline */
   LLVMErrorRef e = LLVMRunPasses(g.mod, passes && *passes ? passes : "default<O2>", opt_tm, po);
   LLVMDisposePassBuilderOptions(po);
   ts_status_t st = TS_OK;
@@ -622,7 +623,7 @@ ts_status_t ts_codegen_compile(const ts_hlo_module_t *m, const ts_codegen_opts_t
     st = TS_ERR_INTERNAL;
     goto done;
   }
-  if (getenv("TESSERA_CODEGEN_DUMP")) LLVMDumpModule(g.mod);
+  if (ts_env_int(TS_ENV_CODEGEN_DUMP, 0)) LLVMDumpModule(g.mod);
   double t2 = now_ms();
   LLVMOrcThreadSafeModuleRef tsm = LLVMOrcCreateNewThreadSafeModule(g.mod, tsc);
   LLVMOrcDisposeThreadSafeContext(tsc); /* the module keeps the context alive */

@@ -6,6 +6,7 @@
  * digest and tells the workers to abort. One thread, one poll loop. */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
+#include <dirent.h>
 #include <errno.h>
 #include <getopt.h>
 #include <netinet/in.h>
@@ -15,9 +16,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "hang_internal.h"
+#include "ts_env.h"
 
 typedef struct {
   int fd;
@@ -43,6 +46,7 @@ struct ts_hang_coord {
   ts_hang_coord_opts_t o;
   char secret[TS_HANG_SECRET_MAX + 1];
   char digest_path[4096];
+  char checkpoint_dir[4096];
   char addr[160];
   int lfd;
   conn_t *conns;
@@ -103,6 +107,10 @@ ts_status_t ts_hang_coord_create(const ts_hang_coord_opts_t *o, ts_hang_coord_t 
   if (o->digest_path) {
     ts_hang_strlcpy(c->digest_path, o->digest_path, sizeof c->digest_path);
     c->o.digest_path = c->digest_path;
+  }
+  if (o->checkpoint_dir) {
+    ts_hang_strlcpy(c->checkpoint_dir, o->checkpoint_dir, sizeof c->checkpoint_dir);
+    c->o.checkpoint_dir = c->checkpoint_dir;
   }
   if (!(c->o.gather_timeout_s > 0)) c->o.gather_timeout_s = 2;
   if (!(c->o.connect_timeout_s > 0)) c->o.connect_timeout_s = 300;
@@ -400,6 +408,24 @@ static void check_run(ts_hang_coord_t *c, double now) {
   if (connected && in_flight(c) && now - last > c->o.hang_timeout_s) start_gather(c, false);
 }
 
+/* The newest DIR/step-K with a manifest: a complete checkpoint (checkpoint/
+ * renames a step-K.tmp to step-K only when it is whole). */
+static void newest_checkpoint(const char *dir, char *buf, size_t n) {
+  DIR *d = opendir(dir);
+  long long best = -1;
+  struct dirent *e;
+  while (d && (e = readdir(d)) != NULL) {
+    char *end, p[4096 + 300];
+    if (strncmp(e->d_name, "step-", 5) != 0) continue;
+    long long k = strtoll(e->d_name + 5, &end, 10);
+    struct stat sb;
+    snprintf(p, sizeof p, "%s/%s/manifest.json", dir, e->d_name);
+    if (end != e->d_name + 5 && !*end && k > best && stat(p, &sb) == 0) best = k;
+  }
+  if (d) closedir(d);
+  if (best >= 0) snprintf(buf, n, "%s/step-%lld", dir, best);
+}
+
 /* Fills the digest from the gathered states, prints it, writes the JSON. */
 static void conclude(ts_hang_coord_t *c) {
   double now = ts_hang_mono(), wall = ts_hang_wall();
@@ -451,6 +477,7 @@ static void conclude(ts_hang_coord_t *c) {
              "hang: no worker made progress for %.1f s (hang timeout %g s)", t_first > 0 ? wall - t_first : 0.0,
              c->o.hang_timeout_s);
   }
+  if (c->o.checkpoint_dir) newest_checkpoint(c->o.checkpoint_dir, d->checkpoint, sizeof d->checkpoint);
   ts_buf_t sb = {0};
   ts_hang_stragglers_report(c->strag, &sb);
   d->stragglers = sb.data;
@@ -587,19 +614,20 @@ static void coordinator_usage(FILE *f) {
 }
 
 int ts_hang_coordinator_main(int argc, char **argv) {
-  enum { O_LISTEN = 0x100, O_WORLD, O_SECRET, O_TIMEOUT, O_DIGEST, O_ABORT, O_GATHER, O_CONNECT, O_QUIET };
+  enum { O_LISTEN = 0x100, O_WORLD, O_SECRET, O_TIMEOUT, O_DIGEST, O_ABORT, O_GATHER, O_CONNECT, O_QUIET, O_CKPT };
   static const struct option opts[] = {
       {"listen", required_argument, NULL, O_LISTEN},       {"world", required_argument, NULL, O_WORLD},
       {"secret", required_argument, NULL, O_SECRET},       {"hang-timeout", required_argument, NULL, O_TIMEOUT},
       {"hang-digest", required_argument, NULL, O_DIGEST},  {"abort-on-hang", optional_argument, NULL, O_ABORT},
       {"gather-timeout", required_argument, NULL, O_GATHER}, {"connect-timeout", required_argument, NULL, O_CONNECT},
       {"quiet", no_argument, NULL, O_QUIET},               {"help", no_argument, NULL, 'h'},
+      {"checkpoint-dir", required_argument, NULL, O_CKPT},
       {NULL, 0, NULL, 0},
   };
   ts_hang_coord_opts_t o;
   ts_hang_coord_opts_default(&o);
   o.listen = NULL;
-  o.secret = getenv("TESSERA_HANG_SECRET");
+  o.secret = ts_env_get(TS_ENV_HANG_SECRET);
   int c;
   opterr = 0;
   while ((c = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
@@ -637,6 +665,7 @@ int ts_hang_coordinator_main(int argc, char **argv) {
       if (!parse_seconds("--connect-timeout", optarg, &o.connect_timeout_s)) return 2;
       break;
     case O_QUIET: o.quiet = true; break;
+    case O_CKPT: o.checkpoint_dir = optarg; break;
     case 'h': coordinator_usage(stdout); return 0;
     case ':':
       fprintf(stderr, "tessera hang-coordinator: error: option '%s' needs a value\n", argv[optind - 1]);

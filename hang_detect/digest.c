@@ -166,6 +166,7 @@ void ts_hang_digest_text(const ts_hang_digest_t *d, ts_buf_t *b) {
   }
   ts_buf_printf(b, "    First error timestamp: %s\n", d->first_error_timestamp[0] ? d->first_error_timestamp : "-");
   ts_buf_printf(b, "    First error type: %s\n", d->first_error_type[0] ? d->first_error_type : "-");
+  if (d->checkpoint[0]) ts_buf_printf(b, "    Newest complete checkpoint: %s\n", d->checkpoint);
   if (v->reason[0]) ts_buf_printf(b, "    Evidence: %s\n", v->reason);
   ts_buf_puts(b, "    Worker states:\n");
 
@@ -333,6 +334,7 @@ ts_status_t ts_hang_digest_json(const ts_hang_digest_t *d, char **out) {
   cJSON_AddStringToObject(root, "first_error_timestamp", d->first_error_timestamp);
   cJSON_AddStringToObject(root, "first_error_type", d->first_error_type);
   cJSON_AddStringToObject(root, "detected_at", d->detected_at);
+  if (d->checkpoint[0]) cJSON_AddStringToObject(root, "checkpoint", d->checkpoint);
   cJSON_AddNumberToObject(root, "hang_timeout_s", d->hang_timeout_s);
   cJSON_AddNumberToObject(root, "coordinator_pid", d->coordinator_pid);
   cJSON *st = cJSON_AddArrayToObject(root, "stragglers");
@@ -528,6 +530,7 @@ ts_status_t ts_hang_digest_parse_json(const char *text, size_t len, const char *
   str(&j, root, "first_error_timestamp", d->first_error_timestamp, sizeof d->first_error_timestamp);
   str(&j, root, "first_error_type", d->first_error_type, sizeof d->first_error_type);
   ostr(root, "detected_at", d->detected_at, sizeof d->detected_at);
+  ostr(root, "checkpoint", d->checkpoint, sizeof d->checkpoint);
   const cJSON *ht = cJSON_GetObjectItemCaseSensitive(root, "hang_timeout_s");
   d->hang_timeout_s = cJSON_IsNumber(ht) ? ht->valuedouble : 0;
   const cJSON *cp = cJSON_GetObjectItemCaseSensitive(root, "coordinator_pid");

@@ -53,7 +53,7 @@ ts_status_t ts_hang_coordinator_spawn(const ts_hang_coord_opts_t *o, const char 
   snprintf(gather, sizeof gather, "%g", o->gather_timeout_s > 0 ? o->gather_timeout_s : 2.0);
   snprintf(connect, sizeof connect, "%g", o->connect_timeout_s > 0 ? o->connect_timeout_s : 300.0);
   const char *self = exe ? exe : "/proc/self/exe";
-  char *argv[20];
+  char *argv[24];
   int a = 0;
   argv[a++] = (char *)self;
   argv[a++] = "hang-coordinator";
@@ -73,6 +73,10 @@ ts_status_t ts_hang_coordinator_spawn(const ts_hang_coord_opts_t *o, const char 
     argv[a++] = (char *)o->digest_path;
   }
   if (o->quiet) argv[a++] = "--quiet";
+  if (o->checkpoint_dir) {
+    argv[a++] = "--checkpoint-dir";
+    argv[a++] = (char *)o->checkpoint_dir;
+  }
   argv[a] = NULL;
 
   int pfd[2];

@@ -161,6 +161,7 @@ typedef struct {
   int nworkers;
   ts_hang_state_t *workers;       /* owned, index = rank */
   char *stragglers;               /* owned, newline-separated lines, NULL none */
+  char checkpoint[512];           /* the newest complete checkpoint (DIR/step-K) at detection, "" none */
 } ts_hang_digest_t;
 
 /* The text of megascale.md's digests ("Tessera detects a hang that is
@@ -317,6 +318,7 @@ typedef struct {
   double straggler_ratio;     /* default 1.5 */
   double straggler_min_s;     /* default 0.002 */
   bool quiet;                 /* no info lines on stderr (digests and stragglers still) */
+  const char *checkpoint_dir; /* the run's checkpoints: the digest names the newest complete one; NULL none */
 } ts_hang_coord_opts_t;
 
 void ts_hang_coord_opts_default(ts_hang_coord_opts_t *o);

@@ -15,6 +15,7 @@
 
 #include "hang_internal.h"
 #include "ts_coll.h"
+#include "ts_env.h"
 
 struct ts_hang_worker {
   ts_hang_worker_opts_t o;
@@ -52,7 +53,7 @@ static uint64_t mono_ns(void) {
 }
 
 void ts_hang_host_name(int rank, char *buf, size_t n) {
-  const char *list = getenv("TESSERA_HOSTS");
+  const char *list = ts_env_get(TS_ENV_HOSTS);
   if (list && *list && rank >= 0) {
     const char *p = list;
     for (int i = 0; i < rank && p; i++) {

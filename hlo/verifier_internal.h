@@ -43,4 +43,8 @@ ts_status_t ts_vfy_group_size(ts_vctx_t *v, const ts_hlo_instr_t *i, ts_vgroup_t
  * shape of one instruction against its opcode's rules. */
 ts_status_t ts_vfy_instr_shape(ts_vctx_t *v, const ts_hlo_instr_t *i);
 
+/* schedule_verifier.c: async pairs are one value; an is_scheduled module's
+ * order respects data, control and buffer dependencies. */
+ts_status_t ts_vfy_schedule(ts_vctx_t *v);
+
 #endif

@@ -67,9 +67,7 @@ static plan_t *plan_of(ts_interp_t *it, const ts_hlo_comp_t *c) {
 /* ---- planning ----------------------------------------------------------- */
 
 static bool is_custom_call(const ts_hlo_instr_t *i, const char *target) {
-  if (i->op != TS_OP_CUSTOM_CALL) return false;
-  const ts_hlo_attr_t *a = ts_hlo_instr_attr(i, "custom_call_target");
-  return a && a->kind == TS_ATTR_STRING && strcmp(a->v.s, target) == 0;
+  return i->op == TS_OP_CUSTOM_CALL && strcmp(ts_hlo_custom_call_target(i), target) == 0;
 }
 
 static bool is_collective(ts_opcode_t op) {
@@ -91,9 +89,9 @@ static ts_opcode_t meaning(const ts_hlo_instr_t *i) {
 
 static bool instr_device_dependent(const ts_hlo_instr_t *i) {
   ts_opcode_t op = meaning(i);
-  return op == TS_OP_PARTITION_ID || op == TS_OP_REPLICA_ID || is_collective(op) ||
-         is_custom_call(i, "SPMDFullToShardShape") || is_custom_call(i, "SPMDShardToFullShape") ||
-         is_custom_call(i, "xla.sdy.GlobalToLocalShape") || is_custom_call(i, "xla.sdy.LocalToGlobalShape");
+  ts_custom_call_kind_t cc = ts_hlo_custom_call_kind(i);
+  return op == TS_OP_PARTITION_ID || op == TS_OP_REPLICA_ID || is_collective(op) || cc == TS_CC_REGION_ENTER ||
+         cc == TS_CC_REGION_EXIT;
 }
 
 /* The plan: post-order, local slots and use counts. */
@@ -135,34 +133,16 @@ static void mark_dependent(ts_interp_t *it) {
 
 /* ---- collectives over the simulated devices ----------------------------- */
 
-/* XLA's GetCollectiveOpGroupMode (reference/hlo_text_format.md section 7). */
-typedef enum { MODE_REPLICA, MODE_PARTITION, MODE_REPLICA_AND_PARTITION, MODE_FLATTENED } group_mode_t;
-
-static group_mode_t group_mode(const ts_hlo_instr_t *i) {
-  bool channel = ts_hlo_instr_attr(i, "channel_id") != NULL;
-  const ts_hlo_attr_t *g = ts_hlo_instr_attr(i, "use_global_device_ids");
-  bool global = g && g->kind == TS_ATTR_BOOL && g->v.b;
-  ts_opcode_t op = meaning(i);
-  if (!channel) return MODE_REPLICA;
-  if (op == TS_OP_ALL_TO_ALL || op == TS_OP_COLLECTIVE_PERMUTE ||
-      op == TS_OP_COLLECTIVE_PERMUTE_START || op == TS_OP_COLLECTIVE_BROADCAST)
-    return global ? MODE_FLATTENED : MODE_PARTITION;
-  return global ? MODE_FLATTENED : MODE_REPLICA_AND_PARTITION;
-}
-
 /* The devices (global ids, in group order) of device d's group, and d's
  * position in it. */
 static ts_status_t collective_group(ts_interp_t *it, const ts_hlo_instr_t *i, int d, int64_t *members,
                                     int *n, int *pos) {
   int64_t R = it->replicas, P = it->partitions;
-  int64_t r = d / P, p = d % P;
-  group_mode_t mode = group_mode(i);
+  ts_coll_group_mode_t mode = ts_hlo_group_mode(i, meaning(i));
   const ts_hlo_attr_t *a = ts_hlo_instr_attr(i, "replica_groups");
   const ts_replica_groups_t *rg = a && a->kind == TS_ATTR_REPLICA_GROUPS ? a->v.rg : NULL;
-  int64_t space = mode == MODE_REPLICA || mode == MODE_REPLICA_AND_PARTITION ? R
-                  : mode == MODE_PARTITION                                   ? P
-                                                                             : R * P;
-  int64_t self = mode == MODE_PARTITION ? p : mode == MODE_FLATTENED ? d : r;
+  int64_t space = ts_coll_group_id_space(mode, R, P);
+  int64_t self = ts_coll_group_id_of(mode, P, d);
   /* The ids of self's group in the mode's id space. */
   const int64_t *ids = NULL;
   int64_t nids = 0;
@@ -191,19 +171,11 @@ static ts_status_t collective_group(ts_interp_t *it, const ts_hlo_instr_t *i, in
       return fail(it, i, TS_ERR_INVALID_ARGUMENT,
                   "replica group names id %lld, but only %lld %s run here (%lld device%s); run it on "
                   "more devices",
-                  (long long)ids[k], (long long)space,
-                  mode == MODE_PARTITION ? "partitions" : mode == MODE_FLATTENED ? "devices" : "replicas",
+                  (long long)ids[k], (long long)space, ts_coll_group_id_noun(mode),
                   (long long)(R * P), R * P == 1 ? "" : "s");
-    if (cnt + (mode == MODE_REPLICA_AND_PARTITION ? P : 1) > 1024)
+    if (cnt + ts_coll_group_devices_per_id(mode, P) > 1024)
       return fail(it, i, TS_ERR_INVALID_ARGUMENT, "group larger than 1024 devices");
-    switch (mode) {
-    case MODE_REPLICA: members[cnt++] = ids[k] * P + p; break;
-    case MODE_PARTITION: members[cnt++] = r * P + ids[k]; break;
-    case MODE_REPLICA_AND_PARTITION:
-      for (int64_t q = 0; q < P; q++) members[cnt++] = ids[k] * P + q;
-      break;
-    case MODE_FLATTENED: members[cnt++] = ids[k]; break;
-    }
+    cnt += (int)ts_coll_group_devices(mode, P, d, &ids[k], 1, members + cnt);
   }
   *n = cnt;
   *pos = -1;
@@ -347,13 +319,13 @@ static ts_status_t run_collective(ts_interp_t *it, const ts_hlo_instr_t *i, ts_v
   case TS_OP_COLLECTIVE_PERMUTE:
   case TS_OP_COLLECTIVE_PERMUTE_START: {
     const ts_hlo_attr_t *a = ts_hlo_instr_attr(i, "source_target_pairs");
-    group_mode_t mode = group_mode(i);
-    int64_t P = it->partitions, self = mode == MODE_PARTITION ? d % P : mode == MODE_FLATTENED ? d : d / P;
+    ts_coll_group_mode_t mode = ts_hlo_group_mode(i, meaning(i));
+    int64_t P = it->partitions, self = ts_coll_group_id_of(mode, P, d);
     for (int k = 0; a && a->kind == TS_ATTR_INT_LISTS && k < a->v.lists.n; k++) {
       const ts_i64_list_t *pr = &a->v.lists.lists[k];
       if (pr->n != 2 || pr->v[1] != self) continue;
       int64_t src = pr->v[0];
-      int64_t sdev = mode == MODE_PARTITION ? (d / P) * P + src : mode == MODE_FLATTENED ? src : src * P + d % P;
+      int64_t sdev = ts_coll_group_device(mode, P, d, src);
       if (sdev < 0 || sdev >= it->ndev) {
         st = fail(it, i, TS_ERR_INVALID_ARGUMENT, "source %lld is not one of the %d devices that run",
                   (long long)src, it->ndev);
@@ -633,7 +605,7 @@ static ts_status_t eval_comp(ts_interp_t *it, const ts_hlo_comp_t *c, int ndev, 
 
 static ts_status_t run_kernel(ts_interp_t *it, const ts_hlo_instr_t *i, ts_value_t **ops, int d,
                               ts_value_t **out) {
-  ts_kernel_fn fn = ts_kernel_for(i->op);
+  ts_kernel_fn fn = ts_kernel_for(ts_hlo_custom_call_kind(i) == TS_CC_TOPK ? TS_OP_TOPK : i->op);
   if (!fn)
     return fail(it, i, TS_ERR_INVALID_ARGUMENT, "opcode %s is not supported by the reference interpreter",
                 ts_opcode_name(i->op));
@@ -744,11 +716,6 @@ static ts_status_t eval_conditional(ts_interp_t *it, const ts_hlo_instr_t *i, in
   return TS_OK;
 }
 
-static const char *custom_call_target(const ts_hlo_instr_t *i) {
-  const ts_hlo_attr_t *a = ts_hlo_instr_attr(i, "custom_call_target");
-  return a && a->kind == TS_ATTR_STRING ? a->v.s : "";
-}
-
 /* Evaluates instruction i for every device; vals is the frame, opos the
  * frame positions of i's operands. */
 static ts_status_t eval_instr(ts_interp_t *it, const ts_hlo_instr_t *i, int ndev, ts_value_t **vals,
@@ -804,6 +771,11 @@ static ts_status_t eval_instr(ts_interp_t *it, const ts_hlo_instr_t *i, int ndev
     for (int d = 0; d < ndev; d++)
       if (!(res[d] = ts_value_new(i->shape))) return TS_ERR_NOMEM;
     return TS_OK;
+  case TS_OP_COPY:
+    /* A tuple is copied leaf by leaf; values are never written in place,
+     * so every leaf's copy is the leaf itself. Arrays take the kernel. */
+    if (i->shape->elem != TS_TUPLE) break;
+    /* fall through */
   case TS_OP_ADD_DEPENDENCY: case TS_OP_OPT_BARRIER: case TS_OP_DOMAIN:
   case TS_OP_ALL_REDUCE_DONE: case TS_OP_ASYNC_UPDATE:
     for (int d = 0; d < ndev; d++) res[d] = ts_value_ref(vals[opos[0] * ndev + d]);
@@ -900,18 +872,17 @@ static ts_status_t eval_instr(ts_interp_t *it, const ts_hlo_instr_t *i, int ndev
     return TS_OK;
   }
   case TS_OP_CUSTOM_CALL: {
-    const char *target = custom_call_target(i);
-    if (!strcmp(target, "Sharding") || !strcmp(target, "xla.sdy.FuncResultSharding") ||
-        !strcmp(target, "xla.sdy.ShardingConstraint")) {
+    const char *target = ts_hlo_custom_call_target(i);
+    ts_custom_call_kind_t kind = ts_hlo_custom_call_kind(i);
+    switch (kind) {
+    case TS_CC_SHARDING: case TS_CC_IDENTITY:
       if (nops != 1) return fail(it, i, TS_ERR_INVALID_ARGUMENT, "%s takes one operand", target);
       for (int d = 0; d < ndev; d++) res[d] = ts_value_ref(vals[opos[0] * ndev + d]);
       return TS_OK;
-    }
-    bool sdy = !strcmp(target, "xla.sdy.GlobalToLocalShape") || !strcmp(target, "xla.sdy.LocalToGlobalShape");
-    if (sdy || !strcmp(target, "SPMDFullToShardShape") || !strcmp(target, "SPMDShardToFullShape")) {
-      bool enter = !strcmp(target, "SPMDFullToShardShape") || !strcmp(target, "xla.sdy.GlobalToLocalShape");
-      ts_status_t st = enter ? enter_region(it, i, sdy, ndev, vals, opos, res)
-                             : leave_region(it, i, sdy, ndev, vals, opos, res);
+    case TS_CC_REGION_ENTER: case TS_CC_REGION_EXIT: {
+      bool sdy = strncmp(target, "xla.sdy.", 8) == 0;
+      ts_status_t st = kind == TS_CC_REGION_ENTER ? enter_region(it, i, sdy, ndev, vals, opos, res)
+                                                  : leave_region(it, i, sdy, ndev, vals, opos, res);
       if (st != TS_OK)
         for (int d = 0; d < ndev; d++) {
           ts_value_unref(res[d]);
@@ -919,8 +890,15 @@ static ts_status_t eval_instr(ts_interp_t *it, const ts_hlo_instr_t *i, int ndev
         }
       return st;
     }
-    return fail(it, i, TS_ERR_INVALID_ARGUMENT,
-                "custom-call target \"%s\" has no meaning in the reference interpreter", target);
+    case TS_CC_TOPK: break; /* the topk kernel, below */
+    case TS_CC_DEVICE_LIBRARY:
+      return fail(it, i, TS_ERR_UNSUPPORTED, "custom-call target \"%s\" calls a GPU/vendor library: it cannot run here",
+                  target);
+    case TS_CC_UNKNOWN:
+      return fail(it, i, TS_ERR_INVALID_ARGUMENT,
+                  "custom-call target \"%s\" has no meaning in the reference interpreter", target);
+    }
+    break;
   }
   default: break;
   }

@@ -111,8 +111,12 @@ ts_status_t ts_interp_load_args(const ts_hlo_module_t *m, const char *dir, ts_va
 ts_status_t ts_interp_load_param(const ts_hlo_module_t *m, const char *path, int p, ts_value_t **out,
                                  ts_diag_t *diag);
 
+/* Whether --outputs DIR can receive the outputs, asked before the run
+ * (TS_ERR_INVALID_ARGUMENT, "DIR: error: ..."). NULL passes. */
+ts_status_t ts_interp_check_outputs(const char *dir, ts_diag_t *diag);
 /* Writes leaf k of the flattened result as DIR/out<k>.npy (creating DIR),
- * each file atomically. */
+ * the files as one set (ts_file_set_t): the out<k>.npy files DIR held
+ * before are replaced whole, or, on an error, left as they were. */
 ts_status_t ts_interp_write_outputs(const char *dir, ts_value_t *result, ts_diag_t *diag);
 
 /* ---- shards ------------------------------------------------------------- */
@@ -137,5 +141,74 @@ ts_status_t ts_interp_shard_value(const ts_value_t *full, const struct ts_shardi
 ts_status_t ts_interp_unshard_values(ts_value_t *const *per_device, int ndev,
                                      const struct ts_sharding_value *sharding, const ts_shape_t *full_shape,
                                      ts_value_t **out);
+
+/* ---- feeder.c: parameter values per step and the input feeder ------------- */
+
+typedef struct {
+  const ts_hlo_module_t *m; /* the module as written (full shapes) */
+  const char *dir;          /* --inputs DIR, or NULL: seeded random */
+  uint64_t seed;
+  const bool *is_weight;    /* per entry parameter: an output updates it (training state) */
+  /* Draw weights as a model initialiser would (a training loop); otherwise
+   * they are drawn like any other input, in (0, 1]: positive, so that
+   * optimizer state (Adam's second moments) stays valid under sqrt. */
+  bool init_weights;
+} ts_interp_inputs_t;
+
+/* Parameter p's full value at step `step` (from 1): weights from
+ * DIR/param<p>.npy or initialised (ts_interp_init_weight); data from
+ * DIR/step<K>/param<p>.npy when present, else DIR/param<p>.npy, else drawn
+ * (step 1 draws exactly what ts_interp_random_args(seed) does, so a one-step
+ * run matches `tessera check`). A new reference. */
+ts_status_t ts_interp_param_value(const ts_interp_inputs_t *in, int p, int64_t step, ts_value_t **out, ts_diag_t *diag);
+
+/* The input feeder: a thread that prepares the data parameters (those not
+ * is_weight) of steps first..last ahead of the devices, in a queue of
+ * `depth` steps, so input preparation overlaps compute and a stalled input
+ * pipeline shows up as devices waiting for input. Every one of `consumers`
+ * devices takes each step once. */
+typedef struct ts_interp_feeder ts_interp_feeder_t;
+ts_status_t ts_interp_feeder_start(const ts_interp_inputs_t *in, int64_t first, int64_t last, int depth, int consumers,
+                               ts_interp_feeder_t **out);
+/* Step `step`'s values (vals[p] for data parameters, NULL for weights):
+ * waits up to timeout_s; TS_ERR_TIMEOUT after that, or the feeder's error
+ * (then diag says why). Pair with ts_interp_feeder_release. */
+ts_status_t ts_interp_feeder_acquire(ts_interp_feeder_t *f, int64_t step, double timeout_s, ts_value_t *const **vals,
+                                 ts_diag_t *diag);
+void ts_interp_feeder_release(ts_interp_feeder_t *f, int64_t step);
+/* Stops producing (the input-stall fault: devices then wait for input). */
+void ts_interp_feeder_pause(ts_interp_feeder_t *f);
+void ts_interp_feeder_stop(ts_interp_feeder_t *f); /* joins and frees; NULL is a no-op */
+
+/* ---- compare.c: output comparison and static statistics ------------------- */
+
+/* "12.00 MiB" style. */
+void ts_interp_print_bytes(FILE *f, uint64_t b);
+/* Entry parameters plus every instruction's result, as the interpreter
+ * would hold them (one storage unit per element): a memory upper bound. */
+uint64_t ts_interp_memory_bound(const ts_hlo_module_t *m);
+
+/* Collectives of a module, counted statically (each instruction once, at its
+ * synchronous form or its -done). */
+/* per kind: the HLO collectives of ts_coll_kind_t, all-reduce to collective-reduce */
+enum { TS_INTERP_COLL_KINDS = TS_COLL_COLLECTIVE_REDUCE + 1 };
+typedef struct {
+  int64_t count[TS_INTERP_COLL_KINDS];
+  uint64_t bytes[TS_INTERP_COLL_KINDS]; /* per device: the larger of operands and result */
+} ts_interp_coll_stats_t;
+void ts_interp_count_collectives(const ts_hlo_module_t *m, ts_interp_coll_stats_t *cs);
+void ts_interp_print_collectives(const ts_interp_coll_stats_t *cs); /* a table on stdout */
+
+struct ts_sharding_value;
+/* Compares every leaf of `got` (assembled from the devices' outputs
+ * dev_outs[0..ndev) under root_sv) with `want`, and each device's copy of
+ * the parts it must hold; one line per leaf on stdout. tolerance > 0: the
+ * relative tolerance for every float leaf, else per type (f32 1e-5, bf16
+ * 1/32, ...); floats match when |got - want| <= rtol * max(|want|, F), F =
+ * max(S, 1) / 16 with S the leaf's largest |want|. Returns the number of
+ * mismatching leaves; *st is set on an internal failure. */
+int ts_interp_compare_outputs(const ts_hlo_module_t *m, ts_value_t *want, ts_value_t *got,
+                          const struct ts_sharding_value *root_sv, ts_value_t *const *dev_outs, int ndev,
+                          double tolerance, ts_status_t *st);
 
 #endif

@@ -245,14 +245,32 @@ static ts_status_t k_sort(ts_kernel_ctx_t *ctx, const ts_hlo_instr_t *instr, con
 /* The k best of a row of n (largest or smallest by TOTALORDER, ties to the
  * lower index, as XLA's stable top-k): a sorted insertion buffer when k is
  * small, else the merge sort. */
+/* k and the order of a topk: its attributes, or for XLA's TopK custom-call
+ * the result's last dim and the comparator's direction (GT: largest). */
+static bool topk_params(const ts_hlo_instr_t *instr, const ts_array_t *out, int64_t *k, bool *largest) {
+  if (instr->op == TS_OP_CUSTOM_CALL) {
+    const ts_hlo_instr_t *root = instr->ncalled == 1 ? instr->called[0]->root : NULL;
+    const ts_hlo_attr_t *dir = root && root->op == TS_OP_COMPARE ? ts_hlo_instr_attr(root, "direction") : NULL;
+    const char *d = dir && dir->kind == TS_ATTR_IDENT ? dir->v.s : "GT";
+    *largest = strcmp(d, "GT") == 0 || strcmp(d, "GE") == 0;
+    *k = out[0].rank > 0 ? out[0].dims[out[0].rank - 1] : 0;
+    return true;
+  }
+  const ts_hlo_attr_t *ka = ts_hlo_instr_attr(instr, "k"), *la = ts_hlo_instr_attr(instr, "largest");
+  if (!ka || ka->kind != TS_ATTR_INT) return false;
+  *k = ka->v.i;
+  *largest = !la || la->kind != TS_ATTR_BOOL || la->v.b;
+  return true;
+}
+
 static ts_status_t k_topk(ts_kernel_ctx_t *ctx, const ts_hlo_instr_t *instr, const ts_array_t *in, int nin,
                           ts_array_t *out, int nout) {
-  const ts_hlo_attr_t *ka = ts_hlo_instr_attr(instr, "k"), *la = ts_hlo_instr_attr(instr, "largest");
-  if (!ka || ka->kind != TS_ATTR_INT || nout != 2 || out[1].elem != TS_S32)
+  int64_t k;
+  bool largest;
+  if (nout != 2 || out[1].elem != TS_S32 || !topk_params(instr, out, &k, &largest))
     return ts_kernel_fail(ctx, instr, TS_ERR_INVALID_ARGUMENT, "topk needs k= and a (values, s32 indices) result");
-  bool largest = !la || la->kind != TS_ATTR_BOOL || la->v.b;
   const ts_array_t *x = in;
-  int64_t k = ka->v.i, n = x->dims[x->rank - 1];
+  int64_t n = x->dims[x->rank - 1];
   int64_t rows = n ? ts_array_count(x) / n : 0;
   if (k == 0 || rows == 0) return TS_OK;
   int64_t *perm = ts_kernel_scratch(ctx, sizeof(int64_t) * (size_t)(3 * n));

@@ -1,6 +1,5 @@
 /* Helpers shared by the subcommands. */
 #include "ts_launcher.h"
-#include "ts_hlo.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -31,6 +30,28 @@ bool ts_cli_parse_count(const char *cmd, const char *flag, const char *s, int64_
   return true;
 }
 
+bool ts_cli_parse_bytes(const char *cmd, const char *flag, const char *s, uint64_t *out) {
+  char *end;
+  errno = 0;
+  unsigned long long v = strtoull(s, &end, 10);
+  uint64_t mul = 1;
+  if (!errno && end != s && end[0] && !end[1]) {
+    switch (end[0]) {
+    case 'k': case 'K': mul = UINT64_C(1) << 10; end++; break;
+    case 'm': case 'M': mul = UINT64_C(1) << 20; end++; break;
+    case 'g': case 'G': mul = UINT64_C(1) << 30; end++; break;
+    case 't': case 'T': mul = UINT64_C(1) << 40; end++; break;
+    default: break;
+    }
+  }
+  if (errno || end == s || *end || s[0] == '-' || v == 0 || v > UINT64_MAX / mul) {
+    fprintf(stderr, "tessera %s: error: %s wants a positive byte count (suffixes K, M, G, T), got '%s'\n", cmd, flag, s);
+    return false;
+  }
+  *out = v * mul;
+  return true;
+}
+
 ts_status_t ts_cli_write_output(const char *path, const char *data, size_t len, ts_diag_t *diag) {
   if (!path || strcmp(path, "-") == 0) {
     if (fwrite(data, 1, len, stdout) != len || fflush(stdout) != 0) {
@@ -40,19 +61,4 @@ ts_status_t ts_cli_write_output(const char *path, const char *data, size_t len, 
     return TS_OK;
   }
   return ts_write_file_atomic(path, data, len, diag);
-}
-
-ts_status_t ts_cli_read_module(const char *path, const ts_hlo_verify_opts_t *vopts, char **text,
-                               ts_hlo_module_t **m, ts_diag_t *diag) {
-  size_t len = 0;
-  *m = NULL;
-  TS_CHECK(ts_read_file(path, text, &len, diag));
-  ts_source_t src = {strcmp(path, "-") == 0 ? "<stdin>" : path, *text, len};
-  ts_status_t st = ts_hlo_parse(&src, NULL, m, diag);
-  if (st == TS_OK && vopts) st = ts_hlo_verify(*m, vopts, diag);
-  if (st != TS_OK) {
-    ts_hlo_module_destroy(*m);
-    *m = NULL;
-  }
-  return st;
 }

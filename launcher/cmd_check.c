@@ -5,6 +5,7 @@
 #include "ts_interp.h"
 #include "ts_launcher.h"
 #include "ts_partitioner.h"
+#include "ts_pipeline.h"
 #include "ts_sharding.h"
 
 #include <errno.h>
@@ -95,8 +96,10 @@ static uint64_t default_max_memory(void) {
 
 /* The value of an instruction's sharding on its shape; replicated when it
  * has none. */
-static ts_status_t sharding_of(ts_hlo_module_t *m, const ts_hlo_instr_t *i, ts_sharding_value_t **out) {
-  if (!i->sharding) return ts_sharding_simple(m->arena, TS_SHARD_REPLICATED, out);
+/* On one device every sharding means the whole value (as the partitioner
+ * reads it there). */
+static ts_status_t sharding_of(ts_hlo_module_t *m, const ts_hlo_instr_t *i, int ndev, ts_sharding_value_t **out) {
+  if (!i->sharding || ndev == 1) return ts_sharding_simple(m->arena, TS_SHARD_REPLICATED, out);
   return ts_sharding_from_syntax(m->arena, i->sharding, i->shape, out);
 }
 
@@ -110,17 +113,26 @@ typedef struct {
 /* Partition, verify, estimate, run both and compare. Messages for the
  * user's input go to diag; the rest is printed here. */
 static ts_status_t check(const check_args_t *a, ts_diag_t *diag) {
+  ts_pipeline_t p;
+  ts_pipeline_init(&p, &(ts_pipeline_opts_t){.purpose = TS_PIPELINE_CHECK, .path = a->path,
+                                             .verify = {.num_partitions = a->partitions}, .partition = a->popts});
   ts_hlo_module_t *m = NULL, *pm = NULL;
   ts_interp_t *ref_it = NULL, *part_it = NULL;
   ts_value_t **args = NULL, **dargs = NULL, **douts = NULL, *want = NULL, *got = NULL;
-  char *text = NULL;
   int np = 0, ndev = 0;
   ts_status_t st;
-  ts_hlo_verify_opts_t vopts = {.num_partitions = a->partitions};
 
-  TS_CHECK_GOTO(ts_cli_read_module(a->path, &vopts, &text, &m, diag), st, done);
+  TS_CHECK_GOTO(ts_pipeline_run_to(&p, TS_STAGE_VERIFIED, diag), st, done);
+  m = p.m;
+  if (ts_partition_is_per_device(m)) {
+    ts_diag_plain(diag, "%s is already a per-device program (entry %s, as XLA names it after SPMD partitioning): "
+                  "it has no one-device meaning to check against (run it with tessera run --check)",
+                  a->path, m->entry->name);
+    st = TS_ERR_UNSUPPORTED;
+    goto done;
+  }
   int64_t n = a->partitions ? a->partitions : m->num_partitions;
-  if (n <= 1) {
+  if (n < 1 || (n == 1 && !a->partitions)) { /* an explicit --num-partitions 1 checks one device */
     ts_diag_plain(diag, "say how many devices with --num-partitions N (the module's header gives none)");
     st = TS_ERR_INVALID_USAGE;
     goto done;
@@ -131,7 +143,6 @@ static ts_status_t check(const check_args_t *a, ts_diag_t *diag) {
     goto done;
   }
   ndev = (int)n;
-  vopts.num_partitions = n;
   np = m->entry->nparams;
   args = ts_calloc((size_t)np + 1, sizeof *args);
   dargs = ts_calloc((size_t)np * (size_t)ndev + 1, sizeof *dargs);
@@ -143,7 +154,7 @@ static ts_status_t check(const check_args_t *a, ts_diag_t *diag) {
 
   /* The reference first, on the module as written (the partitioner then
    * writes propagated shardings into it). */
-  uint64_t ref_bytes = ts_cli_memory_bound(m);
+  uint64_t ref_bytes = ts_interp_memory_bound(m);
   bool fits = ref_bytes <= a->max_memory;
   if (fits) {
     TS_CHECK_GOTO(ts_interp_random_args(m, a->seed, args), st, done);
@@ -154,34 +165,24 @@ static ts_status_t check(const check_args_t *a, ts_diag_t *diag) {
     ref_it = NULL;
   }
 
-  ts_partition_opts_t popts = a->popts;
-  popts.num_partitions = n;
-  TS_CHECK_GOTO(ts_partition(m, &popts, &pm, diag), st, done);
-  {
-    ts_hlo_verify_opts_t pv = {.num_partitions = n};
-    ts_diag_t vd = {0};
-    if ((st = ts_hlo_verify(pm, &pv, &vd)) != TS_OK) {
-      ts_diag_plain(diag, "the partitioned module does not verify: %s", vd.text ? vd.text : ts_status_string(st));
-      ts_diag_free(&vd);
-      st = TS_ERR_CHECK_FAILED;
-      goto done;
-    }
-  }
+  p.o.partition.num_partitions = n;
+  TS_CHECK_GOTO(ts_pipeline_run_to(&p, TS_STAGE_PARTITIONED, diag), st, done);
+  pm = p.pm;
   int ninstr = 0;
   for (int c = 0; c < pm->ncomps; c++) ninstr += pm->comps[c]->ninstrs;
   printf("%s: partitioned for %d devices: %d instructions in %d computations, verified\n", a->path, ndev, ninstr,
          pm->ncomps);
-  ts_cli_coll_stats_t cs;
-  ts_cli_count_collectives(pm, &cs);
-  ts_cli_print_collectives(&cs);
+  ts_interp_coll_stats_t cs;
+  ts_interp_count_collectives(pm, &cs);
+  ts_interp_print_collectives(&cs);
 
-  uint64_t part_bytes = (uint64_t)ndev * ts_cli_memory_bound(pm);
+  uint64_t part_bytes = (uint64_t)ndev * ts_interp_memory_bound(pm);
   printf("memory estimate: reference run ");
-  ts_cli_print_bytes(stdout, ref_bytes);
+  ts_interp_print_bytes(stdout, ref_bytes);
   printf(", partitioned run ");
-  ts_cli_print_bytes(stdout, part_bytes);
+  ts_interp_print_bytes(stdout, part_bytes);
   printf(" (limit ");
-  ts_cli_print_bytes(stdout, a->max_memory);
+  ts_interp_print_bytes(stdout, a->max_memory);
   printf(")\n");
   fflush(stdout);
   if (!fits || part_bytes > a->max_memory) {
@@ -199,7 +200,7 @@ static ts_status_t check(const check_args_t *a, ts_diag_t *diag) {
   /* Device d's arguments: its shards under the parameters' shardings. */
   for (int p = 0; p < np; p++) {
     ts_sharding_value_t *sv;
-    if ((st = sharding_of(m, m->entry->params[p], &sv)) != TS_OK) {
+    if ((st = sharding_of(m, m->entry->params[p], ndev, &sv)) != TS_OK) {
       ts_diag_plain(diag, "the sharding of parameter %d does not fit its shape", p);
       goto done;
     }
@@ -233,7 +234,7 @@ static ts_status_t check(const check_args_t *a, ts_diag_t *diag) {
   }
 
   ts_sharding_value_t *root_sv;
-  if ((st = sharding_of(m, m->entry->root, &root_sv)) != TS_OK) {
+  if ((st = sharding_of(m, m->entry->root, ndev, &root_sv)) != TS_OK) {
     ts_diag_plain(diag, "the sharding of the root does not fit its shape");
     goto done;
   }
@@ -244,7 +245,7 @@ static ts_status_t check(const check_args_t *a, ts_diag_t *diag) {
     goto done;
   }
   int nleaves = ts_value_leaves(want, NULL, 0);
-  int bad = ts_cli_compare_outputs(m, want, got, root_sv, douts, ndev, 0, &st);
+  int bad = ts_interp_compare_outputs(m, want, got, root_sv, douts, ndev, 0, &st);
   if (st != TS_OK) goto done;
   if (bad) {
     printf("result: MISMATCH in %d of %d outputs\n", bad, nleaves);
@@ -269,9 +270,7 @@ done:
   ts_interp_destroy(part_it);
   ts_interp_destroy(ref_it);
   ts_interp_release_buffers();
-  ts_hlo_module_destroy(pm);
-  ts_hlo_module_destroy(m);
-  ts_free(text);
+  ts_pipeline_fini(&p);
   return st;
 }
 
@@ -328,5 +327,5 @@ int ts_cmd_check(int argc, char **argv) {
     }
   }
   ts_diag_free(&diag);
-  return ts_status_exit_code(st);
+  return ts_pipeline_exit_code(st);
 }

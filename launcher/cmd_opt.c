@@ -1,11 +1,11 @@
 /* tessera opt: print a module after a pipeline stage; --fit-scurve fits
  * the S-curve model's knobs to a measured collective table. */
 #include "ts_costmodel.h"
-#include "ts_fusion.h"
 #include "ts_hlo.h"
 #include "ts_sharding.h"
 #include "ts_launcher.h"
 #include "ts_partitioner.h"
+#include "ts_pipeline.h"
 #include "ts_scheduler.h"
 
 #include <errno.h>
@@ -14,7 +14,43 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const char *stages[] = {"parsed", "verified", "propagated", "partitioned", "scheduled", "fused"};
+/* The stages tessera opt prints, from the pipeline's table. */
+#define DEFAULT_STAGE TS_STAGE_VERIFIED
+
+/* "--stage=STAGE" and every printable stage's clause, wrapped greedily into
+ * lines of at most 74 columns under a 24-column indent. */
+static void stage_help(FILE *f) {
+  ts_buf_t b = {0};
+  for (int s = 0; s < TS_STAGE_COUNT; s++) {
+    const ts_stage_info_t *st = &ts_pipeline_stages[s];
+    if (!st->prints) continue;
+    ts_buf_printf(&b, "%s%s%s: %s", b.len ? "; " : "", st->name, s == DEFAULT_STAGE ? " (default)" : "", st->doc);
+  }
+  fputs("  --stage=STAGE         ", f);
+  int col = 24;
+  bool first = true;
+  for (char *w = b.data; w && *w;) {
+    size_t n = strcspn(w, " ");
+    if (!first && col + 1 + (int)n > 74) {
+      fputs("\n                        ", f);
+      col = 24;
+      first = true;
+    }
+    fprintf(f, "%s%.*s", first ? "" : " ", (int)n, w);
+    col += (first ? 0 : 1) + (int)n;
+    first = false;
+    w += n;
+    w += strspn(w, " ");
+  }
+  fputc('\n', f);
+  ts_buf_free(&b);
+}
+
+/* "parsed, verified, ..." */
+static void stage_list(ts_buf_t *b) {
+  for (int s = 0; s < TS_STAGE_COUNT; s++)
+    if (ts_pipeline_stages[s].prints) ts_buf_printf(b, "%s%s", b->len ? ", " : "", ts_pipeline_stages[s].name);
+}
 
 static void usage(FILE *f) {
   fprintf(f,
@@ -24,18 +60,9 @@ static void usage(FILE *f) {
           "\n"
           "Parses an HLO text module (FILE may be '-' for stdin) and prints it, in\n"
           "canonical HLO text, after a pipeline stage.\n"
-          "\n"
-          "  --stage=STAGE         parsed: parse only; verified (default): parse and\n"
-          "                        verify structure and shapes; propagated: verify,\n"
-          "                        give every instruction a sharding, verify again;\n"
-          "                        partitioned: the per-device program for\n"
-          "                        --num-partitions N devices (required unless the\n"
-          "                        header has num_partitions > 1), verified;\n"
-          "                        scheduled: partitioned, then collectives made\n"
-          "                        async and every computation ordered by the\n"
-          "                        latency-hiding scheduler (is_scheduled=true);\n"
-          "                        fused: verified, then loop and input fusions\n"
-          "                        (kind=kLoop/kInput, calls=%%fused_computation)\n"
+          "\n");
+  stage_help(f);
+  fprintf(f,
           "  --replica-count N     override the module's replica_count\n"
           "  --num-partitions N    override the module's num_partitions\n"
           "  -o, --output FILE     write the module to FILE instead of stdout\n"
@@ -59,6 +86,7 @@ static void usage(FILE *f) {
           "                        collective-broadcast)\n"
           "  --memory-limit=BYTES  bytes live at once per device (K, M, G, T suffixes):\n"
           "                        prefer freeing memory and reschedule under pressure\n"
+          "                        (default: program order's peak, never above it)\n"
           "  --no-partition        the module is already the per-device program:\n"
           "                        schedule it as it is\n"
           "  --stats FILE          write the statistics to FILE instead of stderr\n"
@@ -83,28 +111,6 @@ enum {
 };
 
 /* BYTES with an optional K/M/G/T suffix (powers of 1024). */
-static bool parse_bytes(const char *flag, const char *s, uint64_t *out) {
-  char *end;
-  errno = 0;
-  unsigned long long v = strtoull(s, &end, 10);
-  uint64_t mul = 1;
-  if (!errno && end != s && end[0] && !end[1]) {
-    switch (end[0]) {
-    case 'k': case 'K': mul = UINT64_C(1) << 10; end++; break;
-    case 'm': case 'M': mul = UINT64_C(1) << 20; end++; break;
-    case 'g': case 'G': mul = UINT64_C(1) << 30; end++; break;
-    case 't': case 'T': mul = UINT64_C(1) << 40; end++; break;
-    default: break;
-    }
-  }
-  if (errno || end == s || *end || s[0] == '-' || v == 0 || v > UINT64_MAX / mul) {
-    fprintf(stderr, "tessera opt: error: %s wants a positive byte count (suffixes K, M, G, T), got '%s'\n", flag, s);
-    return false;
-  }
-  *out = v * mul;
-  return true;
-}
-
 /* --overlap-limit's value, or a usage error naming the command. */
 static bool parse_overlap(const char *s, ts_sched_opts_t *o) {
   if (ts_sched_parse_overlap_limit(s, o)) return true;
@@ -234,7 +240,7 @@ int ts_cmd_opt(int argc, char **argv) {
       break;
     case F_MEMORY:
       sched_flags = true;
-      if (!parse_bytes("--memory-limit", optarg, &sopts.memory_limit)) goto usage_error;
+      if (!ts_cli_parse_bytes("opt", "--memory-limit", optarg, &sopts.memory_limit)) goto usage_error;
       break;
     case F_STATS: sched_flags = true; stats_path = optarg; break;
     case F_TRACE: sched_flags = true; trace_path = optarg; break;
@@ -267,15 +273,15 @@ int ts_cmd_opt(int argc, char **argv) {
     }
     return fit_scurve(fit, preset, gpn);
   }
-  size_t nstage = 0;
-  while (nstage < sizeof stages / sizeof stages[0] && strcmp(stages[nstage], stage) != 0) nstage++;
-  if (nstage == sizeof stages / sizeof stages[0]) {
-    fprintf(stderr,
-            "tessera opt: error: unknown stage '%s' (stages: parsed, verified, propagated, partitioned, scheduled, fused)\n",
-            stage);
+  ts_stage_t target;
+  if (!ts_pipeline_stage_from_name(stage, &target) || !ts_pipeline_stages[target].prints) {
+    ts_buf_t names = {0};
+    stage_list(&names);
+    fprintf(stderr, "tessera opt: error: unknown stage '%s' (stages: %s)\n", stage, names.data);
+    ts_buf_free(&names);
     goto usage_error;
   }
-  bool scheduled = strcmp(stage, "scheduled") == 0;
+  bool scheduled = target == TS_STAGE_SCHEDULED;
   if (sched_flags && !scheduled) {
     fprintf(stderr, "tessera opt: error: scheduler flags (--cost-model, --stats, ...) need --stage=scheduled\n");
     goto usage_error;
@@ -286,59 +292,42 @@ int ts_cmd_opt(int argc, char **argv) {
     usage(stderr);
     goto usage_error;
   }
-  const char *path = argv[optind];
 
   ts_diag_t diag = {0};
-  ts_hlo_module_t *m = NULL, *pm = NULL;
+  ts_pipeline_t p;
+  ts_pipeline_init(&p, &(ts_pipeline_opts_t){.purpose = TS_PIPELINE_PRINT, .path = argv[optind], .verify = vopts,
+                                             .partition = popts, .sched = sopts});
   ts_costmodel_t *cm = NULL;
-  ts_sched_result_t *res = NULL;
   ts_buf_t out = {0}, stats = {0}, trace = {0};
-  char *text = NULL;
   bool reported = false;
   ts_status_t st;
-  TS_CHECK_GOTO(ts_cli_read_module(path, strcmp(stage, "parsed") != 0 ? &vopts : NULL, &text, &m, &diag),
-                st, done);
-  if (strcmp(stage, "propagated") == 0) {
-    TS_CHECK_GOTO(ts_sharding_propagate(m, NULL, &diag), st, done);
-    TS_CHECK_GOTO(ts_hlo_verify(m, &vopts, &diag), st, done);
-  }
+  /* partitioned and scheduled print the per-device program; the others the module as written */
+  bool per_device = target == TS_STAGE_PARTITIONED || target == TS_STAGE_SCHEDULED;
+  TS_CHECK_GOTO(ts_pipeline_run_to(&p, per_device ? TS_STAGE_VERIFIED : target, &diag), st, done);
   if (scheduled) /* flags first: a bad cost model fails before any work */
     TS_CHECK_GOTO(ts_costmodel_parse_spec(specs.len ? specs.data : NULL, preset ? preset : "host", &cm, &diag), st,
                   done);
-  if (strcmp(stage, "partitioned") == 0 || (scheduled && !no_partition)) {
-    popts.num_partitions = vopts.num_partitions ? vopts.num_partitions : m->num_partitions;
-    if (popts.num_partitions <= 1) {
-      fprintf(stderr, "tessera opt: error: --stage=%s: say how many devices with --num-partitions N "
-                      "(the module's header gives none)\n", stage);
-      st = TS_ERR_INVALID_USAGE;
-      reported = true;
-      goto done;
+  if (per_device) {
+    if (no_partition) {
+      ts_pipeline_skip(&p, TS_STAGE_PARTITIONED);
+    } else {
+      p.o.partition.num_partitions = vopts.num_partitions ? vopts.num_partitions : p.m->num_partitions;
+      if (p.o.partition.num_partitions < 1 || (p.o.partition.num_partitions == 1 && !vopts.num_partitions)) {
+        fprintf(stderr, "tessera opt: error: --stage=%s: say how many devices with --num-partitions N "
+                        "(the module's header gives none)\n", stage);
+        st = TS_ERR_INVALID_USAGE;
+        reported = true;
+        goto done;
+      }
     }
-    TS_CHECK_GOTO(ts_partition(m, &popts, &pm, &diag), st, done);
-    ts_hlo_verify_opts_t pv = {.num_partitions = popts.num_partitions};
-    TS_CHECK_GOTO(ts_hlo_verify(pm, &pv, &diag), st, done);
+    p.o.sched.cost = cm;
+    TS_CHECK_GOTO(ts_pipeline_run_to(&p, target, &diag), st, done);
   }
   if (scheduled) {
-    ts_hlo_module_t *sm = pm ? pm : m;
-    sopts.cost = cm;
-    TS_CHECK_GOTO(ts_schedule(sm, &sopts, &res, &diag), st, done);
-    ts_hlo_verify_opts_t sv = {.replica_count = vopts.replica_count,
-                               .num_partitions = pm ? popts.num_partitions : vopts.num_partitions};
-    ts_diag_t vd = {0};
-    if ((st = ts_hlo_verify(sm, &sv, &vd)) != TS_OK) { /* our bug, not the input's */
-      ts_diag_plain(&diag, "the scheduled module does not verify: %s", vd.text ? vd.text : ts_status_string(st));
-      ts_diag_free(&vd);
-      st = TS_ERR_INTERNAL;
-      goto done;
-    }
-    ts_sched_result_print(res, &stats);
-    if (trace_path) TS_CHECK_GOTO(ts_sched_trace_json(res, &trace), st, done);
+    ts_sched_result_print(p.sched, &stats);
+    if (trace_path) TS_CHECK_GOTO(ts_sched_trace_json(p.sched, &trace), st, done);
   }
-  if (strcmp(stage, "fused") == 0) {
-    TS_CHECK_GOTO(ts_fusion_run(m, NULL, NULL, &diag), st, done);
-    TS_CHECK_GOTO(ts_hlo_verify(m, &vopts, &diag), st, done);
-  }
-  TS_CHECK_GOTO(ts_hlo_print(pm ? pm : m, &out), st, done);
+  TS_CHECK_GOTO(ts_hlo_print(per_device ? p.pm : p.m, &out), st, done);
   /* Side files first: the module is the last thing written. */
   if (trace_path) TS_CHECK_GOTO(ts_write_file_atomic(trace_path, trace.data, trace.len, &diag), st, done);
   if (stats_path) TS_CHECK_GOTO(ts_write_file_atomic(stats_path, stats.data, stats.len, &diag), st, done);
@@ -356,13 +345,10 @@ done:
   ts_buf_free(&stats);
   ts_buf_free(&trace);
   ts_buf_free(&specs);
-  ts_sched_result_destroy(res);
+  ts_pipeline_fini(&p);
   ts_costmodel_destroy(cm);
-  ts_hlo_module_destroy(pm);
-  ts_hlo_module_destroy(m);
-  ts_free(text);
   ts_diag_free(&diag);
-  return ts_status_exit_code(st);
+  return ts_pipeline_exit_code(st);
 
 usage_error:
   ts_buf_free(&specs);

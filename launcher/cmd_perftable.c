@@ -1,17 +1,19 @@
-/* tessera perf-table: measure collectives or GEMMs into XLA's performance
- * table format (reference/cost_models.md §3-4), and score a table's
- * interpolation. Dispatches the subcommands; owns the output (the table,
- * merged into an existing one, and its SVG plot) and small shared helpers. */
-#include "perftable_internal.h"
+/* tessera perf-table: the flags of its subcommands (collectives, gemm,
+ * check); the collector that measures, writes and scores the tables is
+ * bench/ (ts_bench.h). */
+#include "ts_bench.h"
 #include "ts_launcher.h"
 
-#include <ctype.h>
 #include <errno.h>
-#include <stdarg.h>
+#include <getopt.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <time.h>
+
+#define PT_CMD "tessera perf-table"
+
+/* getopt codes of the long-only flags both sweeps take (the others are
+ * their letters). */
+enum { PT_OPT_DEVICE_KEY = 0x100, PT_OPT_PROGRESS, PT_OPT_NO_MERGE };
 
 static void usage(FILE *f) {
   fprintf(f,
@@ -24,93 +26,6 @@ static void usage(FILE *f) {
           "table already there, with an SVG plot next to it; `check` prints the\n"
           "interpolator's leave-one-out accuracy on a table. Run\n"
           "'tessera perf-table SUBCOMMAND --help' for its flags.\n");
-}
-
-int pt_bad(const char *fmt, ...) {
-  /* One write, so that the lines of several mpirun ranks do not interleave. */
-  char msg[1024];
-  int n = snprintf(msg, sizeof msg, PT_CMD ": error: ");
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(msg + n, sizeof msg - (size_t)n - 1, fmt, ap);
-  va_end(ap);
-  strcat(msg, "\n");
-  fputs(msg, stderr);
-  return 2;
-}
-
-int ts_cmd_perf_table(int argc, char **argv) {
-  if (argc < 2) {
-    pt_bad("no subcommand given (collectives, gemm, check)");
-    usage(stderr);
-    return 2;
-  }
-  const char *sub = argv[1];
-  if (strcmp(sub, "-h") == 0 || strcmp(sub, "--help") == 0) {
-    usage(stdout);
-    return 0;
-  }
-  if (strcmp(sub, "collectives") == 0) return pt_cmd_collectives(argc - 1, argv + 1);
-  if (strcmp(sub, "gemm") == 0) return pt_cmd_gemm(argc - 1, argv + 1);
-  if (strcmp(sub, "check") == 0) return pt_cmd_check(argc - 1, argv + 1);
-  return pt_bad("unknown subcommand '%s' (collectives, gemm, check)", sub);
-}
-
-/* ---- helpers ------------------------------------------------------------ */
-
-int pt_xla_type(ts_elem_t e) {
-  char up[32];
-  const char *name = ts_elem_name(e);
-  size_t n = strlen(name);
-  if (n >= sizeof up) return 0;
-  for (size_t i = 0; i <= n; i++) up[i] = (char)toupper((unsigned char)name[i]);
-  /* The enum is small and dense: look the name up by value. */
-  for (int t = 1; t < 64; t++)
-    if (strcmp(ts_primitive_type_name(t), up) == 0) return t;
-  return 0;
-}
-
-static int cmp_double(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return x < y ? -1 : x > y;
-}
-
-double pt_median(double *v, int n) {
-  qsort(v, (size_t)n, sizeof *v, cmp_double);
-  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
-
-static uint64_t fnv1a(const char *s, uint64_t h) {
-  for (; *s; s++) h = (h ^ (unsigned char)*s) * 0x100000001b3ull;
-  return h;
-}
-
-void pt_fingerprint(const char *desc, char out[33]) {
-  uint64_t a = fnv1a(desc, 0xcbf29ce484222325ull), b = fnv1a(desc, a ^ 0x9e3779b97f4a7c15ull);
-  snprintf(out, 33, "%016llx%016llx", (unsigned long long)a, (unsigned long long)b);
-}
-
-void pt_format_bytes(int64_t bytes, char *buf, size_t n) {
-  static const char suffix[] = "KMG";
-  int s = -1;
-  int64_t v = bytes;
-  while (s < 2 && v >= 1024 && v % 1024 == 0) v /= 1024, s++;
-  if (s < 0) snprintf(buf, n, "%lld", (long long)bytes);
-  else snprintf(buf, n, "%lld%c", (long long)v, suffix[s]);
-}
-
-void pt_format_duration(double s, char *buf, size_t n) {
-  if (s < 0) s = 0;
-  if (s < 1) snprintf(buf, n, "%.0fms", s * 1e3);
-  else if (s < 60) snprintf(buf, n, "%.0fs", s);
-  else if (s < 3600) snprintf(buf, n, "%dm%02ds", (int)(s / 60), (int)s % 60);
-  else snprintf(buf, n, "%dh%02dm", (int)(s / 3600), (int)(s / 60) % 60);
-}
-
-double pt_now(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
 static bool parse_size_item(const char *s, int64_t *out) {
@@ -127,7 +42,7 @@ static bool parse_size_item(const char *s, int64_t *out) {
   return true;
 }
 
-bool pt_parse_int_list(const char *s, bool sizes, int64_t *out, int max, int *n) {
+static bool pt_parse_int_list(const char *s, bool sizes, int64_t *out, int max, int *n) {
   *n = 0;
   const char *p = s;
   for (;;) {
@@ -153,28 +68,28 @@ bool pt_parse_int_list(const char *s, bool sizes, int64_t *out, int max, int *n)
   }
 }
 
-int pt_sweep_flag(int c, const char *arg, pt_sweep_flags_t *f) {
+static int pt_sweep_flag(int c, const char *arg, ts_bench_pt_sweep_t *f) {
   int64_t v;
   int n;
   switch (c) {
   case 'n':
     if (!pt_parse_int_list(arg, false, &v, 1, &n) || v > 100000)
-      return pt_bad("-n wants a positive integer, got '%s'", arg);
+      return ts_bench_pt_error("-n wants a positive integer, got '%s'", arg);
     f->iters = (int)v;
     return 1;
   case 'w':
     if (strcmp(arg, "0") == 0) f->warmup = 0;
     else if (!pt_parse_int_list(arg, false, &v, 1, &n) || v > 100000)
-      return pt_bad("-w wants an integer >= 0, got '%s'", arg);
+      return ts_bench_pt_error("-w wants an integer >= 0, got '%s'", arg);
     else f->warmup = (int)v;
     return 1;
   case PT_OPT_DEVICE_KEY:
-    if (!*arg || strlen(arg) >= sizeof f->device_key) return pt_bad("--device-key wants a non-empty key");
+    if (!*arg || strlen(arg) >= sizeof f->device_key) return ts_bench_pt_error("--device-key wants a non-empty key");
     snprintf(f->device_key, sizeof f->device_key, "%s", arg);
     return 1;
   case PT_OPT_PROGRESS:
-    if (!pt_progress_mode_from_name(arg, &f->progress))
-      return pt_bad("unknown progress mode '%s' (auto, bar, lines, none)", arg);
+    if (!ts_bench_progress_mode_from_name(arg, &f->progress))
+      return ts_bench_pt_error("unknown progress mode '%s' (auto, bar, lines, none)", arg);
     return 1;
   case PT_OPT_NO_MERGE: f->out.merge = false; return 1;
   case 'o': f->out.path = arg; return 1;
@@ -182,103 +97,446 @@ int pt_sweep_flag(int c, const char *arg, pt_sweep_flags_t *f) {
   }
 }
 
-/* ---- output --------------------------------------------------------------- */
+/* ---- collectives ------------------------------------------------------------ */
 
-static bool has_suffix(const char *s, const char *suf) {
-  size_t n = strlen(s), m = strlen(suf);
-  return n >= m && strcmp(s + n - m, suf) == 0;
+static bool is_grouped_scheme(ts_transfer_scheme_t s) { return s == TS_SCHEME_CONTIGUOUS || s == TS_SCHEME_STRIDED; }
+
+static void coll_usage(FILE *f) {
+  fprintf(f,
+          "usage: tessera perf-table collectives [-b MIN] [-e MAX] [-f FACTOR] [-n RUNS] [-w WARMUP] [--rounds N]\n"
+          "                                      [--collectives=LIST] [--group-sizes=LIST] [--schemes=LIST]\n"
+          "                                      [--types=LIST] [--backend=threads|mpi|ucx] [--devices N]\n"
+          "                                      [--device-key=KEY] [--progress=MODE] [--no-merge] [-o TABLE]\n"
+          "\n"
+          "Times each collective at each tensor size (the full buffer: the all-gather\n"
+          "output, the reduce-scatter input, the operand of the others), devices per\n"
+          "group and transfer scheme, and writes the throughput (bytes / median time)\n"
+          "as XLA's collective performance table (xla.gpu.DeviceHloInstructionProfiles).\n"
+          "Under mpirun the groups are subsets of the world; otherwise the ranks are\n"
+          "threads of this process.\n"
+          "\n"
+          "  -b, --minbytes SIZE      smallest tensor size (K/M/G suffixes; default 1K)\n"
+          "  -e, --maxbytes SIZE      largest (default 2G), capped so that two buffers per\n"
+          "                           rank fit in 80%% of free memory (a note says so)\n"
+          "  -f, --stepfactor F       multiply the size by F each step (default 2)\n"
+          "  -n, --runs N             timed runs per point; the median counts (default 20);\n"
+          "                           a run repeats a short collective back to back until it\n"
+          "                           lasts about 1 ms, and counts the time per operation\n"
+          "  -w, --warmup N           untimed runs first (default 5; the last one sizes the\n"
+          "                           repetitions)\n"
+          "  --rounds N               sweep everything N times and keep each point's median\n"
+          "                           over the rounds (default 1): steadier on a shared host\n"
+          "  --collectives=LIST       all-reduce, all-gather, reduce-scatter, all-to-all,\n"
+          "                           collective-permute (default: all)\n"
+          "  --group-sizes=LIST       devices per group (default 2,4,8; under mpirun those\n"
+          "                           that divide the world)\n"
+          "  --schemes=LIST           non-rail-aligned (contiguous groups), rail-aligned\n"
+          "                           (strided groups), and the permute patterns one-way,\n"
+          "                           two-way-all-mutual, two-way-has-non-mutual (default:\n"
+          "                           all; a list without groups' or without permute's\n"
+          "                           schemes keeps all of those)\n"
+          "  --types=LIST             element types, HLO spelling (default f32)\n"
+          "  --backend=NAME           threads, or mpi / ucx under mpirun (default: mpi under\n"
+          "                           mpirun, else threads)\n"
+          "  --devices N              ranks of an in-process run (default: the least common\n"
+          "                           multiple of the group sizes)\n"
+          "  --device-key=KEY         the table's device key (default host:<cpu model>)\n"
+          "  --progress=MODE          auto (a bar on a terminal, else lines), bar, lines, none\n"
+          "  --no-merge               replace TABLE instead of merging into it\n"
+          "  -o, --output TABLE       .txtpb/.pbtxt (text) or .pb (binary); the plot goes to\n"
+          "                           TABLE's name with .svg (default: text on stdout)\n"
+          "  -h, --help               this help\n"
+          "\n"
+          "TESSERA_PERF_TABLE_FREE_BYTES overrides the free memory the cap assumes.\n");
 }
 
-static const char *const table_suffixes[] = {".txtpb", ".pbtxt", ".textproto", ".binpb", ".pb"};
 
-char *pt_svg_path(const char *table_path) {
-  size_t n = strlen(table_path);
-  for (size_t i = 0; i < sizeof table_suffixes / sizeof table_suffixes[0]; i++)
-    if (has_suffix(table_path, table_suffixes[i])) {
-      n -= strlen(table_suffixes[i]);
-      break;
-    }
-  char *p = ts_malloc(n + 5);
-  if (!p) return NULL;
-  memcpy(p, table_path, n);
-  memcpy(p + n, ".svg", 5);
-  return p;
-}
-
-static const char *kind_noun(ts_perf_table_kind_t k) { return k == TS_PERF_TABLE_GEMM ? "GEMM" : "collective"; }
-
-int pt_output_open(pt_output_t *o, ts_perf_table_kind_t kind) {
-  o->base = NULL;
-  if (!o->path) return 0;
-  bool known = false;
-  for (size_t i = 0; i < sizeof table_suffixes / sizeof table_suffixes[0]; i++) known |= has_suffix(o->path, table_suffixes[i]);
-  if (!known)
-    return pt_bad("cannot tell the table format from '%s' (use .txtpb or .pbtxt for text, .pb for binary)", o->path);
-  struct stat st;
-  if (!o->merge || stat(o->path, &st) != 0) return 0; /* nothing there yet: a new table */
-  ts_diag_t diag = {0};
-  ts_perf_table_t *t = NULL;
-  if (ts_perf_table_load(o->path, &t, &diag) < 0) {
-    fprintf(stderr, "%s", diag.text ? diag.text : "error: cannot read the table\n");
-    fprintf(stderr, PT_CMD ": error: cannot merge into '%s' (use --no-merge to replace it)\n", o->path);
-    ts_diag_free(&diag);
-    return 2;
+static int parse_kinds(ts_bench_pt_coll_opts_t *o, const char *list) {
+  char *copy = ts_strdup(list), *save = NULL;
+  if (!copy) return 4;
+  int rc = 0, n = 0;
+  for (char *t = strtok_r(copy, ",", &save); t && rc == 0; t = strtok_r(NULL, ",", &save), n++) {
+    ts_coll_kind_t k;
+    /* exact names only (the cost model also takes the "-start" forms) */
+    if (!ts_cost_coll_from_name(t, &k) || strcmp(t, ts_coll_kind_name(k)) != 0)
+      rc = ts_bench_pt_error("unknown collective '%s' (all-reduce, all-gather, reduce-scatter, all-to-all, collective-permute)",
+                  t);
+    else
+      o->kinds[k] = true;
   }
-  ts_diag_free(&diag);
-  if (ts_perf_table_kind(t) != kind) {
-    ts_perf_table_kind_t held = ts_perf_table_kind(t);
-    ts_perf_table_destroy(t);
-    return pt_bad("'%s' holds a %s table: cannot merge %s measurements into it", o->path, kind_noun(held),
-                  kind_noun(kind));
-  }
-  o->base = t;
-  return 0;
-}
-
-int pt_output_write(pt_output_t *o, const ts_perf_table_t *fresh, const char *device_key) {
-  ts_diag_t diag = {0};
-  int rc = 0;
-  const ts_perf_table_t *t = fresh;
-  if (o->base) {
-    if (ts_perf_table_merge(o->base, fresh, &diag) < 0) {
-      fprintf(stderr, "%s", diag.text ? diag.text : "error: cannot merge the tables\n");
-      ts_diag_free(&diag);
-      return 4;
-    }
-    t = o->base;
-  }
-  if (!o->path) {
-    ts_buf_t b = {0};
-    ts_status_t st = ts_perf_table_to_text(t, &b);
-    if (st >= 0) st = ts_cli_write_output(NULL, b.data, b.len, &diag);
-    ts_buf_free(&b);
-    if (st < 0) rc = ts_status_exit_code(st);
-  } else {
-    ts_status_t st = ts_perf_table_write(t, o->path, &diag);
-    if (st < 0) {
-      rc = ts_status_exit_code(st);
-    } else {
-      char *svg = pt_svg_path(o->path);
-      ts_buf_t b = {0};
-      st = svg ? (ts_perf_table_kind(t) == TS_PERF_TABLE_GEMM ? pt_svg_gemm : pt_svg_collectives)(t, device_key, &b,
-                                                                                                   &diag)
-               : TS_ERR_NOMEM;
-      if (st >= 0) st = b.oom ? TS_ERR_NOMEM : ts_write_file_atomic(svg, b.data, b.len, &diag);
-      if (st < 0) rc = ts_status_exit_code(st);
-      else printf("# wrote %s and its plot %s\n", o->path, svg);
-      ts_buf_free(&b);
-      ts_free(svg);
-    }
-  }
-  if (rc) {
-    fprintf(stderr, "%s", diag.text ? diag.text : "");
-    if (!diag.text) fprintf(stderr, PT_CMD ": error: cannot write the table\n");
-  }
-  ts_diag_free(&diag);
+  ts_free(copy);
+  if (rc == 0 && n == 0) rc = ts_bench_pt_error("--collectives wants a list of collectives");
   return rc;
 }
 
-void pt_output_close(pt_output_t *o) {
-  ts_perf_table_destroy(o->base);
-  o->base = NULL;
+static int parse_schemes(ts_bench_pt_coll_opts_t *o, const char *list) {
+  char *copy = ts_strdup(list), *save = NULL;
+  if (!copy) return 4;
+  int rc = 0;
+  bool any_grouped = false, any_pattern = false;
+  for (char *t = strtok_r(copy, ",", &save); t && rc == 0; t = strtok_r(NULL, ",", &save)) {
+    ts_transfer_scheme_t s;
+    if (strcmp(t, "contiguous") == 0) s = TS_SCHEME_CONTIGUOUS;
+    else if (strcmp(t, "strided") == 0) s = TS_SCHEME_STRIDED;
+    else if (!ts_transfer_scheme_from_name(t, &s)) {
+      rc = ts_bench_pt_error("unknown scheme '%s' (non-rail-aligned or contiguous, rail-aligned or strided, one-way, "
+                  "two-way-all-mutual, two-way-has-non-mutual)",
+                  t);
+      break;
+    }
+    o->schemes[s] = true;
+    if (is_grouped_scheme(s)) any_grouped = true;
+    else any_pattern = true;
+  }
+  ts_free(copy);
+  if (rc) return rc;
+  if (!any_grouped && !any_pattern) return ts_bench_pt_error("--schemes wants a list of schemes");
+  for (int s = 0; s < TS_SCHEME_COUNT; s++)
+    if (is_grouped_scheme((ts_transfer_scheme_t)s) ? !any_grouped : !any_pattern) o->schemes[s] = true;
+  return 0;
 }
+
+static int coll_parse_types(ts_bench_pt_coll_opts_t *o, const char *list) {
+  char *copy = ts_strdup(list), *save = NULL;
+  if (!copy) return 4;
+  int rc = 0;
+  o->ntypes = 0;
+  for (char *t = strtok_r(copy, ",", &save); t && rc == 0; t = strtok_r(NULL, ",", &save)) {
+    ts_elem_t e;
+    if (!ts_elem_from_name(t, strlen(t), &e) || !ts_bench_coll_type_ok(e) || ts_bench_xla_type(e) == 0)
+      rc = ts_bench_pt_error("unknown or unsupported type '%s' (f32, f64, bf16, f16, f8e4m3fn, f8e5m2, s8..s64, u8..u64)", t);
+    else if (o->ntypes == TS_BENCH_PT_MAX_TYPES) rc = ts_bench_pt_error("--types lists more than %d types", TS_BENCH_PT_MAX_TYPES);
+    else o->types[o->ntypes++] = e;
+  }
+  if (rc == 0 && o->ntypes == 0) rc = ts_bench_pt_error("--types wants a list of element types");
+  ts_free(copy);
+  return rc;
+}
+
+static int64_t gcd(int64_t a, int64_t b) { return b ? gcd(b, a % b) : a; }
+
+static int cmd_collectives(int argc, char **argv) {
+  static const struct option opts[] = {
+      {"minbytes", required_argument, NULL, 'b'},   {"maxbytes", required_argument, NULL, 'e'},
+      {"stepfactor", required_argument, NULL, 'f'}, {"runs", required_argument, NULL, 'n'},
+      {"warmup", required_argument, NULL, 'w'},     {"collectives", required_argument, NULL, 'C'},
+      {"group-sizes", required_argument, NULL, 'G'}, {"schemes", required_argument, NULL, 'S'},
+      {"types", required_argument, NULL, 'T'},      {"backend", required_argument, NULL, 'B'},
+      {"devices", required_argument, NULL, 'D'},    {"device-key", required_argument, NULL, PT_OPT_DEVICE_KEY},
+      {"progress", required_argument, NULL, PT_OPT_PROGRESS},   {"no-merge", no_argument, NULL, PT_OPT_NO_MERGE},
+      {"output", required_argument, NULL, 'o'},     {"rounds", required_argument, NULL, 'R'},
+      {"help", no_argument, NULL, 'h'},             {NULL, 0, NULL, 0},
+  };
+  ts_bench_pt_coll_opts_t o = {.minb = 1024, .maxb = (int64_t)2 << 30, .factor = 2, .rounds = 1, .types = {TS_F32}, .ntypes = 1,
+              .sw = {.iters = 20, .warmup = 5, .out = {.merge = true}}};
+  bool kinds_given = false, schemes_given = false, backend_given = false, devices_given = false;
+  bool group_sizes_given = false;
+  ts_costmodel_host_device_key(o.sw.device_key, sizeof o.sw.device_key);
+  int c, rc;
+  opterr = 0;
+  while ((c = getopt_long(argc, argv, ":b:e:f:n:w:o:h", opts, NULL)) != -1) {
+    int64_t v;
+    int n;
+    int shared = pt_sweep_flag(c, optarg, &o.sw);
+    if (shared == 1) continue;
+    if (shared) return shared;
+    switch (c) {
+    case 'b':
+      if (!ts_bench_parse_size(optarg, &o.minb)) return ts_bench_pt_error("-b wants a positive size such as 4K, got '%s'", optarg);
+      break;
+    case 'e':
+      if (!ts_bench_parse_size(optarg, &o.maxb)) return ts_bench_pt_error("-e wants a positive size up to 8G, got '%s'", optarg);
+      break;
+    case 'f':
+      if (!pt_parse_int_list(optarg, false, &v, 1, &n) || v < 2 || v > 1024)
+        return ts_bench_pt_error("-f wants an integer factor from 2 to 1024, got '%s'", optarg);
+      o.factor = v;
+      break;
+    case 'R':
+      if (!pt_parse_int_list(optarg, false, &v, 1, &n) || v > 100)
+        return ts_bench_pt_error("--rounds wants an integer from 1 to 100, got '%s'", optarg);
+      o.rounds = (int)v;
+      break;
+    case 'C':
+      if ((rc = parse_kinds(&o, optarg))) return rc;
+      kinds_given = true;
+      break;
+    case 'G':
+      if (!pt_parse_int_list(optarg, false, o.group_sizes, TS_BENCH_PT_MAX_GROUP_SIZES, &o.ngroup_sizes))
+        return ts_bench_pt_error("--group-sizes wants a list of positive integers such as 2,4,8, got '%s'", optarg);
+      for (int i = 0; i < o.ngroup_sizes; i++)
+        if (o.group_sizes[i] < 2 || o.group_sizes[i] > TS_BENCH_PT_MAX_RANKS)
+          return ts_bench_pt_error("a group size must be from 2 to %d, got %lld", TS_BENCH_PT_MAX_RANKS, (long long)o.group_sizes[i]);
+      group_sizes_given = true;
+      break;
+    case 'S':
+      if ((rc = parse_schemes(&o, optarg))) return rc;
+      schemes_given = true;
+      break;
+    case 'T':
+      if ((rc = coll_parse_types(&o, optarg))) return rc;
+      break;
+    case 'B':
+      if (!ts_coll_backend_from_name(optarg, &o.backend) || o.backend == TS_COLL_BACKEND_NCCL)
+        return ts_bench_pt_error("unknown backend '%s' (backends: threads, mpi, ucx)", optarg);
+      backend_given = true;
+      break;
+    case 'D':
+      if (!pt_parse_int_list(optarg, false, &v, 1, &n) || v < 2 || v > TS_BENCH_PT_MAX_RANKS)
+        return ts_bench_pt_error("--devices wants an integer from 2 to %d, got '%s'", TS_BENCH_PT_MAX_RANKS, optarg);
+      o.devices = (int)v;
+      devices_given = true;
+      break;
+    case 'h': coll_usage(stdout); return 0;
+    case ':': return ts_bench_pt_error("option '%s' needs a value", argv[optind - 1]);
+    default: return ts_bench_pt_error("unknown option '%s'", argv[optind - 1]);
+    }
+  }
+  if (optind < argc) return ts_bench_pt_error("unexpected argument '%s'", argv[optind]);
+  if (o.minb > o.maxb) return ts_bench_pt_error("-b is larger than -e: no size to sweep");
+  if (!kinds_given)
+    for (int k = 0; k < TS_COST_COLL_COUNT; k++) o.kinds[k] = true;
+  if (!schemes_given)
+    for (int s = 0; s < TS_SCHEME_COUNT; s++) o.schemes[s] = true;
+
+  bool under_mpirun = ts_bench_under_mpirun();
+  if (!backend_given) o.backend = under_mpirun && !devices_given ? TS_COLL_BACKEND_MPI : TS_COLL_BACKEND_THREADS;
+  bool threads = o.backend == TS_COLL_BACKEND_THREADS;
+  if (!threads && devices_given) return ts_bench_pt_error("--devices is for in-process runs (--backend=threads)");
+  const char *mpi_size = getenv("OMPI_COMM_WORLD_SIZE");
+  if (threads && mpi_size && atoi(mpi_size) > 1)
+    return ts_bench_pt_error("in-process ranks under mpirun: every process would sweep and write the table (drop "
+                  "--backend=threads/--devices, or run without mpirun)");
+  if (!group_sizes_given) {
+    static const int64_t def[] = {2, 4, 8};
+    int world = 0;
+    if (!threads) {
+      const char *s = getenv("OMPI_COMM_WORLD_SIZE");
+      if (!s) s = getenv("PMI_SIZE");
+      world = s ? atoi(s) : 0;
+    } else if (devices_given) {
+      world = o.devices;
+    }
+    /* Default sizes that do not fit the world are left out, with a note. */
+    for (int i = 0; i < 3; i++)
+      if (world <= 0 || world % def[i] == 0) o.group_sizes[o.ngroup_sizes++] = def[i];
+    if (o.ngroup_sizes < 3 && world > 0) {
+      if (o.ngroup_sizes == 0) return ts_bench_pt_error("none of the default group sizes 2,4,8 divides the world of %d ranks: "
+                                             "give --group-sizes", world);
+      bool first = !under_mpirun || getenv("OMPI_COMM_WORLD_RANK") == NULL || atoi(getenv("OMPI_COMM_WORLD_RANK")) == 0;
+      if (first) {
+        fprintf(stderr, PT_CMD ": note: group sizes");
+        for (int i = 0; i < o.ngroup_sizes; i++) fprintf(stderr, "%s%lld", i ? "," : " ", (long long)o.group_sizes[i]);
+        fprintf(stderr, " (of the default 2,4,8: those that divide the world of %d ranks)\n", world);
+      }
+    }
+  }
+  if (threads) {
+    int64_t lcm = 1;
+    for (int i = 0; i < o.ngroup_sizes; i++) {
+      lcm = lcm / gcd(lcm, o.group_sizes[i]) * o.group_sizes[i];
+      if (lcm > TS_BENCH_PT_MAX_RANKS) return ts_bench_pt_error("the group sizes need more than %d in-process ranks", TS_BENCH_PT_MAX_RANKS);
+    }
+    if (!devices_given) o.devices = (int)lcm;
+    for (int i = 0; i < o.ngroup_sizes; i++)
+      if (o.devices % o.group_sizes[i])
+        return ts_bench_pt_error("group size %lld does not divide --devices %d", (long long)o.group_sizes[i], o.devices);
+  }
+  int sub_argc = argc;
+  return ts_bench_pt_collectives(&o, &sub_argc, &argv);
+}
+
+/* ---- gemm --------------------------------------------------------------------- */
+
+static void gemm_usage(FILE *f) {
+  fprintf(f,
+          "usage: tessera perf-table gemm [--batch=LIST] [-b MIN] [-e MAX] [--m=LIST] [--n=LIST] [--k=LIST]\n"
+          "                               [--types=LIST] [-n RUNS] [-w WARMUP] [--device-key=KEY]\n"
+          "                               [--progress=MODE] [--no-merge] [-o TABLE]\n"
+          "\n"
+          "Times the runtime's dot kernel on [b,m,k] x [b,k,n] for every b, m, n, k and\n"
+          "dtype, and writes FLOP/s (2bmnk / median time) as XLA's GEMM table\n"
+          "(xla.GemmPerfTable).\n"
+          "\n"
+          "  --batch=LIST          batch sizes b (default 1,2,4)\n"
+          "  -b, --min SIZE        smallest m, n, k (default 256; K suffix allowed)\n"
+          "  -e, --max SIZE        largest m, n, k, doubling from -b (default 4096)\n"
+          "  --m=LIST, --n=LIST, --k=LIST   one dimension's values, instead of -b..-e\n"
+          "  --types=LIST          dtype keys as XLA writes them (bf16xbf16->bf16), or one\n"
+          "                        element type for all three (f32) (default\n"
+          "                        f32xf32->f32,bf16xbf16->bf16)\n"
+          "  -n, --runs N          timed runs per point; the median counts (default 5)\n"
+          "  -w, --warmup N        untimed runs first (default 1)\n"
+          "  --device-key=KEY      the table's device key (default host:<cpu model>)\n"
+          "  --progress=MODE       auto (a bar on a terminal, else lines), bar, lines, none\n"
+          "  --no-merge            replace TABLE instead of merging into it\n"
+          "  -o, --output TABLE    .txtpb/.pbtxt (text) or .pb (binary); the plot goes to\n"
+          "                        TABLE's name with .svg (default: text on stdout)\n"
+          "  -h, --help            this help\n");
+}
+
+static int gemm_parse_types(ts_bench_pt_gemm_opts_t *o, const char *list) {
+  char *copy = ts_strdup(list), *save = NULL;
+  if (!copy) return 4;
+  int rc = 0;
+  o->ntypes = 0;
+  for (char *s = strtok_r(copy, ",", &save); s && rc == 0; s = strtok_r(NULL, ",", &save)) {
+    ts_bench_pt_dtype_t t;
+    if (o->ntypes == TS_BENCH_PT_MAX_TYPES) rc = ts_bench_pt_error("--types lists more than %d dtypes", TS_BENCH_PT_MAX_TYPES);
+    else if (!ts_bench_pt_dtype_parse(s, &t) || !ts_bench_pt_dtype_runs(&t))
+      rc = ts_bench_pt_error("unknown or unsupported dtype '%s' (an element type such as f32, or LHSxRHS->OUT such as "
+                  "bf16xbf16->f32)",
+                  s);
+    else o->types[o->ntypes++] = t;
+  }
+  ts_free(copy);
+  if (rc == 0 && o->ntypes == 0) rc = ts_bench_pt_error("--types wants a list of dtypes");
+  return rc;
+}
+
+static bool in_range(const int64_t *v, int n, int64_t max) {
+  for (int i = 0; i < n; i++)
+    if (v[i] > max) return false;
+  return true;
+}
+
+static int cmd_gemm(int argc, char **argv) {
+  static const struct option opts[] = {
+      {"batch", required_argument, NULL, 'B'},  {"min", required_argument, NULL, 'b'},
+      {"max", required_argument, NULL, 'e'},    {"m", required_argument, NULL, 'M'},
+      {"n", required_argument, NULL, 'N'},      {"k", required_argument, NULL, 'K'},
+      {"types", required_argument, NULL, 'T'},  {"runs", required_argument, NULL, 'n'},
+      {"warmup", required_argument, NULL, 'w'}, {"device-key", required_argument, NULL, PT_OPT_DEVICE_KEY},
+      {"progress", required_argument, NULL, PT_OPT_PROGRESS}, {"no-merge", no_argument, NULL, PT_OPT_NO_MERGE},
+      {"output", required_argument, NULL, 'o'}, {"help", no_argument, NULL, 'h'},
+      {NULL, 0, NULL, 0},
+  };
+  ts_bench_pt_gemm_opts_t o = {.batch = {1, 2, 4}, .nbatch = 3, .sw = {.iters = 5, .warmup = 1, .out = {.merge = true}}};
+  int64_t lo = 256, hi = 4096;
+  bool dim_given[3] = {false, false, false};
+  bool types_given = false;
+  ts_costmodel_host_device_key(o.sw.device_key, sizeof o.sw.device_key);
+  int c, rc, nv;
+  int64_t v;
+  opterr = 0;
+  while ((c = getopt_long(argc, argv, ":b:e:n:w:o:h", opts, NULL)) != -1) {
+    int shared = pt_sweep_flag(c, optarg, &o.sw);
+    if (shared == 1) continue;
+    if (shared) return shared;
+    switch (c) {
+    case 'B':
+      if (!pt_parse_int_list(optarg, false, o.batch, TS_BENCH_PT_MAX_DIMS, &o.nbatch) || !in_range(o.batch, o.nbatch, 1024))
+        return ts_bench_pt_error("--batch wants a list of integers from 1 to 1024, got '%s'", optarg);
+      break;
+    case 'b':
+    case 'e':
+      if (!pt_parse_int_list(optarg, true, &v, 1, &nv) || v > 65536)
+        return ts_bench_pt_error("%s wants a dimension from 1 to 64K, got '%s'", c == 'b' ? "-b" : "-e", optarg);
+      *(c == 'b' ? &lo : &hi) = v;
+      break;
+    case 'M':
+    case 'N':
+    case 'K': {
+      int d = c == 'M' ? 0 : c == 'N' ? 1 : 2;
+      if (!pt_parse_int_list(optarg, true, o.dims[d], TS_BENCH_PT_MAX_DIMS, &o.ndims[d]) || !in_range(o.dims[d], o.ndims[d], 65536))
+        return ts_bench_pt_error("--%c wants a list of dimensions from 1 to 64K, got '%s'", "mnk"[d], optarg);
+      dim_given[d] = true;
+      break;
+    }
+    case 'T':
+      if ((rc = gemm_parse_types(&o, optarg))) return rc;
+      types_given = true;
+      break;
+    case 'h': gemm_usage(stdout); return 0;
+    case ':': return ts_bench_pt_error("option '%s' needs a value", argv[optind - 1]);
+    default: return ts_bench_pt_error("unknown option '%s'", argv[optind - 1]);
+    }
+  }
+  if (optind < argc) return ts_bench_pt_error("unexpected argument '%s'", argv[optind]);
+  if (lo > hi) return ts_bench_pt_error("-b is larger than -e: no size to sweep");
+  for (int d = 0; d < 3; d++) {
+    if (dim_given[d]) continue;
+    o.ndims[d] = 0;
+    for (int64_t s = lo; s <= hi && o.ndims[d] < TS_BENCH_PT_MAX_DIMS; s *= 2) o.dims[d][o.ndims[d]++] = s;
+  }
+  if (!types_given) {
+    ts_bench_pt_dtype_parse("f32", &o.types[0]);
+    ts_bench_pt_dtype_parse("bf16", &o.types[1]);
+    o.ntypes = 2;
+  }
+  return ts_bench_pt_gemm(&o);
+}
+
+/* ---- check -------------------------------------------------------------------- */
+
+static void check_usage(FILE *f) {
+  fprintf(f,
+          "usage: tessera perf-table check [--mode=weighted|nearest|both] [--device=KEY] [--max-mape=P] [-v]\n"
+          "                                TABLE...\n"
+          "\n"
+          "For each table (collectives or GEMMs, text or binary) and device in it, predicts\n"
+          "every point from the others with the cost model's interpolator and prints the\n"
+          "mean and largest absolute percentage error of the predicted time, per key and\n"
+          "overall.\n"
+          "\n"
+          "  --mode=MODE     weighted (collectives: time interpolated in size, then in\n"
+          "                  log2 devices; GEMMs: inverse-distance average of FLOP/s),\n"
+          "                  nearest (XLA's code's per-dimension snap), both (default)\n"
+          "  --device=KEY    only this device key\n"
+          "  --max-mape=P    exit 1 when a device's overall MAPE exceeds P percent\n"
+          "  -v, --verbose   every point: measured and predicted time\n"
+          "  -h, --help      this help\n");
+}
+
+static int cmd_check(int argc, char **argv) {
+  static const struct option opts[] = {
+      {"mode", required_argument, NULL, 'm'},     {"device", required_argument, NULL, 'd'},
+      {"max-mape", required_argument, NULL, 'x'}, {"verbose", no_argument, NULL, 'v'},
+      {"help", no_argument, NULL, 'h'},           {NULL, 0, NULL, 0},
+  };
+  ts_bench_pt_check_opts_t o = {.modes = {TS_INTERP_WEIGHTED, TS_INTERP_NEAREST}, .nmodes = 2, .max_mape = -1};
+  int c;
+  opterr = 0;
+  while ((c = getopt_long(argc, argv, ":vh", opts, NULL)) != -1) {
+    switch (c) {
+    case 'm':
+      if (strcmp(optarg, "weighted") == 0) o.nmodes = 1;
+      else if (strcmp(optarg, "nearest") == 0) o.modes[0] = TS_INTERP_NEAREST, o.nmodes = 1;
+      else if (strcmp(optarg, "both") != 0) return ts_bench_pt_error("unknown mode '%s' (weighted, nearest, both)", optarg);
+      break;
+    case 'd': o.device = optarg; break;
+    case 'x': {
+      char *end;
+      o.max_mape = strtod(optarg, &end);
+      if (end == optarg || *end || !(o.max_mape >= 0)) return ts_bench_pt_error("--max-mape wants a percentage >= 0, got '%s'", optarg);
+      break;
+    }
+    case 'v': o.verbose = true; break;
+    case 'h': check_usage(stdout); return 0;
+    case ':': return ts_bench_pt_error("option '%s' needs a value", argv[optind - 1]);
+    default: return ts_bench_pt_error("unknown option '%s'", argv[optind - 1]);
+    }
+  }
+  if (optind >= argc) return ts_bench_pt_error("no table given");
+  return ts_bench_pt_check((const char *const *)argv + optind, argc - optind, &o);
+}
+
+/* ---- the command -------------------------------------------------------------- */
+
+int ts_cmd_perf_table(int argc, char **argv) {
+  if (argc < 2) {
+    ts_bench_pt_error("no subcommand given (collectives, gemm, check)");
+    usage(stderr);
+    return 2;
+  }
+  const char *sub = argv[1];
+  if (strcmp(sub, "-h") == 0 || strcmp(sub, "--help") == 0) {
+    usage(stdout);
+    return 0;
+  }
+  if (strcmp(sub, "collectives") == 0) return cmd_collectives(argc - 1, argv + 1);
+  if (strcmp(sub, "gemm") == 0) return cmd_gemm(argc - 1, argv + 1);
+  if (strcmp(sub, "check") == 0) return cmd_check(argc - 1, argv + 1);
+  return ts_bench_pt_error("unknown subcommand '%s' (collectives, gemm, check)", sub);
+}
+

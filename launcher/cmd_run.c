@@ -5,6 +5,8 @@
  * outputs with the reference interpreter. --devices 1 on a module written
  * for several devices (or --reference) runs the reference interpreter. */
 #include "run_internal.h"
+#include "ts_env.h"
+#include "ts_checkpoint.h"
 #include "ts_hang.h"
 #include "ts_hlo.h"
 #include "ts_interp.h"
@@ -12,6 +14,7 @@
 #include "ts_kernels.h"
 #include "ts_launcher.h"
 #include "ts_partitioner.h"
+#include "ts_pipeline.h"
 #include "ts_runtime.h"
 #include "ts_scheduler.h"
 #include "ts_sharding.h"
@@ -70,6 +73,9 @@ static void usage(FILE *f) {
           "  --tolerance R         relative tolerance of --check (default 1e-4)\n"
           "  --compile-only        partition and assign buffers, print per-device memory\n"
           "                        and the collectives, do not run\n"
+          "  --no-partition        the module is already the per-device program: run it\n"
+          "                        as written on every device (the default for a dump\n"
+          "                        made after XLA's SPMD partitioner, entry *_spmd)\n"
           "  --trace FILE.json     a Chrome/Perfetto trace, one track per rank, merged on rank 0\n"
           "  --no-schedule         run the partitioned program in program order with\n"
           "                        synchronous collectives (by default the latency-hiding\n"
@@ -77,12 +83,15 @@ static void usage(FILE *f) {
           "                        them with compute)\n"
           "  --cost-model SPEC     the scheduler's cost model (as tessera opt takes it)\n"
           "  --cost-model-preset P h100, b200 or host (default host)\n"
+          "  --memory-limit BYTES  the scheduler's bytes live at once per device (K, M, G,\n"
+          "                        T suffixes; default: program order's peak)\n"
           "  --overlap-limit L     async collectives of one kind in flight at once: N, or\n"
           "                        KIND=N,... (default 1)\n"
           "  --slices S            the mesh as S slices (multislice; default: one per\n"
           "                        host); collectives that span slices run hierarchically\n"
           "  --backend B           the collectives' data path under mpirun: mpi (default) or ucx\n"
-          "  --timeout SEC         deadline of every collective (default 300)\n"
+          "  --timeout SEC         deadline of every collective (default\n"
+          "                        TESSERA_COLL_TIMEOUT, else 300)\n"
           "  --no-bind             do not bind ranks or device threads to cores\n"
           "  --num-partitions N    override the module's num_partitions\n"
           "  --replica-count N     override the module's replica_count\n"
@@ -102,6 +111,8 @@ static void usage(FILE *f) {
           "                        NaN or infinity out of finite operands\n"
           "  -h, --help            this help\n"
           "\n"
+          "checkpoints (need --loop):\n%s"
+          "\n"
           "partitioner flags (named after XLA's):\n%s"
           "\n"
           "A rank that fails aborts the job: the collectives of every rank stop and\n"
@@ -110,7 +121,7 @@ static void usage(FILE *f) {
           "module:rank=R, fingerprint:rank=R, input-stall:rank=R:step=K,\n"
           "slow:rank=R[:step=K][:seconds=S]). Exit codes: 0 ok, 1 --check mismatch, 2 bad\n"
           "input or usage, 3 cannot run here, 4 a runtime or peer failure.\n",
-          ts_partition_flags_help);
+          ts_ckpt_flags_help, ts_partition_flags_help);
 }
 
 typedef struct {
@@ -118,12 +129,13 @@ typedef struct {
   const char *address, *inputs, *outputs, *trace, *path;
   const char *hang_digest, *hang_coordinator, *cost_model, *cost_preset;
   uint64_t seed;
-  bool seeded, loop, check, compile_only, reference, trap, bind, hang, abort_on_hang, schedule;
+  bool seeded, loop, check, compile_only, reference, trap, bind, hang, abort_on_hang, schedule, no_partition;
   bool compiled; /* --kernels=compiled (default) or interp */
   double tolerance, timeout, hang_timeout;
   ts_coll_backend_t backend;
   ts_partition_opts_t popts;
   ts_sched_opts_t sched; /* overlap limits; the cost model is set at scheduling */
+  ts_ckpt_flags_t ckpt;  /* --checkpoint-dir, --checkpoint-every, --keep, --resume */
 } run_flags_t;
 
 static double now_ms(void) {
@@ -240,6 +252,7 @@ static void summarize(ts_value_t *result) {
 typedef struct {
   const run_flags_t *f;
   run_env_t env;
+  ts_pipeline_t pipe;  /* owns the modules, the schedule and the program below */
   ts_hlo_module_t *m;  /* as written (the partitioner adds propagated shardings) */
   ts_hlo_module_t *pm; /* the per-device program: m itself when not partitioned */
   bool partitioned;
@@ -249,7 +262,7 @@ typedef struct {
   int *out_param;      /* per root leaf of m: the parameter it updates, -1 */
   int nleaves;
   ts_sharding_value_t **param_sv, *root_sv;
-  run_inputs_t inputs;
+  ts_interp_inputs_t inputs;
   ts_value_t **init;   /* step 1's full value of every parameter */
 
   ts_rt_program_t *prog;
@@ -257,7 +270,7 @@ typedef struct {
   uint64_t fingerprint; /* of the per-device program's text */
   ts_sched_result_t *sched; /* the scheduler's statistics, NULL when not scheduled */
   int *first_leaf;     /* per parameter: its first input leaf */
-  run_feeder_t *feeder;
+  ts_interp_feeder_t *feeder;
   int nlocal, first;   /* this process's devices: first .. first + nlocal */
   ts_coll_comm_t **comms;
   int slices;
@@ -282,6 +295,10 @@ typedef struct {
   double *step_ms, *loss;
   ts_rt_step_times_t steady; /* summed over steps 2..K */
   int64_t steady_steps;
+
+  /* Checkpoints (checkpoint/): NULL without --checkpoint-dir / --resume. */
+  ts_ckpt_t *ckpt;
+  int64_t start_step; /* 1, or the step after the resumed checkpoint */
 } job_t;
 
 /* Copies parameter p of `full` (its device's shard when partitioned) into the
@@ -418,6 +435,7 @@ static ts_status_t device_work(job_t *j, int local, ts_diag_t *diag) {
   int64_t dev = j->first + local;
   ts_coll_comm_t *world = j->comms[local];
   ts_rt_device_t *d = NULL;
+  ts_array_t **ckpt_state = NULL;
   ts_status_t st = TS_OK;
   if (j->env.mode == RUN_THREADS && f->bind) run_bind(local, j->nlocal, false);
   ts_hang_progress_t *prog = &j->progress[local];
@@ -443,28 +461,41 @@ static ts_status_t device_work(job_t *j, int local, ts_diag_t *diag) {
     wo.abort_exit_code = 4;
     TS_CHECK_GOTO(ts_hang_worker_start(&wo, &hw, diag), st, done);
   }
+  /* ---- checkpoint: this device's state buffers; the resumed state ---- */
+  if (j->ckpt) {
+    if (!(ckpt_state = ts_calloc((size_t)ts_ckpt_narrays(j->ckpt) + 1, sizeof *ckpt_state))) {
+      st = TS_ERR_NOMEM;
+      goto done;
+    }
+    for (int k = 0; k < ts_ckpt_narrays(j->ckpt); k++)
+      ckpt_state[k] = ts_rt_device_input(d, j->first_leaf[ts_ckpt_array_param(j->ckpt, k)]);
+    TS_CHECK_GOTO(ts_ckpt_restore(j->ckpt, local, world, ckpt_state, diag), st, done);
+  }
+  /* ---- */
   {
     ts_coll_req_t *req;
     TS_CHECK_GOTO(ts_coll_barrier_post(world, &req), st, done);
     TS_CHECK_GOTO(ts_coll_wait(req, -1), st, done);
   }
   uint64_t t0 = now_ns();
-  for (int64_t step = 1; step <= f->steps; step++) {
+  for (int64_t step = j->start_step; step <= f->steps; step++) {
     double s0 = now_ms();
     ts_value_t *const *data = NULL;
     TS_CHECK_GOTO(ts_hang_fault_before_input(&hook, step), st, done);
     if (step > 1 && j->feeder) {
       atomic_store_explicit(&prog->activity, TS_HANG_INPUT_WAIT, memory_order_relaxed);
-      TS_CHECK_GOTO(run_feeder_acquire(j->feeder, step, f->timeout, &data, diag), st, done);
+      TS_CHECK_GOTO(ts_interp_feeder_acquire(j->feeder, step, f->timeout, &data, diag), st, done);
     }
     for (int p = 0; p < j->np && st == TS_OK; p++) {
       if (step > 1 && f->loop && j->is_weight[p]) continue; /* updated in place by the last step */
       ts_value_t *full = step > 1 && data && data[p] ? data[p] : j->init[p];
       st = fill_param(j, d, dev, p, full, diag);
     }
-    if (data) run_feeder_release(j->feeder, step);
+    if (data) ts_interp_feeder_release(j->feeder, step);
     if (st != TS_OK) goto done;
     TS_CHECK_GOTO(ts_rt_device_run(d, step, diag), st, done);
+    /* checkpoint: snapshot / commit at the step boundary (inside the step's time) */
+    if (j->ckpt) TS_CHECK_GOTO(ts_ckpt_step_end(j->ckpt, local, world, step, ckpt_state, diag), st, done);
     if (dev == 0) {
       double ms = now_ms() - s0;
       int nout = ts_rt_program_noutputs(j->prog);
@@ -473,7 +504,7 @@ static ts_status_t device_work(job_t *j, int local, ts_diag_t *diag) {
       j->step_ms[step - 1] = ms;
       j->loss[step - 1] = loss;
       print_step(step, ms, loss);
-      if (step > 1 || f->steps == 1) {
+      if (step > j->start_step || f->steps == j->start_step) {
         ts_rt_step_times_t t;
         ts_rt_device_step_times(d, &t);
         j->steady.total_ns += t.total_ns;
@@ -513,6 +544,7 @@ done:
     ts_hang_worker_destroy(hw);
   }
   ts_hang_fault_hook_fini(&hook);
+  ts_free(ckpt_state);
   ts_rt_device_destroy(d);
   ts_interp_release_buffers();
   return st;
@@ -554,7 +586,7 @@ static ts_status_t reference_run(job_t *j, int ndev, bool print, ts_value_t **ou
       ts_value_unref(cur[p]);
       cur[p] = NULL;
       if (j->is_weight[p]) cur[p] = ts_value_ref(j->init[p]);
-      else TS_CHECK_GOTO(run_param_value(&j->inputs, p, step, &cur[p], diag), st, done);
+      else TS_CHECK_GOTO(ts_interp_param_value(&j->inputs, p, step, &cur[p], diag), st, done);
     }
     for (int d = 0; d < nd; d++)
       for (int p = 0; p < np; p++) args[d * np + p] = cur[p];
@@ -633,7 +665,7 @@ static ts_status_t finish_rank0(job_t *j, ts_diag_t *diag) {
   if (j->steady_steps > 0 && j->steady.total_ns > 0) {
     /* The median step (after the first, which pays for first touches):
      * a shared machine makes the mean follow its worst hiccup. */
-    int64_t first = f->steps > 1 ? 1 : 0, n = f->steps - first;
+    int64_t first = f->steps > j->start_step ? j->start_step : j->start_step - 1, n = f->steps - first;
     double *t = ts_calloc((size_t)n, sizeof *t);
     if (t) {
       memcpy(t, j->step_ms + first, (size_t)n * sizeof *t);
@@ -650,9 +682,12 @@ static ts_status_t finish_rank0(job_t *j, ts_diag_t *diag) {
   fflush(stdout);
   if (f->outputs) TS_CHECK_GOTO(ts_interp_write_outputs(f->outputs, got, diag), st, done);
   if (f->trace) {
-    TS_CHECK_GOTO(run_trace_write(f->trace, ts_rt_program_instr_names(j->prog), W,
-                                  (const ts_rt_event_t *const *)j->events, j->nevents, NULL, diag),
-                  st, done);
+    ts_buf_t trace = {0};
+    st = ts_rt_trace_json(ts_rt_program_instr_names(j->prog), W, (const ts_rt_event_t *const *)j->events, j->nevents,
+                          NULL, &trace);
+    if (st == TS_OK) st = ts_cli_write_output(f->trace, trace.data, trace.len, diag);
+    ts_buf_free(&trace);
+    if (st != TS_OK) goto done;
     printf("trace: %s (%d ranks)\n", f->trace, W);
   }
   if (f->check) {
@@ -669,13 +704,13 @@ static ts_status_t finish_rank0(job_t *j, ts_diag_t *diag) {
     TS_CHECK_GOTO(reference_run(j, nref, false, want, diag), st, done);
     int bad = 0;
     if (j->partitioned) {
-      bad = ts_cli_compare_outputs(j->m, want[0], got, j->root_sv, j->douts, W, f->tolerance, &st);
+      bad = ts_interp_compare_outputs(j->m, want[0], got, j->root_sv, j->douts, W, f->tolerance, &st);
     } else {
       ts_sharding_value_t *rep;
       TS_CHECK_GOTO(ts_sharding_simple(j->m->arena, TS_SHARD_REPLICATED, &rep), st, done);
       for (int d = 0; d < W && st == TS_OK; d++) {
         if (W > 1) printf("device %d:\n", d);
-        bad += ts_cli_compare_outputs(j->m, want[d], j->douts[d], rep, &j->douts[d], 1, f->tolerance, &st);
+        bad += ts_interp_compare_outputs(j->m, want[d], j->douts[d], rep, &j->douts[d], 1, f->tolerance, &st);
       }
     }
     if (st != TS_OK) goto done;
@@ -718,7 +753,7 @@ static ts_status_t hang_rendezvous(job_t *j, ts_diag_t *diag) {
   memset(&j->rv, 0, sizeof j->rv);
   if (j->first == 0 && f->hang) {
     if (f->hang_coordinator) {
-      const char *secret = getenv("TESSERA_HANG_SECRET");
+      const char *secret = ts_env_get(TS_ENV_HANG_SECRET);
       if (!secret || !*secret) {
         ts_diag_plain(diag, "--hang-coordinator needs the job's secret in TESSERA_HANG_SECRET");
         return TS_ERR_INVALID_USAGE;
@@ -736,6 +771,7 @@ static ts_status_t hang_rendezvous(job_t *j, ts_diag_t *diag) {
       co.hang_timeout_s = f->hang_timeout;
       co.digest_path = f->hang_digest;
       co.abort_on_hang = f->abort_on_hang;
+      co.checkpoint_dir = f->ckpt.dir ? f->ckpt.dir : f->ckpt.resume;
       co.quiet = true;
       ts_diag_t cd = {0};
       char addr[128];
@@ -777,12 +813,21 @@ static ts_status_t hang_rendezvous(job_t *j, ts_diag_t *diag) {
 }
 
 /* Reads the module, picks the partition count, partitions. */
-static ts_status_t prepare(job_t *j, char **text, ts_diag_t *diag) {
+static ts_status_t prepare(job_t *j, ts_diag_t *diag) {
   const run_flags_t *f = j->f;
   ts_hlo_verify_opts_t vopts = {.replica_count = f->replicas, .num_partitions = f->partitions};
-  if (f->reference && f->devices > 1 && !f->partitions && !f->replicas) vopts.num_partitions = f->devices;
-  TS_CHECK(ts_cli_read_module(f->path, &vopts, text, &j->m, diag));
+  /* --reference --devices N without counts: the devices the header's
+   * replicas leave are partitions (verified once the header is read) */
+  bool defer = f->reference && f->devices > 1 && !f->partitions && !f->replicas;
+  ts_pipeline_init(&j->pipe, &(ts_pipeline_opts_t){.purpose = TS_PIPELINE_RUN, .path = f->path, .verify = vopts});
+  TS_CHECK(ts_pipeline_run_to(&j->pipe, defer ? TS_STAGE_PARSED : TS_STAGE_VERIFIED, diag));
+  j->m = j->pipe.m;
   ts_hlo_module_t *m = j->m;
+  if (defer) {
+    int64_t rc = m->replica_count > 0 ? m->replica_count : 1;
+    j->pipe.o.verify.num_partitions = m->num_partitions > 1 ? m->num_partitions : f->devices / rc > 1 ? f->devices / rc : 1;
+    TS_CHECK(ts_pipeline_run_to(&j->pipe, TS_STAGE_VERIFIED, diag));
+  }
   bool any;
   int64_t named = sharding_devices(m, &any);
   j->R = f->replicas ? f->replicas : m->replica_count > 0 ? m->replica_count : 1;
@@ -801,7 +846,7 @@ static ts_status_t prepare(job_t *j, char **text, ts_diag_t *diag) {
   alias_map(m, j->out_param, j->nleaves);
   for (int k = 0; k < j->nleaves; k++)
     if (j->out_param[k] >= 0) j->is_weight[j->out_param[k]] = true;
-  j->inputs = (run_inputs_t){.m = m, .dir = f->inputs, .seed = f->seed, .is_weight = j->is_weight,
+  j->inputs = (ts_interp_inputs_t){.m = m, .dir = f->inputs, .seed = f->seed, .is_weight = j->is_weight,
                              .init_weights = f->loop};
   return TS_OK;
 }
@@ -815,10 +860,12 @@ static ts_status_t schedule(job_t *j, ts_diag_t *diag) {
   /* the host's cores are shared by the devices that run on it */
   int per_host = j->env.mode == RUN_THREADS ? j->env.ndevices : j->env.local_size;
   ts_costmodel_share_host(cm, run_host_cores(), per_host > 0 ? per_host : 1);
-  ts_sched_opts_t so = f->sched;
-  so.cost = cm;
-  ts_status_t st = ts_schedule(j->pm, &so, &j->sched, diag);
+  j->pipe.o.sched = f->sched;
+  j->pipe.o.sched.cost = cm;
+  ts_status_t st = ts_pipeline_run_to(&j->pipe, TS_STAGE_SCHEDULED, diag);
+  j->pipe.o.sched.cost = NULL;
   ts_costmodel_destroy(cm);
+  j->sched = j->pipe.sched;
   return st;
 }
 
@@ -834,28 +881,15 @@ static ts_status_t partition(job_t *j, ts_diag_t *diag) {
                   (long long)(j->R * j->P), (long long)(j->R * j->P), (long long)(j->R * j->P));
     return TS_ERR_INVALID_USAGE;
   }
-  j->partitioned = any && j->P > 1;
+  /* A per-device dump (entry *_spmd, or --no-partition) runs as written. */
+  j->partitioned = any && j->P > 1 && !f->no_partition && !ts_partition_is_per_device(m);
+  j->pipe.o.program = (ts_rt_program_opts_t){.replica_count = j->R, .num_partitions = j->P};
   if (j->partitioned) {
-    /* An op nothing can run (a custom-call target with no defined meaning)
-     * is the error to report, not whatever the partitioner makes of it. */
-    ts_rt_program_t *whole = NULL;
-    ts_status_t vst = ts_rt_program_create(m, &(ts_rt_program_opts_t){.replica_count = j->R, .num_partitions = j->P},
-                                           &whole, diag);
-    ts_rt_program_destroy(whole);
-    if (vst == TS_ERR_INVALID_ARGUMENT) return vst;
-    ts_diag_free(diag);
-    ts_partition_opts_t popts = f->popts;
-    popts.num_partitions = j->P;
-    TS_CHECK(ts_partition(m, &popts, &j->pm, diag));
-    ts_hlo_verify_opts_t pv = {.num_partitions = j->P, .replica_count = j->R};
-    ts_diag_t vd = {0};
-    ts_status_t st = ts_hlo_verify(j->pm, &pv, &vd);
-    if (st != TS_OK) {
-      ts_diag_plain(diag, "the partitioned module does not verify (a partitioner bug): %s",
-                    vd.text ? vd.text : ts_status_string(st));
-      ts_diag_free(&vd);
-      return TS_ERR_INTERNAL;
-    }
+    j->pipe.o.partition = f->popts;
+    j->pipe.o.partition.num_partitions = j->P;
+    j->pipe.o.runnable_first = true;
+    TS_CHECK(ts_pipeline_run_to(&j->pipe, TS_STAGE_PARTITIONED, diag));
+    j->pm = j->pipe.pm;
     for (int p = 0; p < j->np; p++)
       if (sharding_of(m, m->entry->params[p], &j->param_sv[p]) != TS_OK) {
         ts_diag_plain(diag, "the sharding of parameter %d does not fit its shape", p);
@@ -866,6 +900,7 @@ static ts_status_t partition(job_t *j, ts_diag_t *diag) {
       return TS_ERR_INVALID_ARGUMENT;
     }
   } else {
+    ts_pipeline_skip(&j->pipe, TS_STAGE_PARTITIONED);
     j->pm = m;
   }
   /* A module that says it is scheduled keeps its order; so does one device,
@@ -873,9 +908,11 @@ static ts_status_t partition(job_t *j, ts_diag_t *diag) {
   const ts_hlo_attr_t *sa = ts_hlo_module_attr(j->pm, "is_scheduled");
   bool scheduled = sa && sa->kind == TS_ATTR_BOOL && sa->v.b;
   if (f->schedule && !scheduled && j->R * j->P > 1) TS_CHECK(schedule(j, diag));
-  ts_rt_program_opts_t po = {.replica_count = j->R, .num_partitions = j->P};
-  if (f->compiled) TS_CHECK(run_compiled_kernels(j->pm, j->R, j->P, f->compile_only, &po, &j->cg, diag));
-  TS_CHECK(ts_rt_program_create(j->pm, &po, &j->prog, diag));
+  else ts_pipeline_skip(&j->pipe, TS_STAGE_SCHEDULED);
+  if (f->compiled)
+    TS_CHECK(run_compiled_kernels(j->pm, j->R, j->P, f->compile_only, &j->pipe.o.program, &j->cg, diag));
+  TS_CHECK(ts_pipeline_run_to(&j->pipe, TS_STAGE_ASSIGNED, diag));
+  j->prog = j->pipe.prog;
   TS_CHECK(fingerprint(j->pm, &j->fingerprint));
   j->first_leaf = ts_calloc((size_t)j->np + 1, sizeof *j->first_leaf);
   if (!j->first_leaf) return TS_ERR_NOMEM;
@@ -893,21 +930,21 @@ static void print_compile_only(job_t *j) {
          j->f->path, j->partitioned ? "partitioned" : "per-device program", (long long)(j->R * j->P),
          (long long)j->R, j->R == 1 ? "" : "s", (long long)j->P, ninstr, j->pm->ncomps);
   printf("per-device memory (buffer assignment): peak ");
-  ts_cli_print_bytes(stdout, mem.peak);
+  ts_interp_print_bytes(stdout, mem.peak);
   printf(" = inputs ");
-  ts_cli_print_bytes(stdout, mem.inputs);
+  ts_interp_print_bytes(stdout, mem.inputs);
   printf(" + outputs ");
-  ts_cli_print_bytes(stdout, mem.outputs);
+  ts_interp_print_bytes(stdout, mem.outputs);
   printf(" + temporaries ");
-  ts_cli_print_bytes(stdout, mem.temps);
+  ts_interp_print_bytes(stdout, mem.temps);
   printf("; constants ");
-  ts_cli_print_bytes(stdout, mem.constants);
+  ts_interp_print_bytes(stdout, mem.constants);
   printf("; without buffer reuse ");
-  ts_cli_print_bytes(stdout, mem.naive);
+  ts_interp_print_bytes(stdout, mem.naive);
   printf("\n");
-  ts_cli_coll_stats_t cs;
-  ts_cli_count_collectives(j->pm, &cs);
-  ts_cli_print_collectives(&cs);
+  ts_interp_coll_stats_t cs;
+  ts_interp_count_collectives(j->pm, &cs);
+  ts_interp_print_collectives(&cs);
   if (j->sched) {
     const ts_sched_result_t *r = j->sched;
     printf("schedule (%s%s%s cost model): predicted step %.3f ms, collectives %.3f ms of which %.3f ms exposed "
@@ -979,7 +1016,8 @@ static ts_status_t run_job(job_t *j, ts_diag_t *diag) {
   if (f->steps > 1) {
     bool any_data = false;
     for (int p = 0; p < j->np; p++) any_data |= !j->is_weight[p];
-    if (any_data) TS_CHECK(run_feeder_start(&j->inputs, 2, f->steps, 2, j->nlocal, &j->feeder));
+    int64_t from = j->start_step > 2 ? j->start_step : 2; /* resumed: the checkpoint's next step */
+    if (any_data) TS_CHECK(ts_interp_feeder_start(&j->inputs, from, f->steps, 2, j->nlocal, &j->feeder));
   }
   if (j->env.mode == RUN_THREADS) {
     pthread_t *th = ts_calloc((size_t)j->nlocal, sizeof *th);
@@ -1024,7 +1062,7 @@ static ts_status_t run_job(job_t *j, ts_diag_t *diag) {
 }
 
 static void job_free(job_t *j) {
-  run_feeder_stop(j->feeder);
+  ts_interp_feeder_stop(j->feeder);
   int W = j->env.ndevices;
   if (j->douts)
     for (int w = 0; w < W; w++) ts_value_unref(j->douts[w]);
@@ -1043,9 +1081,7 @@ static void job_free(job_t *j) {
   if (j->comms)
     for (int l = 0; l < j->nlocal; l++) ts_coll_comm_destroy(j->comms[l]);
   ts_free(j->comms);
-  ts_rt_program_destroy(j->prog);
-  ts_codegen_destroy(j->cg);
-  ts_sched_result_destroy(j->sched);
+  ts_ckpt_destroy(j->ckpt);
   if (j->init)
     for (int p = 0; p < j->np; p++) ts_value_unref(j->init[p]);
   ts_free(j->init);
@@ -1053,8 +1089,8 @@ static void job_free(job_t *j) {
   ts_free(j->is_weight);
   ts_free(j->out_param);
   ts_free(j->param_sv);
-  if (j->pm != j->m) ts_hlo_module_destroy(j->pm);
-  ts_hlo_module_destroy(j->m);
+  ts_pipeline_fini(&j->pipe);
+  ts_codegen_destroy(j->cg); /* after the program that runs its kernels */
 }
 
 /* ---- flags -------------------------------------------------------------------- */
@@ -1087,7 +1123,7 @@ enum {
   OPT_STEPS = 0x200, OPT_LOOP, OPT_CHECK, OPT_TOL, OPT_COMPILE_ONLY, OPT_TRACE, OPT_SLICES, OPT_BACKEND,
   OPT_TIMEOUT, OPT_NO_BIND, OPT_REFERENCE, OPT_TASK, OPT_NODES, OPT_ADDRESS,
   OPT_HANG_TIMEOUT, OPT_HANG_DIGEST, OPT_ABORT_ON_HANG, OPT_HANG_COORD, OPT_NO_HANG,
-  OPT_NO_SCHEDULE, OPT_COST_MODEL, OPT_COST_PRESET, OPT_OVERLAP, OPT_KERNELS,
+  OPT_NO_SCHEDULE, OPT_COST_MODEL, OPT_COST_PRESET, OPT_OVERLAP, OPT_NO_PARTITION, OPT_MEMORY_LIMIT, OPT_KERNELS,
 };
 
 /* Parses argv into f; returns -1 to go on, else the exit code. */
@@ -1105,6 +1141,7 @@ static int parse_flags(int argc, char **argv, run_flags_t *f) {
       {"check", no_argument, NULL, OPT_CHECK},
       {"tolerance", required_argument, NULL, OPT_TOL},
       {"compile-only", no_argument, NULL, OPT_COMPILE_ONLY},
+      {"no-partition", no_argument, NULL, OPT_NO_PARTITION},
       {"trace", required_argument, NULL, OPT_TRACE},
       {"slices", required_argument, NULL, OPT_SLICES},
       {"backend", required_argument, NULL, OPT_BACKEND},
@@ -1124,15 +1161,18 @@ static int parse_flags(int argc, char **argv, run_flags_t *f) {
       {"cost-model", required_argument, NULL, OPT_COST_MODEL},
       {"cost-model-preset", required_argument, NULL, OPT_COST_PRESET},
       {"overlap-limit", required_argument, NULL, OPT_OVERLAP},
+      {"memory-limit", required_argument, NULL, OPT_MEMORY_LIMIT},
       {"help", no_argument, NULL, 'h'},
       TS_PARTITION_FLAG_OPTIONS,
+      TS_CKPT_FLAG_OPTIONS,
       {NULL, 0, NULL, 0},
   };
-  *f = (run_flags_t){.steps = 1, .task_id = -1, .tolerance = 1e-4, .timeout = 300, .bind = true,
+  *f = (run_flags_t){.steps = 1, .task_id = -1, .tolerance = 1e-4, .bind = true,
                      .backend = TS_COLL_BACKEND_MPI, .hang = true, .abort_on_hang = true, .hang_timeout = 60,
                      .schedule = true, .compiled = true};
   ts_partition_opts_default(&f->popts);
   ts_sched_opts_default(&f->sched);
+  ts_ckpt_flags_default(&f->ckpt);
   int c;
   opterr = 0;
   while ((c = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
@@ -1149,6 +1189,7 @@ static int parse_flags(int argc, char **argv, run_flags_t *f) {
     case OPT_CHECK: f->check = true; break;
     case OPT_TOL: if (!parse_positive("--tolerance", optarg, &f->tolerance)) return 2; break;
     case OPT_COMPILE_ONLY: f->compile_only = true; break;
+    case OPT_NO_PARTITION: f->no_partition = true; break;
     case OPT_TRACE: f->trace = optarg; break;
     case OPT_SLICES: if (!ts_cli_parse_count("run", "--slices", optarg, &f->slices)) return 2; break;
     case OPT_BACKEND:
@@ -1186,6 +1227,9 @@ static int parse_flags(int argc, char **argv, run_flags_t *f) {
     case OPT_NO_SCHEDULE: f->schedule = false; break;
     case OPT_COST_MODEL: f->cost_model = optarg; break;
     case OPT_COST_PRESET: f->cost_preset = optarg; break;
+    case OPT_MEMORY_LIMIT:
+      if (!ts_cli_parse_bytes("run", "--memory-limit", optarg, &f->sched.memory_limit)) return 2;
+      break;
     case OPT_OVERLAP:
       if (!ts_sched_parse_overlap_limit(optarg, &f->sched)) {
         fprintf(stderr, "tessera run: error: --overlap-limit wants %s, got '%s'\n", ts_sched_overlap_limit_syntax,
@@ -1202,7 +1246,11 @@ static int parse_flags(int argc, char **argv, run_flags_t *f) {
       usage(stderr);
       return 2;
     default:
-      if (!ts_partition_flag_parse("run", c, optarg, &f->popts)) return 2;
+      if (ts_ckpt_flag_is(c)) {
+        if (!ts_ckpt_flag_parse("run", c, optarg, &f->ckpt)) return 2;
+      } else if (!ts_partition_flag_parse("run", c, optarg, &f->popts)) {
+        return 2;
+      }
       break;
     }
   }
@@ -1220,6 +1268,9 @@ static int parse_flags(int argc, char **argv, run_flags_t *f) {
     fprintf(stderr, "tessera run: error: --devices %lld: one process runs at most 1024 devices\n", (long long)f->devices);
     return 2;
   }
+  /* --timeout wins; without it, TESSERA_COLL_TIMEOUT (as every communicator
+   * reads it), else 300 s. */
+  if (f->timeout == 0) f->timeout = ts_env_positive(TS_ENV_COLL_TIMEOUT, 300);
   return -1;
 }
 
@@ -1242,17 +1293,27 @@ int ts_cmd_run(int argc, char **argv) {
   int rc = parse_flags(argc, argv, &f);
   if (rc >= 0) return rc;
   ts_diag_t diag = {0};
-  job_t j = {.f = &f};
-  char *text = NULL;
+  job_t j = {.f = &f, .start_step = 1};
   bool mpi = false;
   ts_status_t st;
-  TS_CHECK_GOTO(ts_hang_fault_parse(getenv("TESSERA_FAULT"), &j.fault, &diag), st, done);
+  TS_CHECK_GOTO(ts_hang_fault_parse(ts_env_get(TS_ENV_FAULT), &j.fault, &diag), st, done);
   TS_CHECK_GOTO(run_env_detect(f.devices, f.task_id, f.num_nodes, f.address, f.compile_only, &j.env, &diag), st, done);
-  TS_CHECK_GOTO(prepare(&j, &text, &diag), st, done);
+  /* Every output target before any compute: a run must not lose its result at the end. */
+  if (!f.compile_only && j.env.rank == 0 &&
+      ((st = ts_interp_check_outputs(f.outputs, &diag)) != TS_OK || (st = ts_file_check_writable(f.trace, &diag)) != TS_OK ||
+       (st = ts_file_check_writable(f.hang_digest, &diag)) != TS_OK))
+    goto done;
+  TS_CHECK_GOTO(prepare(&j, &diag), st, done);
   bool reference = f.reference || (j.env.mode == RUN_THREADS && j.env.ndevices == 1 && j.R * j.P > 1 && !f.compile_only);
   /* Step 1's inputs (everything after is the feeder's, or the loop's). */
   if (!f.compile_only)
-    for (int p = 0; p < j.np; p++) TS_CHECK_GOTO(run_param_value(&j.inputs, p, 1, &j.init[p], &diag), st, done);
+    for (int p = 0; p < j.np; p++) TS_CHECK_GOTO(ts_interp_param_value(&j.inputs, p, 1, &j.init[p], &diag), st, done);
+  if (reference && ts_ckpt_flags_any(&f.ckpt)) {
+    ts_diag_plain(&diag, "--checkpoint-dir and --resume need the runtime (not --reference, nor --devices 1 on a "
+                  "module written for several devices)");
+    st = TS_ERR_INVALID_USAGE;
+    goto done;
+  }
   if (reference) {
     st = run_reference_mode(&j, &diag);
     goto done;
@@ -1263,6 +1324,19 @@ int ts_cmd_run(int argc, char **argv) {
     st = TS_OK;
     goto done;
   }
+  /* ---- checkpoint: what to resume from, the writer ---- */
+  if (ts_ckpt_flags_any(&f.ckpt) || f.ckpt.every) {
+    ts_ckpt_opts_t co = {.m = j.m, .is_weight = j.is_weight, .param_sv = j.partitioned ? j.param_sv : NULL,
+                         .partitions = j.P, .ndevices = j.env.ndevices,
+                         .first = j.env.mode == RUN_THREADS ? 0 : j.env.rank,
+                         .nlocal = j.env.mode == RUN_THREADS ? j.env.ndevices : 1, .loop = f.loop, .steps = f.steps,
+                         .flags = f.ckpt, .seed = f.seed, .seeded = f.seeded, .inputs_dir = f.inputs,
+                         .quiet = j.env.rank != 0, .timeout_s = f.timeout};
+    TS_CHECK_GOTO(ts_ckpt_create(&co, &j.ckpt, &diag), st, done);
+    j.start_step = ts_ckpt_first_step(j.ckpt);
+    j.inputs.seed = ts_ckpt_seed(j.ckpt, j.inputs.seed);
+  }
+  /* ---- */
   if (j.env.mode == RUN_MPI) {
     if ((st = ts_coll_mpi_init(&argc, &argv)) != TS_OK) {
       ts_diag_plain(&diag, "cannot start MPI: %s", st == TS_ERR_UNSUPPORTED ? "this build has no MPI" : ts_status_string(st));
@@ -1281,12 +1355,11 @@ done:
   if (mpi && st != TS_OK && st != TS_ERR_CHECK_FAILED) {
     /* A failed world: MPI_Finalize could wait for ranks that are gone.
      * Leave now; mpirun sees the non-zero exit and stops the job. */
-    _exit(ts_status_exit_code(st));
+    _exit(ts_pipeline_exit_code(st));
   }
   job_free(&j);
   ts_interp_release_buffers();
-  ts_free(text);
   ts_diag_free(&diag);
   if (mpi) ts_coll_mpi_finalize();
-  return ts_status_exit_code(st);
+  return ts_pipeline_exit_code(st);
 }

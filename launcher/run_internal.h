@@ -1,6 +1,7 @@
-/* tessera run's pieces: where the ranks come from (run_env.c), what the
- * devices are fed (run_inputs.c), the timeline it writes (run_trace.c). The
- * command itself is cmd_run.c. */
+/* tessera run's pieces: where the ranks come from (run_env.c) and the
+ * compiled kernels (run_compiled.c). The command itself is cmd_run.c; what
+ * the devices are fed, the comparison of their outputs and the trace are the
+ * runtime's (ts_runtime.h). */
 #ifndef TS_RUN_INTERNAL_H
 #define TS_RUN_INTERNAL_H
 
@@ -50,53 +51,6 @@ int run_host_cores(void);
  * `world`), when the ranks of each host are contiguous and equally many;
  * otherwise 1. */
 ts_status_t run_count_hosts(ts_coll_comm_t *world, const char *host, int *nhosts);
-
-/* ---- run_inputs.c: parameters and the input feeder ------------------------ */
-
-typedef struct {
-  const ts_hlo_module_t *m; /* the module as written (full shapes) */
-  const char *dir;          /* --inputs DIR, or NULL: seeded random */
-  uint64_t seed;
-  const bool *is_weight;    /* per entry parameter: an output updates it (training state) */
-  /* Draw weights as a model initialiser would (--loop: a training loop);
-   * otherwise they are drawn like any other input, in (0, 1]: positive, so
-   * that optimizer state (Adam's second moments) stays valid under sqrt. */
-  bool init_weights;
-} run_inputs_t;
-
-/* Parameter p's full value at step `step` (from 1): weights from
- * DIR/param<p>.npy or initialised (ts_interp_init_weight); data from
- * DIR/step<K>/param<p>.npy when present, else DIR/param<p>.npy, else drawn
- * (step 1 draws exactly what ts_interp_random_args(seed) does, so a one-step
- * run matches `tessera check`). A new reference. */
-ts_status_t run_param_value(const run_inputs_t *in, int p, int64_t step, ts_value_t **out, ts_diag_t *diag);
-
-/* The input feeder: a thread that prepares the data parameters (those not
- * is_weight) of steps 2..last ahead of the devices, in a queue of `depth`
- * steps, so input preparation overlaps compute and a stalled input pipeline
- * shows up as devices waiting for input. Every one of `consumers` devices
- * takes each step once. */
-typedef struct run_feeder run_feeder_t;
-ts_status_t run_feeder_start(const run_inputs_t *in, int64_t first, int64_t last, int depth, int consumers,
-                             run_feeder_t **out);
-/* Step `step`'s values (vals[p] for data parameters, NULL for weights):
- * waits up to timeout_s; TS_ERR_TIMEOUT after that, or the feeder's error
- * (then diag says why). Pair with run_feeder_release. */
-ts_status_t run_feeder_acquire(run_feeder_t *f, int64_t step, double timeout_s, ts_value_t *const **vals,
-                               ts_diag_t *diag);
-void run_feeder_release(run_feeder_t *f, int64_t step);
-/* Stops producing (the input-stall fault: devices then wait for input). */
-void run_feeder_pause(run_feeder_t *f);
-void run_feeder_stop(run_feeder_t *f); /* joins and frees; NULL is a no-op */
-
-/* ---- run_trace.c: the Chrome trace --------------------------------------- */
-
-/* Writes a Chrome/Perfetto trace: one process track per rank with a
- * compute and a collective thread; events[r][0..n[r]) are rank r's with
- * times relative to its start. Atomically. */
-ts_status_t run_trace_write(const char *path, const char *const *instr_names, int nranks,
-                            const ts_rt_event_t *const *events, const size_t *n, const char *const *hosts,
-                            ts_diag_t *diag);
 
 /* ---- compiled kernels (run_compiled.c) -------------------------------------------- */
 

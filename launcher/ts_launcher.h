@@ -17,6 +17,7 @@ int ts_cmd_bench(int argc, char **argv);
 int ts_cmd_check(int argc, char **argv);
 int ts_cmd_perf_table(int argc, char **argv); /* cmd_perftable.c */
 int ts_cmd_diagnose(int argc, char **argv);   /* cmd_diagnose.c */
+int ts_cmd_checkpoint(int argc, char **argv); /* cmd_checkpoint.c */
 
 /* Parses --random-inputs' seed (a non-negative integer); prints a usage
  * error naming `cmd` and returns false when `s` is not one. */
@@ -25,45 +26,12 @@ bool ts_cli_parse_seed(const char *cmd, const char *s, uint64_t *out);
 /* Parses a positive integer flag value; prints a usage error and returns
  * false when `s` is not one. */
 bool ts_cli_parse_count(const char *cmd, const char *flag, const char *s, int64_t *out);
+/* A positive byte count with an optional K, M, G or T suffix (powers of 1024). */
+bool ts_cli_parse_bytes(const char *cmd, const char *flag, const char *s, uint64_t *out);
 
 /* Writes `data` to `path` atomically (a temporary file renamed into place),
  * or to stdout when path is NULL or "-": no half-written output on error. */
 ts_status_t ts_cli_write_output(const char *path, const char *data, size_t len, ts_diag_t *diag);
-
-/* Reads `path` ("-": stdin), parses it and, when vopts is not NULL,
- * verifies it. *text (free with ts_free) backs the module's diagnostics. */
-ts_status_t ts_cli_read_module(const char *path, const ts_hlo_verify_opts_t *vopts, char **text,
-                               ts_hlo_module_t **m, ts_diag_t *diag);
-
-/* ---- compare.c: statistics and output comparison ---- */
-
-/* "12.00 MiB" style. */
-void ts_cli_print_bytes(FILE *f, uint64_t b);
-/* Entry parameters plus every instruction's result, as the interpreter
- * would hold them (one storage unit per element): a memory upper bound. */
-uint64_t ts_cli_memory_bound(const ts_hlo_module_t *m);
-
-/* Collectives of a module, counted statically (each instruction once, at its
- * synchronous form or its -done). */
-enum { TS_CLI_COLL_KINDS = 8 };
-typedef struct {
-  int64_t count[TS_CLI_COLL_KINDS];
-  uint64_t bytes[TS_CLI_COLL_KINDS]; /* per device: the larger of operands and result */
-} ts_cli_coll_stats_t;
-void ts_cli_count_collectives(const ts_hlo_module_t *m, ts_cli_coll_stats_t *cs);
-void ts_cli_print_collectives(const ts_cli_coll_stats_t *cs); /* a table on stdout */
-
-struct ts_value;
-struct ts_sharding_value;
-/* Compares every leaf of `got` (assembled from the devices' outputs
- * dev_outs[0..ndev) under root_sv) with `want`, and each device's copy of
- * the parts it must hold; one line per leaf on stdout. tolerance > 0: the
- * relative tolerance for every float leaf, else per type (f32 1e-5, bf16
- * 1/32, ...). Returns the number of mismatching leaves; *st is set on an
- * internal failure. */
-int ts_cli_compare_outputs(const ts_hlo_module_t *m, struct ts_value *want, struct ts_value *got,
-                           const struct ts_sharding_value *root_sv, struct ts_value *const *dev_outs, int ndev,
-                           double tolerance, ts_status_t *st);
 
 /* The partitioner's options as flags (partition_flags.c), for a command's
  * getopt_long table: put TS_PARTITION_FLAG_OPTIONS among its entries (the

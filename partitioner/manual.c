@@ -115,15 +115,13 @@ static bool custom_call(part_t *p, const ts_hlo_instr_t *i, const ts_sharding_va
  * group of every device (*all). Without a channel_id it is cross-replica:
  * with one replica each device is its own group. */
 static bool partition_groups(const ts_hlo_instr_t *i, int64_t *ng, const ts_i64_list_t **groups, bool *all) {
-  const ts_hlo_attr_t *ch = ts_hlo_instr_attr(i, "channel_id");
-  const ts_hlo_attr_t *g = ts_hlo_instr_attr(i, "use_global_device_ids");
+  ts_coll_group_mode_t mode = ts_hlo_group_mode(i, TS_OP_COUNT);
   const ts_hlo_attr_t *rg = ts_hlo_instr_attr(i, "replica_groups");
-  bool global = g && g->kind == TS_ATTR_BOOL && g->v.b;
   *ng = 0;
   *groups = NULL;
   *all = false;
-  if (!ch) return false;
-  if (global && rg && rg->kind == TS_ATTR_REPLICA_GROUPS && rg->v.rg->ngroups > 0) {
+  if (mode == TS_COLL_CROSS_REPLICA) return false;
+  if (mode == TS_COLL_FLATTENED_ID && rg && rg->kind == TS_ATTR_REPLICA_GROUPS && rg->v.rg->ngroups > 0) {
     *ng = rg->v.rg->ngroups;
     *groups = rg->v.rg->groups;
   } else {
@@ -158,7 +156,17 @@ static bool user_all_reduce(part_t *p, const ts_hlo_instr_t *i, const ts_shardin
   const ts_i64_list_t *groups;
   bool all;
   if (partition_groups(i, &ng, &groups, &all)) {
-    if (!has_manual_subgroup(s)) return false;
+    const ts_sharding_value_t *os = p->sh[i->ops[0]->id];
+    bool tiled_in = os && os->kind == TS_SHARD_TILED && !has_manual_subgroup(os);
+    if (s->kind == TS_SHARD_REPLICATED && !tiled_in) return false; /* runs as written on the whole value */
+    if (!has_manual_subgroup(s)) {
+      /* Summing tiles of one array across partitions has no meaning in
+       * the program written for one device (XLA rejects it alike). */
+      ts_part_fail(p, i, TS_ERR_VERIFY,
+                   "a cross-partition all-reduce (channel_id) on a tiled value must be in a (partial) manual "
+                   "partitioning region (mark its operand manual with SPMDFullToShardShape, or drop channel_id)");
+      return true;
+    }
     for (int64_t g = 0; g < (all ? 1 : ng); g++) {
       int64_t n = all ? p->n : groups[g].n, first = -1;
       for (int64_t k = 0; k < n; k++) {
@@ -171,6 +179,17 @@ static bool user_all_reduce(part_t *p, const ts_hlo_instr_t *i, const ts_shardin
   ts_hlo_instr_t *x = ts_part_operand(p, i, 0, s);
   ts_part_set(p, i, ts_part_emit_like(p, i, &x, ts_part_local_shape(p, i->shape, s)), s);
   return true;
+}
+
+/* Whether s or any leaf of it is manual or tiles with a manual subgroup. */
+bool ts_part_any_manual(const ts_sharding_value_t *s) {
+  if (!s) return false;
+  if (s->kind == TS_SHARD_TUPLE) {
+    for (int k = 0; k < s->ntuple; k++)
+      if (ts_part_any_manual(s->tuple[k])) return true;
+    return false;
+  }
+  return s->kind == TS_SHARD_MANUAL || has_manual_subgroup(s);
 }
 
 /* ---- dispatch ----------------------------------------------------------- */

@@ -45,6 +45,9 @@ static ts_sharding_value_t *sharding_of(part_t *p, const ts_hlo_instr_t *i) {
   }
   ts_buf_free(&key);
   if (s->kind == TS_SHARD_UNKNOWN) return ts_part_replicated(p);
+  /* On one partition every tiling and placement means the whole value on
+   * that device (XLA runs no SPMD pass there); manual regions stay. */
+  if (p->n == 1 && !ts_part_any_manual(s)) return ts_part_replicated(p);
   /* GSPMD tiles over every partition. */
   const ts_sharding_value_t *l = s;
   for (int k = 0; l; k++) {
@@ -73,13 +76,17 @@ ts_hlo_instr_t *ts_part_operand(part_t *p, const ts_hlo_instr_t *i, int k, const
   return ts_part_reshard(p, p->val[o->id], o->shape, p->sh[o->id], want);
 }
 
-/* i's op on new operands with a new shape, its attributes copied. */
+/* i's op on new operands with a new shape, its attributes copied, and a
+ * constant's literal where the shape keeps its elements (a constant in a
+ * manual region, or one emitted whole before a reshard). */
 ts_hlo_instr_t *ts_part_emit_like(part_t *p, const ts_hlo_instr_t *i, ts_hlo_instr_t *const *ops,
                                  const ts_shape_t *shape) {
   ts_hlo_instr_t *r = ts_part_add(p, i->op, shape, ops, i->nops, i->name);
   if (!r) return NULL;
   r->async_wrapped = i->async_wrapped;
   for (int k = 0; k < i->nattrs; k++) ts_part_copy_attr(p, r, &i->attrs[k]);
+  if (i->literal && shape && ts_shape_elements(shape) == ts_shape_elements(i->shape))
+    r->literal = ts_part_copy_literal(p, i->literal);
   return r;
 }
 
@@ -102,7 +109,6 @@ void ts_part_fallback(part_t *p, const ts_hlo_instr_t *i, const ts_sharding_valu
   ts_sharding_value_t *rep = ts_part_replicated(p);
   for (int k = 0; k < i->nops; k++) ops[k] = ts_part_operand(p, i, k, rep);
   ts_hlo_instr_t *r = ts_part_emit_like(p, i, ops, ts_part_full_shape(p, i->shape));
-  if (r && i->literal) r->literal = ts_part_copy_literal(p, i->literal);
   ts_part_set(p, i, ts_part_reshard(p, r, i->shape, rep, s), s);
 }
 
@@ -321,44 +327,14 @@ static void partition_instr(part_t *p, const ts_hlo_instr_t *i, ts_sharding_valu
 }
 
 /* Topological order over operands (source text order need not be). */
-static ts_status_t order(part_t *p, const ts_hlo_comp_t *c, const ts_hlo_instr_t ***out) {
+static ts_status_t order(const ts_hlo_comp_t *c, const ts_hlo_instr_t ***out) {
   const ts_hlo_instr_t **ord = ts_calloc((size_t)c->ninstrs + 1, sizeof *ord);
-  uint8_t *state = ts_calloc((size_t)p->src->next_id + 1, 1);
-  const ts_hlo_instr_t **stack = ts_calloc((size_t)c->ninstrs + 1, sizeof *stack);
-  int *next = ts_calloc((size_t)c->ninstrs + 1, sizeof *next);
-  if (!ord || !state || !stack || !next) {
+  if (!ord) return TS_ERR_NOMEM;
+  ts_status_t st = ts_hlo_comp_operand_post_order(c, ord);
+  if (st != TS_OK) {
     ts_free(ord);
-    ts_free(state);
-    ts_free(stack);
-    ts_free(next);
-    return TS_ERR_NOMEM;
+    return st;
   }
-  int n = 0;
-  for (int k = 0; k < c->ninstrs; k++) {
-    if (state[c->instrs[k]->id]) continue;
-    int sp = 0;
-    stack[sp] = c->instrs[k];
-    next[sp++] = 0;
-    state[c->instrs[k]->id] = 1;
-    while (sp) {
-      const ts_hlo_instr_t *t = stack[sp - 1];
-      int e = next[sp - 1]++;
-      if (e < t->nops) {
-        const ts_hlo_instr_t *d = t->ops[e];
-        if (!state[d->id]) {
-          state[d->id] = 1;
-          stack[sp] = d;
-          next[sp++] = 0;
-        }
-      } else {
-        ord[n++] = t;
-        sp--;
-      }
-    }
-  }
-  ts_free(state);
-  ts_free(stack);
-  ts_free(next);
   *out = ord;
   return TS_OK;
 }
@@ -380,7 +356,7 @@ static ts_hlo_comp_t *partition_comp(part_t *p, const ts_hlo_comp_t *c, ts_shard
   p->cur = out;
   p->pid = NULL;
   const ts_hlo_instr_t **ord = NULL;
-  if ((st = order(p, c, &ord)) != TS_OK) {
+  if ((st = order(c, &ord)) != TS_OK) {
     p->st = st;
     return NULL;
   }
@@ -514,4 +490,10 @@ done:
   }
   *out = p.dst;
   return TS_OK;
+}
+
+bool ts_partition_is_per_device(const ts_hlo_module_t *m) {
+  const char *n = m && m->entry ? m->entry->name : NULL;
+  size_t len = n ? strlen(n) : 0;
+  return len > 5 && strcmp(n + len - 5, "_spmd") == 0;
 }

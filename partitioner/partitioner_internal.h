@@ -171,6 +171,9 @@ ts_hlo_instr_t *ts_part_sum_partials(part_t *p, ts_hlo_instr_t *partial, const t
                                      const ts_sharding_value_t *ps, int64_t ng, int64_t gs, int64_t *groups,
                                      ts_hlo_comp_t *to_apply, const ts_sharding_value_t *s);
 bool ts_part_reducer_is_add(const ts_hlo_comp_t *c);
+bool ts_part_any_manual(const ts_sharding_value_t *s);
+bool ts_part_init_is_identity(const ts_hlo_instr_t *init, const ts_hlo_comp_t *comp);
+ts_hlo_instr_t *ts_part_reducer_identity(part_t *p, const ts_hlo_comp_t *comp, ts_elem_t e);
 
 /* ---- dots (dot.c, windowed.c) ------------------------------------------ */
 

@@ -17,7 +17,7 @@ bool ts_part_reducer_is_add(const ts_hlo_comp_t *c) {
 
 /* Whether `init` is the identity of the reducer `comp` (so that every
  * device may start its partial reduction from it). */
-static bool identity_init(const ts_hlo_instr_t *init, const ts_hlo_comp_t *comp) {
+bool ts_part_init_is_identity(const ts_hlo_instr_t *init, const ts_hlo_comp_t *comp) {
   if (init->op != TS_OP_CONSTANT || !init->literal || init->literal->elided || !comp || comp->nparams != 2)
     return false;
   const ts_hlo_instr_t *r = comp->root;
@@ -35,6 +35,43 @@ static bool identity_init(const ts_hlo_instr_t *init, const ts_hlo_comp_t *comp)
   case TS_OP_MINIMUM: return is_float && v == INFINITY;
   default: return false;
   }
+}
+
+/* The identity of a two-parameter reducer that combines its parameters
+ * with one commutative monoid op (add, multiply, and, or, xor, maximum,
+ * minimum), as a scalar constant of element type e; NULL for any other
+ * reducer (or an identity the literal cannot hold, u64's maximum). */
+ts_hlo_instr_t *ts_part_reducer_identity(part_t *p, const ts_hlo_comp_t *comp, ts_elem_t e) {
+  if (!comp || comp->nparams != 2) return NULL;
+  const ts_hlo_instr_t *r = comp->root;
+  if (r->nops != 2 || !((r->ops[0] == comp->params[0] && r->ops[1] == comp->params[1]) ||
+                        (r->ops[0] == comp->params[1] && r->ops[1] == comp->params[0])))
+    return NULL;
+  bool is_float = ts_elem_is_float(e), is_signed = ts_elem_is_signed_int(e), is_pred = e == TS_PRED;
+  if (!is_float && !is_signed && !is_pred && !ts_elem_is_unsigned_int(e)) return NULL;
+  int bits = 8 * (int)ts_elem_storage_bytes(e);
+  int64_t smax = bits >= 64 ? INT64_MAX : ((int64_t)1 << (bits - 1)) - 1;
+  double f;
+  int64_t v;
+  switch (r->op) {
+  case TS_OP_ADD: case TS_OP_OR: case TS_OP_XOR: f = 0, v = 0; break;
+  case TS_OP_MULTIPLY: f = 1, v = 1; break;
+  case TS_OP_AND: /* all ones: true, -1, or the unsigned maximum */
+    if (is_float || (!is_pred && !is_signed && bits >= 64)) return NULL;
+    f = 0, v = is_pred ? 1 : is_signed ? -1 : ((int64_t)1 << bits) - 1;
+    break;
+  case TS_OP_MAXIMUM: f = -INFINITY, v = is_signed ? -smax - 1 : 0; break;
+  case TS_OP_MINIMUM:
+    if (!is_float && !is_signed && bits >= 64) return NULL;
+    f = INFINITY, v = is_signed ? smax : is_pred ? 1 : ((int64_t)1 << bits) - 1;
+    break;
+  default: return NULL;
+  }
+  ts_hlo_instr_t *c = ts_part_zero(p, e);
+  if (!c || !c->literal) return NULL;
+  if (c->literal->f) c->literal->f[0] = f;
+  else c->literal->i[0] = v;
+  return c;
 }
 
 bool ts_part_scatter_order(part_t *p, const ts_shape_t *shape, const ts_sharding_value_t *ps, int64_t ng, int64_t gs,
@@ -106,7 +143,7 @@ static bool reduce_partial(part_t *p, const ts_hlo_instr_t *i, const ts_sharding
   const ts_hlo_instr_t *in = i->ops[0];
   const ts_sharding_value_t *O = p->sh[in->id];
   const ts_hlo_attr_t *a = ts_hlo_instr_attr(i, "dimensions");
-  if (!O || O->kind != TS_SHARD_TILED || !a || !identity_init(i->ops[1], i->called[0])) return false;
+  if (!O || O->kind != TS_SHARD_TILED || !a || !ts_part_init_is_identity(i->ops[1], i->called[0])) return false;
   int r = in->shape->rank;
   bool keep[TS_PART_MAX_RANK] = {false}, kept_dims[TS_PART_MAX_RANK] = {false}, any = false;
   for (int d = 0; d < r; d++) kept_dims[d] = true;

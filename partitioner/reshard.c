@@ -564,6 +564,13 @@ ts_hlo_instr_t *ts_part_reshard(part_t *p, ts_hlo_instr_t *x, const ts_shape_t *
       ts_part_fail(p, NULL, TS_ERR_UNSUPPORTED, "a tuple of more than 1024 elements");
       return NULL;
     }
+    /* Leaves already in place: the value itself, not a rebuilt tuple (an
+     * async start must reach its done directly). */
+    bool same = true;
+    for (int k = 0; k < shape->ntuple && same; k++)
+      same = ts_sharding_equal(from->kind == TS_SHARD_TUPLE ? from->tuple[k] : from,
+                               to->kind == TS_SHARD_TUPLE ? to->tuple[k] : to);
+    if (same) return x;
     for (int k = 0; k < shape->ntuple; k++) {
       const ts_sharding_value_t *f = from->kind == TS_SHARD_TUPLE ? from->tuple[k] : from;
       const ts_sharding_value_t *t = to->kind == TS_SHARD_TUPLE ? to->tuple[k] : to;

@@ -491,7 +491,7 @@ bool ts_part_dus(part_t *p, const ts_hlo_instr_t *i, const ts_sharding_value_t *
  * d. Base dilation is left to the fallback. */
 bool ts_part_reduce_window_halo(part_t *p, const ts_hlo_instr_t *i, const ts_sharding_value_t *s) {
   const ts_hlo_attr_t *wa = ts_hlo_instr_attr(i, "window");
-  if (s->kind != TS_SHARD_TILED || i->nops != 2 || !wa || i->shape->elem == TS_TUPLE) return false;
+  if (s->kind != TS_SHARD_TILED || i->nops != 2 || i->ncalled != 1 || !wa || i->shape->elem == TS_TUPLE) return false;
   const ts_window_t *w = wa->v.window;
   const ts_shape_t *in = i->ops[0]->shape;
   int r = i->shape->rank, d = -1;
@@ -512,9 +512,16 @@ bool ts_part_reduce_window_halo(part_t *p, const ts_hlo_instr_t *i, const ts_sha
   int64_t L = (co - 1) * wd->stride + (wd->size - 1) * rd + 1;
   int64_t ci = (in->dims[d] + t - 1) / t, smin, smax;
   if (!ts_part_halo_span(t, ci, co * wd->stride, -wd->pad_lo, L, nq, &smin, &smax)) return false;
+  /* Positions outside the input are the window's padding, which must not
+   * contribute: they read the reducer's identity, which is the init value
+   * only when the init is that identity (an init of 1 under add is added
+   * once per window, not once per padded position). */
+  ts_hlo_instr_t *fill = NULL, *win = NULL;
+  bool init_fills = ts_part_init_is_identity(i->ops[1], i->called[0]);
+  if (!init_fills && !(fill = ts_part_reducer_identity(p, i->called[0], i->shape->elem))) return false;
   ts_hlo_instr_t *x = ts_part_operand(p, i, 0, s), *init = ts_part_operand(p, i, 1, ts_part_replicated(p));
-  ts_hlo_instr_t *win = NULL;
-  if (x && init) ts_part_halo_window(p, x, s, d, in->dims[d], co * wd->stride, -wd->pad_lo, L, nq, init, &win);
+  if (init_fills) fill = init;
+  if (x && init && fill) ts_part_halo_window(p, x, s, d, in->dims[d], co * wd->stride, -wd->pad_lo, L, nq, fill, &win);
   if (!win) return true;
   ts_hlo_instr_t *ops[2] = {win, init};
   ts_hlo_instr_t *y = ts_part_emit_like(p, i, ops, ts_part_local_shape(p, i->shape, s));

@@ -32,4 +32,9 @@ void ts_partition_opts_default(ts_partition_opts_t *o);
 ts_status_t ts_partition(ts_hlo_module_t *m, const ts_partition_opts_t *opts, ts_hlo_module_t **out,
                          ts_diag_t *diag);
 
+/* Whether m is already a per-device program, as XLA dumps one after its
+ * SPMD partitioner (which names the entry "<name>_spmd"): such a module
+ * runs as written on every device and is never partitioned again. */
+bool ts_partition_is_per_device(const ts_hlo_module_t *m);
+
 #endif

@@ -21,6 +21,8 @@
 #include "ts_hlo.h"
 #include "ts_kernels.h"
 
+#include <stdio.h>
+
 /* ---- programs -------------------------------------------------------------- */
 
 typedef struct ts_rt_program ts_rt_program_t;
@@ -159,5 +161,13 @@ typedef struct {
   uint64_t total_ns, kernel_ns, collective_ns, other_ns;
 } ts_rt_step_times_t;
 void ts_rt_device_step_times(const ts_rt_device_t *d, ts_rt_step_times_t *out);
+
+/* ---- trace.c: the Chrome trace ---------------------------------------------- */
+
+/* Appends a Chrome/Perfetto trace (JSON) to out: one process track per rank
+ * with a compute and a collective thread; events[r][0..n[r]) are rank r's
+ * with times relative to its start; hosts (may be NULL) name the ranks. */
+ts_status_t ts_rt_trace_json(const char *const *instr_names, int nranks, const ts_rt_event_t *const *events,
+                             const size_t *n, const char *const *hosts, ts_buf_t *out);
 
 #endif

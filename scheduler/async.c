@@ -4,7 +4,7 @@
  *   all-reduce          -> all-reduce-start / all-reduce-done (same shape)
  *   all-gather          -> all-gather-start (operand, result) / all-gather-done
  *   collective-permute  -> collective-permute-start (operand, result, u32[], u32[])
- *                          / collective-permute-done
+ *                          / collective-permute-done (the in-place form too)
  *   reduce-scatter, all-to-all, collective-broadcast
  *                       -> async-start ((operands...), result), calls=%wrapped
  *                          / async-done, the collective moved into %wrapped
@@ -165,7 +165,10 @@ static ts_status_t convert_one(ts_hlo_module_t *m, ts_hlo_comp_t *c, ts_hlo_inst
     break;
   }
   case TS_OP_COLLECTIVE_PERMUTE:
-    if (i->nops != 1) return TS_OK; /* the in-place and combined forms stay synchronous */
+    /* One operand, or the in-place form (input, output, input and output
+     * start indices): (input, result, u32[], u32[]) either way. The
+     * combined form (a tuple of inputs) stays synchronous. */
+    if (i->nops != 1 && i->nops != 4) return TS_OK;
     start_op = TS_OP_COLLECTIVE_PERMUTE_START, done_op = TS_OP_COLLECTIVE_PERMUTE_DONE;
     if (!(start_shape = pair_shape(m, i->ops[0]->shape, i->shape, 2))) return TS_ERR_NOMEM;
     break;
@@ -190,6 +193,13 @@ static ts_status_t convert_one(ts_hlo_module_t *m, ts_hlo_comp_t *c, ts_hlo_inst
   TS_CHECK(ts_hlo_instr_add(c, done_op, i->shape, &start, 1, dn, &done));
   done->loc = i->loc;
   done->sharding = i->sharding;
+  /* Both halves carry the collective's metadata (op_name, source line), as
+   * XLA's async conversion keeps it, so profiles and tests find either. */
+  const ts_hlo_attr_t *md = ts_hlo_instr_attr(i, "metadata");
+  if (md) {
+    TS_CHECK(ts_hlo_instr_add_attr(done, md));
+    if (start_op == TS_OP_ASYNC_START) TS_CHECK(ts_hlo_instr_add_attr(start, md));
+  }
   TS_CHECK(replace_and_drop(c, i, done));
   take_place(c, i, start, done);
   *did = true;

@@ -7,6 +7,7 @@
  * below it to cover the transfer. */
 #include "scheduler_internal.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 typedef struct {
@@ -34,6 +35,8 @@ typedef struct {
   int inflight[TS_SCHED_KIND_COUNT];
   uint64_t live_bytes, peak;
   double now;
+  double cost_left;                  /* compute not yet scheduled */
+  int dones_left[TS_SCHED_KIND_COUNT]; /* async dones not yet scheduled */
 } state_t;
 
 static sched_node_t *N(const graph_t *g, int k) { return &g->x->node[g->ins[k]->id]; }
@@ -156,6 +159,129 @@ out:
   return st;
 }
 
+/* ---- buffer hazards ------------------------------------------------------ */
+
+/* A buffer: the instruction that defines it, or (parameter, element). */
+typedef struct {
+  const ts_hlo_instr_t *def;
+  int64_t index; /* -1: def's whole value */
+} buf_t;
+
+static buf_t buffer_of(const ts_hlo_instr_t *i) {
+  for (int hops = 0; hops < 1 << 16; hops++) {
+    if (i->op == TS_OP_BITCAST && i->nops == 1) {
+      i = i->ops[0];
+      continue;
+    }
+    if (i->op != TS_OP_GET_TUPLE_ELEMENT || i->nops != 1) break;
+    const ts_hlo_attr_t *a = ts_hlo_instr_attr(i, "index");
+    int64_t k = a && a->kind == TS_ATTR_INT ? a->v.i : -1;
+    const ts_hlo_instr_t *t = i->ops[0];
+    if (t->op == TS_OP_TUPLE && k >= 0 && k < t->nops) i = t->ops[k];
+    else if (t->op == TS_OP_PARAMETER) return (buf_t){t, k};
+    else break;
+  }
+  return (buf_t){i, -1};
+}
+
+/* An async start that writes into a buffer that exists before it (an
+ * in-place collective-permute's operand 1; in a while body, the loop buffer
+ * that its done becomes) must come after every reader of that buffer that
+ * does not depend on it: XLA's LHS adds the same edges, and the verifier
+ * of scheduled modules checks them. They join the start's predecessors,
+ * after its operands and control predecessors (they carry no data). */
+static ts_status_t add_hazards(graph_t *g, bool body) {
+  int n = g->n, nextra = 0, cap = 0;
+  int *extra = NULL; /* pairs (start, reader) */
+  uint8_t *dep = ts_calloc((size_t)n + 1, 1);
+  int *stack = ts_malloc(sizeof *stack * (size_t)(n + 1));
+  ts_status_t st = TS_OK;
+  if (!dep || !stack) {
+    st = TS_ERR_NOMEM;
+    goto out;
+  }
+  for (int pass = 0; pass < 2; pass++) { /* 0: in-place permutes, 1: while-body root elements */
+    const ts_hlo_instr_t *root = g->c->root;
+    int count = pass == 0 ? n : body && root && root->op == TS_OP_TUPLE && g->c->nparams == 1 ? root->nops : 0;
+    for (int e = 0; e < count; e++) {
+      const ts_hlo_instr_t *start;
+      buf_t b;
+      if (pass == 0) {
+        start = g->ins[e];
+        if (start->op != TS_OP_COLLECTIVE_PERMUTE_START || start->nops != 4) continue;
+        b = buffer_of(start->ops[1]);
+      } else {
+        buf_t d = buffer_of(root->ops[e]);
+        if (d.index != -1 || !ts_sched_is_async_done(d.def)) continue;
+        start = d.def->ops[0];
+        b = (buf_t){g->c->params[0], e};
+      }
+      int s = g->lidx[start->id], sp = 0;
+      memset(dep, 0, (size_t)n);
+      dep[s] = 1;
+      stack[sp++] = s;
+      while (sp > 0) {
+        const ts_hlo_instr_t *i = g->ins[stack[--sp]];
+        for (int u = 0; u < i->nusers; u++) {
+          int j = g->lidx[i->users[u]->id];
+          if (!dep[j]) dep[j] = 1, stack[sp++] = j;
+        }
+        for (int j = 0; j < n && g->has_ctrl; j++)
+          for (int p = 0; p < g->ins[j]->nctrl_preds; p++)
+            if (g->ins[j]->ctrl_preds[p] == i && !dep[j]) dep[j] = 1, stack[sp++] = j;
+      }
+      for (int r = 0; r < n; r++) {
+        if (dep[r]) continue;
+        const ts_hlo_instr_t *ri = g->ins[r];
+        bool reads = false;
+        for (int o = 0; o < ri->nops && !reads; o++) {
+          buf_t ob = buffer_of(ri->ops[o]);
+          reads = ob.def == b.def && ob.index == b.index;
+        }
+        if (!reads) continue;
+        if (nextra == cap) {
+          int *ne = ts_realloc(extra, sizeof *extra * 2 * (size_t)(cap = cap ? cap * 2 : 16));
+          if (!ne) {
+            st = TS_ERR_NOMEM;
+            goto out;
+          }
+          extra = ne;
+        }
+        extra[2 * nextra] = s;
+        extra[2 * nextra + 1] = r;
+        nextra++;
+      }
+    }
+  }
+  if (nextra) { /* re-pack the predecessors with the extra edges last */
+    int *start = ts_malloc(sizeof *start * (size_t)(n + 1));
+    int *preds = ts_malloc(sizeof *preds * (size_t)(g->pred_start[n] + nextra + 1));
+    if (!start || !preds) {
+      ts_free(start);
+      ts_free(preds);
+      st = TS_ERR_NOMEM;
+      goto out;
+    }
+    int w = 0;
+    for (int k = 0; k < n; k++) {
+      start[k] = w;
+      for (int e = g->pred_start[k]; e < g->pred_start[k + 1]; e++) preds[w++] = g->preds[e];
+      for (int q = 0; q < nextra; q++)
+        if (extra[2 * q] == k) preds[w++] = extra[2 * q + 1];
+    }
+    start[n] = w;
+    ts_free(g->pred_start);
+    ts_free(g->preds);
+    g->pred_start = start;
+    g->preds = preds;
+  }
+out:
+  ts_free(extra);
+  ts_free(dep);
+  ts_free(stack);
+  return st;
+}
+
 static ts_status_t graph_build(sched_ctx_t *x, ts_hlo_comp_t *c, int *lidx, graph_t *g) {
   memset(g, 0, sizeof *g);
   g->x = x;
@@ -182,7 +308,11 @@ static ts_status_t graph_build(sched_ctx_t *x, ts_hlo_comp_t *c, int *lidx, grap
     for (int p = 0; p < i->nctrl_preds; p++) g->preds[e++] = lidx[i->ctrl_preds[p]->id];
   }
   g->pred_start[n] = e;
-  return build_sources(g);
+  TS_CHECK(build_sources(g));
+  int ci = -1;
+  for (int k = 0; k < x->m->ncomps && ci < 0; k++)
+    if (x->m->comps[k] == c) ci = k;
+  return add_hazards(g, ci >= 0 && x->is_body[ci]);
 }
 
 /* ---- selection --------------------------------------------------------------- */
@@ -198,24 +328,36 @@ typedef struct {
   unsigned blocked; /* kinds whose overlap limit keeps it from being scheduled */
   double stall;     /* max(ready_time - now, 0) */
   bool unlock_done; /* has an async done among its operands */
+  bool fair;        /* an async start covered by its share of the compute left */
   int64_t delta;    /* bytes live above it minus below it */
   uint64_t at;      /* bytes live while it runs */
   int pos;          /* text position before scheduling */
 } cand_t;
 
+/* The nodes whose operands k keeps live: k, and for an async done its start
+ * too (the transfer reads the start's operands until the done). */
+static int data_readers(const graph_t *g, int k, int out[2]) {
+  const sched_node_t *n = N(g, k);
+  out[0] = k;
+  if (n->kind == NO_KIND || !n->partner || !ts_sched_is_async_done(g->ins[k])) return 1;
+  out[1] = g->lidx[n->partner->id];
+  return 2;
+}
+
 static void new_bytes(const graph_t *g, state_t *s, int k, uint64_t *newly) {
   s->stamp_now++;
   uint64_t b = 0;
-  for (int e = g->pred_start[k]; e < g->pred_start[k + 1]; e++) {
-    int p = g->preds[e];
-    if (e - g->pred_start[k] >= g->ins[k]->nops) break; /* control edges carry no data */
-    for (int q = g->src_start[p]; q < g->src_start[p + 1]; q++) {
-      int bf = g->srcs[q];
-      if (s->live[bf] || s->stamp[bf] == s->stamp_now) continue;
-      s->stamp[bf] = s->stamp_now;
-      b += N(g, bf)->bytes;
+  int rd[2], nr = data_readers(g, k, rd);
+  for (int r = 0; r < nr; r++)
+    for (int e = g->pred_start[rd[r]]; e < g->pred_start[rd[r]] + g->ins[rd[r]]->nops; e++) {
+      int p = g->preds[e]; /* operands only: control and hazard edges carry no data */
+      for (int q = g->src_start[p]; q < g->src_start[p + 1]; q++) {
+        int bf = g->srcs[q];
+        if (s->live[bf] || s->stamp[bf] == s->stamp_now) continue;
+        s->stamp[bf] = s->stamp_now;
+        b += N(g, bf)->bytes;
+      }
     }
-  }
   *newly = b;
 }
 
@@ -231,11 +373,22 @@ static void describe(const graph_t *g, state_t *s, int k, const int limit[], can
   c->done = n->kind != NO_KIND && !c->start;
   c->kind = n->kind;
   if (c->done && s->inflight[n->kind] >= limit[n->kind]) c->blocked |= 1u << n->kind;
+  /* A while or call runs the async pairs inside it: those in flight around
+   * it and the most it opens at once share the kind's limit (XLA counts a
+   * node's nested resources). None open around it: always allowed. */
   for (int kind = 0; kind < TS_SCHED_KIND_COUNT; kind++)
-    if ((n->uses_kinds >> kind & 1u) && s->inflight[kind] >= limit[kind]) c->blocked |= 1u << kind;
+    if (n->uses_count[kind] > 0 && s->inflight[kind] > 0 && s->inflight[kind] + n->uses_count[kind] > limit[kind])
+      c->blocked |= 1u << kind;
   c->eligible = !c->blocked;
   double st = s->ready_time[k] - s->now;
   c->stall = st > 0 ? st : 0;
+  if (c->start) {
+    /* Its share: the compute under it so far and the compute left, split
+     * evenly between it and the dones of its kind still to come. */
+    double covered = n->latency - c->stall;
+    double share = (covered + s->cost_left) / (1 + s->dones_left[n->kind]);
+    c->fair = c->stall == 0 || covered >= share * (1 - 1e-9);
+  }
   for (int o = 0; o < i->nops; o++) c->unlock_done |= ts_sched_is_async_done(i->ops[o]);
   uint64_t newly, own = s->live[k] ? n->bytes : 0;
   new_bytes(g, s, k, &newly);
@@ -248,13 +401,17 @@ static void describe(const graph_t *g, state_t *s, int k, const int limit[], can
  *   1. parameters last (bottom-up), so that they head the computation;
  *   2. nop-like ops (get-tuple-element, tuple, bitcast, constant, ...) first:
  *      free, and they unlock their operands;
- *   3. memory over the limit: the smaller increase of live bytes wins;
+ *   3. memory over the limit (at it is not over): the smaller increase of
+ *      live bytes wins;
  *   4. memory limit: a node that keeps the live bytes within it wins;
  *   5. ScheduleDone: an async done wins, so that top-down it sits just before
  *      its first use and its window opens as wide as the compute allows;
  *   6. FreeBackedUpResource: an async start whose transfer is already
- *      covered (no stall) wins when a done of its kind waits, blocked by the
- *      overlap limit: closing this window lets the next one open;
+ *      covered (no stall), or covered by its share of the compute left
+ *      (split evenly with the dones of its kind to come), wins when a done of
+ *      its kind waits, blocked by the overlap limit: closing this window
+ *      lets the next one open, so that when there is not enough compute to
+ *      hide every transfer each gets its part rather than one all of it;
  *   7. LessStall: the smaller stall wins (a start whose transfer is not yet
  *      covered waits while other work remains);
  *   8. DelayStart: anything else before an async start, so that top-down a
@@ -262,25 +419,27 @@ static void describe(const graph_t *g, state_t *s, int k, const int limit[], can
  *      hides the transfer even when the model underestimates it);
  *   9. UnlockDone: a node with an async done operand wins, so that the done
  *      becomes ready;
- *  10. DecreaseMemory (with a memory limit): the smaller increase wins;
+ *  10. DecreaseMemory (with a memory limit, more than half of it live, as
+ *      XLA checks pressure; always under program order's peak, which is
+ *      tight): the smaller increase wins;
  *  11. OriginalOrder: the later text position wins (bottom-up keeps the
  *      input order), which also makes ties deterministic: positions are
  *      unique, as instruction ids are. */
-static bool better(const cand_t *a, const cand_t *b, uint64_t limit, uint64_t live, unsigned backed_up) {
+static bool better(const cand_t *a, const cand_t *b, uint64_t limit, bool tight, uint64_t live, unsigned backed_up) {
 #define RULE(ca, cb) \
   if ((ca) != (cb)) return (ca)
   RULE(!a->param, !b->param);
   RULE(a->nop, b->nop);
   if (limit) {
-    if (live >= limit && a->delta != b->delta) return a->delta < b->delta;
+    if (live > limit && a->delta != b->delta) return a->delta < b->delta;
     RULE(a->at <= limit, b->at <= limit);
   }
   RULE(a->done, b->done);
-  RULE(a->start && a->stall == 0 && (backed_up >> a->kind & 1u), b->start && b->stall == 0 && (backed_up >> b->kind & 1u));
+  RULE(a->start && a->fair && (backed_up >> a->kind & 1u), b->start && b->fair && (backed_up >> b->kind & 1u));
   if (a->stall != b->stall) return a->stall < b->stall;
   RULE(!a->start, !b->start);
   RULE(a->unlock_done, b->unlock_done);
-  if (limit && a->delta != b->delta) return a->delta < b->delta;
+  if (limit && (tight || live > limit / 2) && a->delta != b->delta) return a->delta < b->delta;
   return a->pos > b->pos;
 #undef RULE
 }
@@ -310,19 +469,23 @@ static void schedule_node(const graph_t *g, state_t *s, int k) {
     s->live_bytes -= n->bytes;
     s->live[k] = false;
   }
-  for (int e = g->pred_start[k]; e < g->pred_start[k] + i->nops; e++) {
-    int p = g->preds[e];
-    for (int q = g->src_start[p]; q < g->src_start[p + 1]; q++) {
-      int bf = g->srcs[q];
-      if (!s->live[bf]) {
-        s->live[bf] = true;
-        s->live_bytes += N(g, bf)->bytes;
+  int rd[2], nr = data_readers(g, k, rd);
+  for (int r = 0; r < nr; r++)
+    for (int e = g->pred_start[rd[r]]; e < g->pred_start[rd[r]] + g->ins[rd[r]]->nops; e++) {
+      int p = g->preds[e];
+      for (int q = g->src_start[p]; q < g->src_start[p + 1]; q++) {
+        int bf = g->srcs[q];
+        if (!s->live[bf]) {
+          s->live[bf] = true;
+          s->live_bytes += N(g, bf)->bytes;
+        }
       }
     }
-  }
   double t = s->now > s->ready_time[k] ? s->now : s->ready_time[k];
   s->t[k] = t;
   s->now = t + n->cost;
+  s->cost_left -= n->cost;
+  if (n->kind != NO_KIND && !ts_sched_is_async_start(i)) s->dones_left[n->kind]--;
   if (n->kind != NO_KIND) {
     if (ts_sched_is_async_start(i)) s->inflight[n->kind]--;
     else s->inflight[n->kind]++;
@@ -338,9 +501,11 @@ static void schedule_node(const graph_t *g, state_t *s, int k) {
   }
 }
 
-/* One bottom-up pass with memory target `limit` (0: none). order[] gets the
- * top-down order; *peak the largest live set. */
-static ts_status_t run(const graph_t *g, uint64_t limit, int *order, uint64_t *peak) {
+/* One bottom-up pass with memory target `limit` (0: none; `tight`: the
+ * target is program order's own peak, so DecreaseMemory always applies), or
+ * with `program_order` the input order (the latest ready text position
+ * first). order[] gets the top-down order; *peak the largest live set. */
+static ts_status_t run(const graph_t *g, uint64_t limit, bool tight, bool program_order, int *order, uint64_t *peak) {
   int n = g->n;
   state_t s = {0};
   int limits[TS_SCHED_KIND_COUNT];
@@ -362,6 +527,11 @@ static ts_status_t run(const graph_t *g, uint64_t limit, int *order, uint64_t *p
     goto out;
   }
   for (int e = 0; e < g->pred_start[n]; e++) s.remaining[g->preds[e]]++;
+  for (int k = 0; k < n; k++) {
+    const sched_node_t *nk = N(g, k);
+    s.cost_left += nk->cost;
+    if (nk->kind != NO_KIND && !ts_sched_is_async_start(g->ins[k])) s.dones_left[nk->kind]++;
+  }
   if (g->c->root) { /* the outputs are live at the end */
     int r = g->lidx[g->c->root->id];
     for (int q = g->src_start[r]; q < g->src_start[r + 1]; q++) {
@@ -379,6 +549,15 @@ static ts_status_t run(const graph_t *g, uint64_t limit, int *order, uint64_t *p
       st = TS_ERR_INTERNAL; /* nothing ready but nodes left: a cycle */
       goto out;
     }
+    if (program_order) { /* the input order (the latest ready text position, bottom-up) */
+      int best = 0;
+      for (int r = 1; r < s.nready; r++)
+        if (s.ready[r] > s.ready[best]) best = r;
+      int k = s.ready[best];
+      s.ready[best] = s.ready[--s.nready];
+      schedule_node(g, &s, k);
+      continue;
+    }
     unsigned backed_up = 0;
     for (int r = 0; r < s.nready; r++) {
       describe(g, &s, s.ready[r], limits, &cands[r]);
@@ -387,7 +566,7 @@ static ts_status_t run(const graph_t *g, uint64_t limit, int *order, uint64_t *p
     int best = -1;
     for (int r = 0; r < s.nready; r++) {
       if (!cands[r].eligible) continue;
-      if (best < 0 || better(&cands[r], &cands[best], limit, s.live_bytes, backed_up)) best = r;
+      if (best < 0 || better(&cands[r], &cands[best], limit, tight, s.live_bytes, backed_up)) best = r;
     }
     if (best < 0) best = 0; /* cannot happen: a pending start is always eligible */
     int k = s.ready[best];
@@ -429,7 +608,12 @@ static void callee_costs(sched_ctx_t *x, ts_hlo_comp_t *c) {
       n->trips = ts_sched_while_trips(i, &known);
       double ct = cc ? cc->time : 0, bt = bc ? bc->time : 0;
       n->cost = n->trips * (bt + ct) + ct;
+      n->serial = n->trips * ((bc ? bc->serial : 0) + (cc ? cc->serial : 0)) + (cc ? cc->serial : 0);
       n->uses_kinds = (cc ? cc->kinds : 0) | (bc ? bc->kinds : 0);
+      for (int kind = 0; kind < TS_SCHED_KIND_COUNT; kind++) {
+        int a = cc ? cc->inflight[kind] : 0, b = bc ? bc->inflight[kind] : 0;
+        n->uses_count[kind] = a > b ? a : b;
+      }
       n->callee_peak = cc && bc ? (cc->peak > bc->peak ? cc->peak : bc->peak) : bc ? bc->peak : 0;
     } else if (i->op == TS_OP_CALL || i->op == TS_OP_CONDITIONAL) {
       double worst = 0;
@@ -437,12 +621,201 @@ static void callee_costs(sched_ctx_t *x, ts_hlo_comp_t *c) {
         const sched_comp_t *cc = callee(x, i->called[q]);
         if (!cc) continue;
         if (cc->time > worst) worst = cc->time;
+        if (cc->serial > n->serial) n->serial = cc->serial;
         n->uses_kinds |= cc->kinds;
+        for (int kind = 0; kind < TS_SCHED_KIND_COUNT; kind++)
+          if (cc->inflight[kind] > n->uses_count[kind]) n->uses_count[kind] = cc->inflight[kind];
         if (cc->peak > n->callee_peak) n->callee_peak = cc->peak;
       }
       n->cost = worst;
     }
   }
+}
+
+/* The arena the runtime's buffer assignment would give `order` (top-down
+ * local indices): as runtime/program.c assigns it, buffers by decreasing
+ * size, each at the lowest 64-byte-aligned offset free over its live range
+ * (first fit). Live peaks alone miss the fragmentation this adds. */
+typedef struct {
+  uint64_t bytes;
+  int def, last;
+} span_t;
+
+static int span_cmp(const void *a, const void *b) {
+  const span_t *x = a, *y = b;
+  if (x->bytes != y->bytes) return x->bytes > y->bytes ? -1 : 1;
+  return x->def - y->def;
+}
+
+static int range_cmp(const void *a, const void *b) {
+  const uint64_t *x = a, *y = b;
+  return x[0] < y[0] ? -1 : x[0] > y[0];
+}
+
+static ts_status_t arena_bytes(const graph_t *g, const int *order, uint64_t *out) {
+  int n = g->n, ns = 0;
+  int *pos = ts_malloc(sizeof *pos * (size_t)(n + 1)), *last = ts_malloc(sizeof *last * (size_t)(n + 1));
+  span_t *sp = ts_malloc(sizeof *sp * (size_t)(n + 1));
+  uint64_t *busy = ts_malloc(sizeof *busy * 2 * (size_t)(n + 1)), *off = ts_malloc(sizeof *off * (size_t)(n + 1));
+  ts_status_t st = TS_OK;
+  if (!pos || !last || !sp || !busy || !off) {
+    st = TS_ERR_NOMEM;
+    goto out;
+  }
+  for (int q = 0; q < n; q++) pos[order[q]] = q, last[order[q]] = q;
+  for (int q = 0; q < n; q++) {
+    int rd[2], nr = data_readers(g, order[q], rd);
+    for (int r = 0; r < nr; r++)
+      for (int e = g->pred_start[rd[r]]; e < g->pred_start[rd[r]] + g->ins[rd[r]]->nops; e++)
+        for (int b = g->src_start[g->preds[e]]; b < g->src_start[g->preds[e] + 1]; b++)
+          if (last[g->srcs[b]] < q) last[g->srcs[b]] = q;
+  }
+  if (g->c->root) {
+    int r = g->lidx[g->c->root->id];
+    for (int b = g->src_start[r]; b < g->src_start[r + 1]; b++) last[g->srcs[b]] = n;
+  }
+  for (int k = 0; k < n; k++)
+    if (N(g, k)->bytes) sp[ns++] = (span_t){(N(g, k)->bytes + 63) / 64 * 64, pos[k], last[k]};
+  qsort(sp, (size_t)ns, sizeof *sp, span_cmp);
+  uint64_t top = 0;
+  for (int q = 0; q < ns; q++) {
+    int nb = 0;
+    for (int r = 0; r < q; r++)
+      if (sp[r].def <= sp[q].last && sp[q].def <= sp[r].last) busy[2 * nb] = off[r], busy[2 * nb + 1] = off[r] + sp[r].bytes, nb++;
+    qsort(busy, (size_t)nb, 2 * sizeof *busy, range_cmp);
+    uint64_t at = 0;
+    for (int r = 0; r < nb; r++) {
+      if (busy[2 * r] >= at + sp[q].bytes) break;
+      if (busy[2 * r + 1] > at) at = busy[2 * r + 1];
+    }
+    off[q] = at;
+    if (at + sp[q].bytes > top) top = at + sp[q].bytes;
+  }
+  *out = top;
+out:
+  ts_free(pos);
+  ts_free(last);
+  ts_free(sp);
+  ts_free(busy);
+  ts_free(off);
+  return st;
+}
+
+/* The largest live set of `order` (top-down local indices): each buffer
+ * from its definition to its last reader (an async done reads its start's
+ * operands), the outputs to the end, and what a call holds inside while it
+ * runs: what run() counts, for any order. `pos`, `last` [n], `delta` [n + 1]
+ * are scratch. */
+static uint64_t live_peak(const graph_t *g, const int *order, int *pos, int *last, int64_t *delta) {
+  int n = g->n;
+  for (int q = 0; q < n; q++) pos[order[q]] = q, last[order[q]] = q, delta[q] = 0;
+  delta[n] = 0;
+  for (int q = 0; q < n; q++) {
+    int rd[2], nr = data_readers(g, order[q], rd);
+    for (int r = 0; r < nr; r++)
+      for (int e = g->pred_start[rd[r]]; e < g->pred_start[rd[r]] + g->ins[rd[r]]->nops; e++)
+        for (int b = g->src_start[g->preds[e]]; b < g->src_start[g->preds[e] + 1]; b++)
+          if (last[g->srcs[b]] < q) last[g->srcs[b]] = q;
+  }
+  if (g->c->root) {
+    int r = g->lidx[g->c->root->id];
+    for (int b = g->src_start[r]; b < g->src_start[r + 1]; b++) last[g->srcs[b]] = n - 1;
+  }
+  for (int k = 0; k < n; k++) {
+    delta[pos[k]] += (int64_t)N(g, k)->bytes;
+    delta[last[k] + 1] -= (int64_t)N(g, k)->bytes;
+  }
+  int64_t live = 0;
+  uint64_t peak = 0;
+  for (int q = 0; q < n; q++) {
+    live += delta[q];
+    uint64_t at = (uint64_t)live + N(g, order[q])->callee_peak;
+    if (at > peak) peak = at;
+  }
+  return peak;
+}
+
+static bool is_pred(const graph_t *g, int of, int k) {
+  for (int e = g->pred_start[of]; e < g->pred_start[of + 1]; e++)
+    if (g->preds[e] == k) return true;
+  return false;
+}
+
+/* Whether a start or done may move past k: not past another async op, nor
+ * past a while or call that runs some (the overlap limits stay as they
+ * were). */
+static bool plain(const graph_t *g, int k) {
+  const sched_node_t *nk = N(g, k);
+  if (nk->kind != NO_KIND) return false;
+  for (int kind = 0; kind < TS_SCHED_KIND_COUNT; kind++)
+    if (nk->uses_count[kind]) return false;
+  return true;
+}
+
+/* When no schedule stays within program order's peak: program order with
+ * each async window widened one instruction at a time (its start up, its
+ * done down) while the live set stays within `limit` and the arena within
+ * `arena_limit`, until the transfer is covered. `order` is top-down and is changed in place. */
+static ts_status_t widen(const graph_t *g, int *order, uint64_t limit, uint64_t arena_limit) {
+  int n = g->n;
+  int *pos = ts_malloc(sizeof *pos * (size_t)(n + 1)), *last = ts_malloc(sizeof *last * (size_t)(n + 1));
+  int *saved = ts_malloc(sizeof *saved * (size_t)(n + 1));
+  int64_t *delta = ts_malloc(sizeof *delta * (size_t)(n + 2));
+  ts_status_t st = TS_OK;
+  if (!pos || !last || !saved || !delta) {
+    st = TS_ERR_NOMEM;
+    goto out;
+  }
+  for (int q = 0; q < n; q++) {
+    int sk = order[q];
+    const sched_node_t *sn = N(g, sk);
+    if (sn->kind == NO_KIND || !sn->partner || !ts_sched_is_async_start(g->ins[sk])) continue;
+    int dk = g->lidx[sn->partner->id];
+    double covered = 0;
+    memcpy(saved, order, sizeof *order * (size_t)n);
+    for (int side = 0; side < 2; side++)
+      for (;;) {
+        for (int r = 0; r < n; r++) pos[order[r]] = r;
+        int at = side == 0 ? pos[sk] : pos[dk];
+        int nb = side == 0 ? at - 1 : at + 1;
+        if (covered >= sn->latency || nb < 0 || nb >= n) break;
+        int u = order[nb];
+        if (!plain(g, u) || (side == 0 ? is_pred(g, sk, u) : is_pred(g, u, dk))) break;
+        order[nb] = order[at], order[at] = u;
+        uint64_t arena = 0;
+        bool over = live_peak(g, order, pos, last, delta) > limit;
+        if (!over) {
+          TS_CHECK_GOTO(arena_bytes(g, order, &arena), st, out);
+          over = arena > arena_limit;
+        }
+        if (over) {
+          order[at] = order[nb], order[nb] = u;
+          break;
+        }
+        covered += N(g, u)->cost;
+      }
+    if (covered == 0) memcpy(order, saved, sizeof *order * (size_t)n); /* moved past free ops only */
+  }
+out:
+  ts_free(pos);
+  ts_free(last);
+  ts_free(saved);
+  ts_free(delta);
+  return st;
+}
+
+/* Program order's time: every op's cost and every collective's whole
+ * latency, one after another (the order does not matter). */
+static double serial_time(const sched_ctx_t *x, const ts_hlo_comp_t *c) {
+  double t = 0;
+  for (int k = 0; k < c->ninstrs; k++) {
+    const ts_hlo_instr_t *i = c->instrs[k];
+    const sched_node_t *n = &x->node[i->id];
+    if (i->op == TS_OP_WHILE || i->op == TS_OP_CALL || i->op == TS_OP_CONDITIONAL) t += n->serial;
+    else if (n->kind != NO_KIND && ts_sched_is_async_start(i)) t += n->latency;
+    else t += n->cost;
+  }
+  return t;
 }
 
 ts_status_t ts_sched_comp(sched_ctx_t *x, ts_hlo_comp_t *c, int index) {
@@ -451,42 +824,81 @@ ts_status_t ts_sched_comp(sched_ctx_t *x, ts_hlo_comp_t *c, int index) {
   int n = c->ninstrs;
   int *lidx = ts_malloc(sizeof *lidx * (size_t)(x->m->next_id + 1));
   int *order = ts_malloc(sizeof *order * (size_t)(n + 1)), *best = ts_malloc(sizeof *best * (size_t)(n + 1));
+  int *base = ts_malloc(sizeof *base * (size_t)(n + 1));
   graph_t g;
   memset(&g, 0, sizeof g);
   ts_status_t st = TS_OK;
-  if (!lidx || !order || !best) {
+  sched_comp_t *sc = &x->comp[index];
+  if (!lidx || !order || !best || !base) {
     st = TS_ERR_NOMEM;
     goto out;
   }
   TS_CHECK_GOTO(graph_build(x, c, lidx, &g), st, out);
+  /* Program order, for its peak: the default memory target. */
+  uint64_t base_peak;
+  TS_CHECK_GOTO(run(&g, 0, false, true, base, &base_peak), st, out);
+  sc->base_peak = base_peak;
+  sc->serial = serial_time(x, c);
   /* The limit covers the entry's parameters too: they are live throughout. */
   uint64_t limit = x->o->memory_limit, params = 0;
   if (c->is_entry)
-    for (int k = 0; k < c->nparams; k++) params += ts_sched_shape_bytes(c->params[k]->shape);
+    for (int k = 0; k < c->nparams; k++) params += ts_shape_bytes(c->params[k]->shape);
   if (limit) limit = limit > params ? limit - params : 1;
+  bool keep = !limit && x->o->keep_program_peak;
+  if (keep) limit = base_peak ? base_peak : 1;
+  /* Under the default target the arena counts too: not above program
+   * order's, fragmentation included. */
+  uint64_t base_arena = 0;
+  if (keep) TS_CHECK_GOTO(arena_bytes(&g, base, &base_arena), st, out);
   uint64_t target = limit, best_peak = 0;
   int attempt = 0;
+  bool fits = false;
   for (;; attempt++) {
-    uint64_t peak;
-    TS_CHECK_GOTO(run(&g, target, order, &peak), st, out);
-    if (attempt == 0 || peak < best_peak) {
+    uint64_t peak, arena = 0;
+    TS_CHECK_GOTO(run(&g, target, keep, false, order, &peak), st, out);
+    if (keep) TS_CHECK_GOTO(arena_bytes(&g, order, &arena), st, out);
+    bool ok = !limit || (peak <= limit && arena <= base_arena);
+    if (attempt == 0 || (ok && !fits) || (ok == fits && peak < best_peak)) {
       best_peak = peak;
       memcpy(best, order, sizeof *order * (size_t)n);
     }
+    fits |= ok;
     /* XLA's rerun: under pressure, aim 10% lower and schedule again. */
-    if (!limit || best_peak <= limit || attempt >= x->o->reruns) break;
+    if (fits || attempt >= x->o->reruns) break;
     target = target / 10 * 9;
+  }
+  if (keep && !fits) { /* no schedule within program order's memory: widen its windows within it */
+    memcpy(best, base, sizeof *base * (size_t)n);
+    int *pos = ts_malloc(sizeof *pos * (size_t)(n + 1)), *last = ts_malloc(sizeof *last * (size_t)(n + 1));
+    int64_t *delta = ts_malloc(sizeof *delta * (size_t)(n + 2));
+    uint64_t base_live = pos && last && delta ? live_peak(&g, base, pos, last, delta) : 0;
+    ts_free(pos);
+    ts_free(last);
+    ts_free(delta);
+    if (!base_live && n) {
+      st = TS_ERR_NOMEM;
+      goto out;
+    }
+    TS_CHECK_GOTO(widen(&g, best, base_live, base_arena), st, out);
+    best_peak = base_peak;
+    sc->fell_back = true;
   }
   ts_hlo_instr_t **ins = g.ins;
   for (int q = 0; q < n; q++) c->instrs[q] = ins[best[q]];
-  sched_comp_t *sc = &x->comp[index];
   sc->peak = best_peak;
   sc->reruns = attempt;
   unsigned kinds = 0;
+  int open[TS_SCHED_KIND_COUNT] = {0};
   for (int q = 0; q < n; q++) {
-    const sched_node_t *nn = &x->node[c->instrs[q]->id];
+    const ts_hlo_instr_t *i = c->instrs[q];
+    const sched_node_t *nn = &x->node[i->id];
     if (nn->kind != NO_KIND) kinds |= 1u << nn->kind;
     kinds |= nn->uses_kinds;
+    if (nn->kind != NO_KIND) open[nn->kind] += ts_sched_is_async_start(i) ? 1 : -1;
+    for (int kind = 0; kind < TS_SCHED_KIND_COUNT; kind++) {
+      int now = open[kind] + nn->uses_count[kind];
+      if (now > sc->inflight[kind]) sc->inflight[kind] = now;
+    }
   }
   sc->kinds = kinds;
   TS_CHECK_GOTO(ts_sched_replay(x, c, &sc->time, NULL, 1, false, 0, 0), st, out);
@@ -496,5 +908,6 @@ out:
   ts_free(lidx);
   ts_free(order);
   ts_free(best);
+  ts_free(base);
   return st;
 }

@@ -13,6 +13,7 @@ void ts_sched_opts_default(ts_sched_opts_t *o) {
   for (int k = 0; k < TS_SCHED_KIND_COUNT; k++) o->overlap_limit[k] = 1;
   o->reruns = 5;
   o->convert_async = true;
+  o->keep_program_peak = true;
 }
 
 static double now_s(void) {
@@ -77,14 +78,22 @@ ts_status_t ts_schedule(ts_hlo_module_t *m, const ts_sched_opts_t *opts, ts_sche
   x.node = ts_calloc((size_t)m->next_id + 1, sizeof *x.node);
   x.comp = ts_calloc((size_t)m->ncomps + 1, sizeof *x.comp);
   x.tstart = ts_calloc((size_t)m->next_id + 1, sizeof *x.tstart);
+  x.is_body = ts_calloc((size_t)m->ncomps + 1, sizeof *x.is_body);
   uint8_t *state = ts_calloc((size_t)m->ncomps + 1, 1);
   sched_log_t log = {0};
   ts_sched_result_t *r = NULL;
   ts_status_t st = TS_OK;
-  if (!x.node || !x.comp || !x.tstart || !state) {
+  if (!x.node || !x.comp || !x.tstart || !x.is_body || !state) {
     st = TS_ERR_NOMEM;
     goto done;
   }
+  for (int k = 0; k < m->ncomps; k++)
+    for (int q = 0; q < m->comps[k]->ninstrs; q++) {
+      const ts_hlo_instr_t *w = m->comps[k]->instrs[q];
+      const ts_hlo_attr_t *b = w->op == TS_OP_WHILE ? ts_hlo_instr_attr(w, "body") : NULL;
+      int kb = b && b->kind == TS_ATTR_COMP && b->v.comps.n == 1 ? comp_index(m, b->v.comps.comps[0]) : -1;
+      if (kb >= 0) x.is_body[kb] = true;
+    }
   for (int k = 0; k < m->ncomps; k++) TS_CHECK_GOTO(visit(&x, m->comps[k], state), st, done);
   TS_CHECK_GOTO(mark_scheduled(m), st, done);
   if (!out || !m->entry) goto done;
@@ -104,12 +113,15 @@ ts_status_t ts_schedule(ts_hlo_module_t *m, const ts_sched_opts_t *opts, ts_sche
   }
   r->overlap = r->collective_s > 0 ? 1 - r->wasted_s / r->collective_s : 1;
   uint64_t params = 0;
-  for (int k = 0; k < m->entry->nparams; k++) params += ts_sched_shape_bytes(m->entry->params[k]->shape);
+  for (int k = 0; k < m->entry->nparams; k++) params += ts_shape_bytes(m->entry->params[k]->shape);
   int ke = comp_index(m, m->entry);
   r->peak_memory_bytes = params + (ke >= 0 ? x.comp[ke].peak : 0);
+  r->program_order_peak_bytes = params + (ke >= 0 ? x.comp[ke].base_peak : 0);
+  r->program_order_step_s = ke >= 0 ? x.comp[ke].serial : 0;
   r->memory_limit = opts->memory_limit;
   for (int k = 0; k < m->ncomps; k++) {
     if (x.comp[k].reruns > r->reruns_used) r->reruns_used = x.comp[k].reruns;
+    r->kept_program_order += x.comp[k].fell_back;
     r->instructions += m->comps[k]->ninstrs;
   }
   r->converted = converted;
@@ -130,6 +142,7 @@ done:
   ts_free(x.node);
   ts_free(x.comp);
   ts_free(x.tstart);
+  ts_free(x.is_body);
   ts_free(state);
   return st;
 }
@@ -155,7 +168,7 @@ bool ts_sched_parse_overlap_limit(const char *s, ts_sched_opts_t *o) {
     const char *eq = memchr(p, '=', n);
     int kind = -1;
     for (int k = 0; eq && k < TS_SCHED_KIND_COUNT; k++) {
-      const char *name = ts_sched_kind_name((ts_sched_kind_t)k);
+      const char *name = ts_coll_kind_name((ts_coll_kind_t)k);
       if (strlen(name) == (size_t)(eq - p) && strncmp(name, p, (size_t)(eq - p)) == 0) kind = k;
     }
     errno = 0;

@@ -11,14 +11,16 @@
 typedef struct {
   double cost;              /* seconds the compute stream is busy (0 for async start/done) */
   double latency;           /* async start: the collective's time (the start->done edge) */
-  int kind;                 /* async start/done: its ts_sched_kind_t; else NO_KIND */
+  int kind;                 /* async start/done: its ts_coll_kind_t; else NO_KIND */
   ts_hlo_instr_t *partner;  /* async start <-> done */
   uint64_t bytes;           /* bytes of the buffer it defines (0: aliases its operands) */
   bool alias;               /* defines no buffer: refers to its operands' (gte, tuple, done, ...) */
   bool nop;                 /* free and scheduled first when ready (XLA's nop set) */
   unsigned uses_kinds;      /* bit per kind: async collectives inside its called computations */
+  int uses_count[TS_SCHED_KIND_COUNT]; /* most of each kind in flight at once inside them */
   uint64_t callee_peak;     /* bytes its called computations hold live at their peak */
   double trips;             /* while: iterations per execution (1 when unknown) */
+  double serial;            /* while/call/conditional: its callees' program-order time */
   const char *source;       /* cost source of a collective */
 } sched_node_t;
 
@@ -27,6 +29,10 @@ typedef struct {
   double time;          /* one execution, top-down replay of the schedule */
   uint64_t peak;        /* largest live set, its parameters excluded */
   unsigned kinds;       /* async kinds used inside, transitively */
+  int inflight[TS_SCHED_KIND_COUNT]; /* most async pairs of each kind open at once, nested ones too */
+  double serial;        /* one execution in program order, collectives synchronous */
+  uint64_t base_peak;   /* largest live set in program order */
+  bool fell_back;       /* kept program order: no schedule stayed within its peak */
   int reruns;           /* memory-pressure reschedules it took */
   bool done;
 } sched_comp_t;
@@ -41,11 +47,11 @@ typedef struct {
   sched_node_t *node;         /* [m->next_id] */
   sched_comp_t *comp;         /* [m->ncomps] */
   double *tstart;             /* [m->next_id]: replay time of each async start */
+  bool *is_body;              /* [m->ncomps]: a while loop's body */
   ts_diag_t *diag;
 } sched_ctx_t;
 
 /* cost.c */
-uint64_t ts_sched_shape_bytes(const ts_shape_t *s);
 int ts_sched_kind_of(const ts_hlo_instr_t *i);          /* collective opcode (sync or start) -> kind */
 bool ts_sched_is_async_start(const ts_hlo_instr_t *i);
 bool ts_sched_is_async_done(const ts_hlo_instr_t *i);

@@ -11,29 +11,27 @@
 #include "ts_hlo.h"
 
 /* The resources of the overlap limits: one per collective kind, as XLA's
- * ResourceType. */
-typedef enum {
-  TS_SCHED_ALL_REDUCE,
-  TS_SCHED_ALL_GATHER,
-  TS_SCHED_REDUCE_SCATTER,
-  TS_SCHED_ALL_TO_ALL,
-  TS_SCHED_COLLECTIVE_PERMUTE,
-  TS_SCHED_COLLECTIVE_BROADCAST,
-  TS_SCHED_KIND_COUNT
-} ts_sched_kind_t;
-
-const char *ts_sched_kind_name(ts_sched_kind_t k); /* "all-reduce", ... */
+ * ResourceType: the first TS_SCHED_KIND_COUNT kinds of ts_coll_kind_t
+ * (ts_collective.h), all-reduce to collective-broadcast. */
+#define TS_SCHED_KIND_COUNT (TS_COLL_COLLECTIVE_BROADCAST + 1)
 
 typedef struct {
   /* Async pairs of one kind in flight at once (XLA's *_overlap_limit);
    * default 1 each. */
   int overlap_limit[TS_SCHED_KIND_COUNT];
-  /* Bytes live at once (per device); 0: no limit. When the schedule would
+  /* Bytes live at once (per device); 0: none given (then see
+   * keep_program_peak). When the schedule would
    * exceed it the scheduler prefers ops that free memory and shortens async
    * windows, then re-schedules with a 10% lower target up to `reruns`
    * times (XLA's rerun), keeping the schedule with the lowest peak. */
   uint64_t memory_limit;
   int reruns; /* default 5 */
+  /* With no memory_limit: never above program order's peak (default true).
+   * Each computation is scheduled under the live peak and buffer arena of
+   * its own input order (the collectives' operands live until their dones);
+   * when no schedule stays within them, it keeps that order with each async
+   * window widened as far as they allow. False: no memory target at all. */
+  bool keep_program_peak;
   /* Where costs come from; NULL: the host's roofline alone. Not owned. */
   const ts_costmodel_t *cost;
   /* Convert synchronous collectives into start/done pairs first (default
@@ -44,7 +42,7 @@ typedef struct {
 void ts_sched_opts_default(ts_sched_opts_t *o);
 
 /* --overlap-limit's value: "N" (every kind) or "KIND=N,..." (KIND as
- * ts_sched_kind_name). Sets o->overlap_limit and returns true, or returns
+ * ts_coll_kind_name). Sets o->overlap_limit and returns true, or returns
  * false and changes nothing. ts_sched_overlap_limit_syntax says what it
  * takes, for usage errors. */
 bool ts_sched_parse_overlap_limit(const char *s, ts_sched_opts_t *o);
@@ -54,9 +52,10 @@ extern const char ts_sched_overlap_limit_syntax[];
 typedef struct {
   const char *start, *done;   /* instruction names (module arena) */
   const char *computation;
-  ts_sched_kind_t kind;
+  ts_coll_kind_t kind;
   double latency_s;           /* the collective's predicted time */
   double wasted_s;            /* latency not hidden behind compute, per execution */
+  double hidden_s;            /* latency_s - wasted_s: the compute it overlaps */
   double executions;          /* times it runs per step (while trip counts) */
   const char *source;         /* the cost source: "table", "analytical", "roofline" */
 } ts_sched_pair_t;
@@ -79,6 +78,9 @@ typedef struct {
   double wasted_by_kind_s[TS_SCHED_KIND_COUNT];
   double overlap;             /* 1 - wasted / collective (1 when there is no collective) */
   uint64_t peak_memory_bytes; /* entry parameters + the largest live set */
+  double program_order_step_s;      /* the step in program order, collectives synchronous */
+  uint64_t program_order_peak_bytes; /* entry parameters + program order's largest live set */
+  int kept_program_order;     /* computations left in program order to stay within its peak */
   uint64_t memory_limit;      /* as asked (0: none) */
   int reruns_used;
   int converted;              /* collectives turned into async pairs */

@@ -13,6 +13,7 @@ packages=(
   libprotobuf-c-dev protobuf-c-compiler protobuf-compiler
   libopenblas-dev
   libcjson-dev
+  zlib1g-dev
   python3 python3-numpy
 )
 

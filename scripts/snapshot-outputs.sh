@@ -24,7 +24,8 @@ done
 record() {  # NAME CMD...: stdout, stderr and the exit code of CMD, paths made relative
   local name=$1; shift
   (cd "$root" && timeout 60 "$@" >"$out/$name.out" 2>"$out/$name.err"; echo "rc=$?" >"$out/$name.rc")
-  sed -i "s#$root#ROOT#g; s#$corpus#CORPUS#g" "$out/$name.out" "$out/$name.err"
+  # paths made relative, and times (the only run-to-run noise) masked
+  sed -i -E "s#$root#ROOT#g; s#$corpus#CORPUS#g; s/in [0-9.]+ (ms|s)\b/in T \1/g" "$out/$name.out" "$out/$name.err"
 }
 
 n=0

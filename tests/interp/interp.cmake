@@ -54,7 +54,7 @@ if(EXISTS ${real_hlo})
   ts_corpus_run(tensorflow__tensorflow__gpu_hlo_collective_topology.hlo finite --devices 8)
   ts_corpus_run(tensorflow__tensorflow__u4_all_gather_1x8.hlo finite --devices 8 --replica-count 8)
   ts_corpus_run(tensorflow__tensorflow__transformer_engine_softmax.hlo
-                "error:custom-call target \"te_scaled_softmax_forward_ffi\" has no meaning" --devices 1)
+                "cannot:custom-call target \"te_scaled_softmax_forward_ffi\" calls a GPU/vendor library" --devices 1)
   ts_corpus_run(unidentified__unidentified__jit__fun_sdy_shard_map.hlo
                 "error:custom-call target \"ascend.matmul\" has no meaning" --devices 1)
 endif()
@@ -70,3 +70,12 @@ ts_cli_test(run_inputs_and_seed 2 "tessera run: error: --inputs and --random-inp
 ts_cli_test(run_no_file 2 "tessera run: error: no module file given" run --devices 1)
 ts_cli_test(run_zero_devices 2 "tessera run: error: --devices wants a positive integer, got '0'" run --devices 0 ${ident})
 ts_cli_test(run_missing_inputs 2 "tessera run: error: cannot open '/nonexistent/param0.npy': No such file or directory" run --devices 1 --inputs /nonexistent ${ident})
+
+# --- unit: the job's inputs and output comparison (interp/feeder.c, compare.c) ---
+foreach(t test_compare test_feeder)
+  add_executable(${t} interp/${t}.c)
+  target_include_directories(${t} PRIVATE ${CMAKE_CURRENT_SOURCE_DIR})
+  target_link_libraries(${t} PRIVATE ts_interp ts_npy ts_sharding ts_hlo ts_common Threads::Threads)
+  add_test(NAME interp.${t} COMMAND ${t})
+  set_tests_properties(interp.${t} PROPERTIES LABELS unit TIMEOUT 60)
+endforeach()

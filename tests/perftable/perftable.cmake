@@ -1,4 +1,4 @@
-# tessera perf-table (launcher/cmd_perftable.c, launcher/perftable_*.c): small
+# tessera perf-table (launcher/cmd_perftable.c, bench/perftable*.c): small
 # sweeps in seconds (bench-smoke: never a timed assertion), the tables they
 # write read back through the cost model's reader (pt_dump), protoc's decode
 # of the binary form, leave-one-out scores by hand and on XLA's tables, and

@@ -7,6 +7,7 @@
 #   falls     the loss of the last step line is below the first's
 #   match     a "check: match" line
 #   trace=S   the file after --trace contains S
+#   out=TEXT  stdout contains TEXT
 #   rc=N:TEXT exit code N and TEXT on stderr
 set -u
 want=$1 np=$2 tessera=$3
@@ -46,6 +47,7 @@ for w in $want; do
     [ -n "$trace" ] && [ -s "$trace" ] || fail "no trace file"
     grep -qF -- "${w#trace=}" "$trace" || fail "trace $trace lacks '${w#trace=}'"
     ;;
+  out=*) grep -qF -- "${w#out=}" "$out" || fail "stdout lacks '${w#out=}'" ;;
   rc=*)
     spec=${w#rc=}
     code=${spec%%:*} text=${spec#*:}

@@ -55,3 +55,22 @@ add_test(NAME sched.maxtext
          COMMAND sh ${sched_cli} maxtext $<TARGET_FILE:tessera>
                  ${TESSERA_SHARED_DIR}/corpus/real_hlo_large/nv_maxtext_1n1g_jit_train_step_before_optimization.hlo)
 set_tests_properties(sched.maxtext PROPERTIES LABELS corpus TIMEOUT 600 SKIP_RETURN_CODE 77)
+
+# LHS cases in the style of XLA's latency_hiding_scheduler_test.cc (modules
+# in scheduler/lhs/): buffer hazards, async pairs, in-place permutes,
+# balance, overlap limits across whiles, the default memory target, and
+# random schedules against the schedule verifier.
+add_executable(test_lhs scheduler/test_lhs.c)
+target_link_libraries(test_lhs PRIVATE ts_scheduler ts_partitioner ts_hlo ts_common)
+foreach(t hazard verify_hazard pairs_partitioned verify_pairs inplace metadata balance while_limit memory_default
+          random_hazards)
+  add_test(NAME sched.lhs.${t} COMMAND test_lhs ${t} ${CMAKE_CURRENT_SOURCE_DIR}/scheduler/lhs)
+  set_tests_properties(sched.lhs.${t} PROPERTIES LABELS unit TIMEOUT 60)
+endforeach()
+# The verifier's error on a scheduled module that breaks a buffer order:
+# located, exit 2.
+add_test(NAME sched.lhs.cli_verify
+         COMMAND sh -c "$0 opt --stage=verified $1; rc=$?; test $rc -eq 2"
+                 $<TARGET_FILE:tessera> ${CMAKE_CURRENT_SOURCE_DIR}/scheduler/lhs/bad_schedule.hlo)
+set_tests_properties(sched.lhs.cli_verify PROPERTIES LABELS unit TIMEOUT 60
+                     PASS_REGULAR_EXPRESSION "bad_schedule.hlo:[0-9]+:[0-9]+: error: 'cp2-start': scheduled before 'view'")
