@@ -600,7 +600,9 @@ ts_status_t ts_codegen_compile(const ts_hlo_module_t *m, const ts_codegen_opts_t
   }
   LLVMDisposeBuilder(g.b);
   set_target_attrs(g.cx, g.mod);
-  char *dl = LLVMCopyStringRepOfTargetData(LLVMCreateTargetDataLayout(opt_tm));
+  LLVMTargetDataRef td = LLVMCreateTargetDataLayout(opt_tm);
+  char *dl = LLVMCopyStringRepOfTargetData(td);
+  LLVMDisposeTargetData(td);
   LLVMSetDataLayout(g.mod, dl);
   LLVMDisposeMessage(dl);
   char *triple = LLVMGetTargetMachineTriple(opt_tm);

@@ -159,21 +159,42 @@ static bool is_collective_opcode(ts_opcode_t op) {
   return false;
 }
 
+/* fused[c]: whether a fusion calls computation c. Its instructions run
+ * inside the fusion's kernel (a compiled one never steps through them), not
+ * as steps of their own. */
+static void mark_fused(const ts_hlo_module_t *m, bool *fused) {
+  for (int k = 0; k < m->ncomps; k++)
+    for (int j = 0; j < m->comps[k]->ninstrs; j++) {
+      const ts_hlo_instr_t *i = m->comps[k]->instrs[j];
+      if (i->op != TS_OP_FUSION || i->ncalled == 0) continue;
+      for (int c = 0; c < m->ncomps; c++)
+        if (m->comps[c] == i->called[0]) fused[c] = true;
+    }
+}
+
 ts_status_t ts_hang_fault_hook_mark(ts_hang_fault_hook_t *h, const void *module, const char *const *names, int n) {
   const ts_hlo_module_t *m = module;
   if (!m || !names || n <= 0) return TS_ERR_INVALID_ARGUMENT;
-  bool *is = ts_calloc((size_t)n, sizeof *is);
-  if (!is) return TS_ERR_NOMEM;
+  bool *is = ts_calloc((size_t)n, sizeof *is), *fused = ts_calloc((size_t)m->ncomps + 1, sizeof *fused);
+  if (!is || !fused) {
+    ts_free(is);
+    ts_free(fused);
+    return TS_ERR_NOMEM;
+  }
+  mark_fused(m, fused);
+  h->stepped = 0;
   for (int i = 0; i < n; i++) {
     if (!names[i]) continue;
     for (int c = 0; c < m->ncomps; c++) {
       const ts_hlo_instr_t *ins = ts_hlo_comp_find_instr(m->comps[c], names[i]);
       if (ins) {
         is[i] = is_collective_opcode(ins->op);
+        if (!fused[c]) h->stepped++;
         break;
       }
     }
   }
+  ts_free(fused);
   ts_free((void *)h->is_collective);
   h->is_collective = is;
   h->ninstrs = n;
@@ -248,9 +269,10 @@ ts_status_t ts_hang_fault_hook(void *arg, int64_t step, int instr) {
     if (f->step && !at_step) return TS_OK;
     double per_op = TS_HANG_SLOW_OP_S;
     if (f->seconds > 0) {
-      int ops = h->calls_prev_step > 0 ? h->calls_prev_step : h->progress && h->progress->ninstrs > 0
-                                                                   ? h->progress->ninstrs
-                                                                   : 1;
+      int ops = h->calls_prev_step > 0 ? h->calls_prev_step
+                : h->stepped > 0         ? h->stepped
+                : h->progress && h->progress->ninstrs > 0 ? h->progress->ninstrs
+                                                           : 1;
       per_op = f->seconds / ops;
     }
     if (h->progress) {

@@ -404,7 +404,8 @@ void ts_hang_fault_identity(const ts_hang_fault_t *f, ts_hang_progress_t *p);
  *   module/fingerprint: like netdrop but waiting on nobody (the peers never
  *                post the collective R's other program posts);
  *   slow:        sleeps seconds / (entry instructions seen in the previous
- *                step, else progress->ninstrs) before every instruction of
+ *                step, else the marked instructions outside fused
+ *                computations, else progress->ninstrs) before every instruction of
  *                step K (every step when step is 0), or TS_HANG_SLOW_OP_S
  *                per op without seconds: the step is slow but progresses.
  * Returns TS_ERR_REMOTE once aborted (ts_hang_fault_hook_abort). */
@@ -414,6 +415,7 @@ typedef struct {
   ts_hang_progress_t *progress;
   const bool *is_collective; /* per instr index, NULL: unknown (see ts_hang_fault_hook_mark) */
   int ninstrs;
+  int stepped;               /* marked instructions outside fused computations (they run as steps) */
   _Atomic int aborted;
   int64_t cur_step;
   int calls_this_step, calls_prev_step;
