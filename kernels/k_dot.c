@@ -4,9 +4,9 @@
  * float-normalization has run: operands are converted to f32 for results of
  * f32 or narrower float types (bf16/f16/f8 results accumulate in f32 and
  * round once), to f64, to complex, or to 64-bit integers that wrap to the
- * result's width (s8 x s8 -> s32 included). f32/f64/c64/c128 dots go
- * through OpenBLAS gemm, packing operands into [batch, M, K] / [batch, K, N]
- * scratch when their layout is not one gemm takes as it is. f32/f64
+ * result's width (s8 x s8 -> s32 included). Every float and complex dot
+ * goes through OpenBLAS gemm (layouts folded into its transpose and
+ * leading-dimension arguments; the rest packed in blocks, below). f32/f64
  * convolutions run as gemm over im2col patches when most window taps land on
  * the operand; the rest (and integer and complex ones) as a direct loop over
  * the taps. Batch groups follow StableHLO's split/convolve/concatenate. */
@@ -158,46 +158,271 @@ static bool in_list(const ts_i64_list_t *l, int64_t d) {
   return false;
 }
 
-/* One dot operand: its dims in gemm order (batch, then free then contracting
- * for lhs, contracting then free for rhs), and whether the array already is
- * laid out that way or transposed (free and contracting blocks swapped). */
+/* An integer dot operand's dims in gemm order (batch, then free then
+ * contracting for lhs, contracting then free for rhs), for pack(). */
 typedef struct {
   int perm[TS_MAX_RANK];
-  int nfree;
   int64_t free_count;
-  bool as_is, transposed;
 } dot_side_t;
 
-/* `first` and `second` are the two blocks after the batch dims in gemm order. */
 static void dot_side(const ts_array_t *x, const ts_i64_list_t *batch, const ts_i64_list_t *contract, bool lhs,
                      dot_side_t *s) {
   int free[TS_MAX_RANK], nfree = 0;
   s->free_count = 1;
   for (int d = 0; d < x->rank; d++)
     if (!in_list(batch, d) && !in_list(contract, d)) free[nfree++] = d, s->free_count *= x->dims[d];
-  s->nfree = nfree;
   int p = 0;
   for (int k = 0; k < batch->n; k++) s->perm[p++] = (int)batch->v[k];
-  int nb = p;
   if (lhs)
     for (int k = 0; k < nfree; k++) s->perm[p++] = free[k];
   for (int k = 0; k < contract->n; k++) s->perm[p++] = (int)contract->v[k];
   if (!lhs)
     for (int k = 0; k < nfree; k++) s->perm[p++] = free[k];
-  /* as is: perm is the identity; transposed: the two blocks swapped */
-  s->as_is = s->transposed = true;
-  int nfirst = lhs ? nfree : contract->n;
-  for (int d = 0; d < x->rank; d++) {
-    if (s->perm[d] != d) s->as_is = false;
-    int want;
-    if (d < nb)
-      want = s->perm[d];
-    else if (d < x->rank - nfirst)
-      want = s->perm[d + nfirst];
-    else
-      want = s->perm[d - (x->rank - nb - nfirst)];
-    if (want != d) s->transposed = false;
+}
+
+/* ---- dot on BLAS -------------------------------------------------------- */
+
+/* Every float and complex dot is a loop of gemm calls, one per batch index
+ * (OpenBLAS 0.3.21 has no cblas_?gemm_batch). An operand whose free dims and
+ * whose contracting dims each merge into one strided axis, one of them of
+ * stride 1, is handed to gemm where it lies: the other axis's stride is the
+ * leading dimension and which of the two is contiguous is the transpose flag;
+ * batch dims may sit anywhere, as an offset per batch index. Any other
+ * operand (non-native element types such as bf16/f16, or free and contracting
+ * dims interleaved) is gathered and converted into scratch, K_BLOCK
+ * contracting indices at a time, and the products of the blocks are summed
+ * by gemm itself (beta = 1) in the compute type: bf16 x bf16 accumulates in
+ * f32 and rounds once, as XLA's CPU backend does after upcasting. */
+
+enum { K_BLOCK = 512 };
+
+/* A group of dims (in gemm order) as one axis: `ext` indices `stride`
+ * elements apart; stride 0 when ext is 1 (any stride will do). merged:
+ * whether the dims are one strided axis at all. */
+typedef struct {
+  int64_t ext, stride;
+  bool merged;
+} axis_t;
+
+static axis_t merge_axis(const int64_t *dims, const int64_t *strides, const int *g, int n) {
+  axis_t a = {1, 0, true};
+  int64_t want = -1; /* the stride the next non-unit dim must have, from the right */
+  for (int k = n - 1; k >= 0; k--) {
+    int64_t e = dims[g[k]];
+    if (e == 1) continue;
+    if (want < 0) a.stride = strides[g[k]];
+    else if (strides[g[k]] != want) a.merged = false;
+    want = strides[g[k]] * e;
+    a.ext *= e;
   }
+  return a;
+}
+
+/* Offsets (elements) of every flattened index of a group of dims, row-major
+ * over the group in gemm order. */
+static void group_offsets(const int64_t *dims, const int64_t *strides, const int *g, int n, int64_t *off) {
+  int64_t idx[TS_MAX_RANK] = {0}, cur = 0, i = 0;
+  for (;;) {
+    off[i++] = cur;
+    int k = n - 1;
+    for (; k >= 0; k--) {
+      cur += strides[g[k]];
+      if (++idx[k] < dims[g[k]]) break;
+      cur -= strides[g[k]] * dims[g[k]];
+      idx[k] = 0;
+    }
+    if (k < 0) break;
+  }
+}
+
+/* One operand as gemm sees it: rows x cols (lhs: M x K, rhs: K x N). */
+typedef struct {
+  const ts_array_t *x;
+  int nb, nrows, ncols;
+  int b[TS_MAX_RANK], rows[TS_MAX_RANK], cols[TS_MAX_RANK];
+  int64_t strides[TS_MAX_RANK];
+  int64_t nr, nc;
+  bool direct;            /* gemm reads it in place */
+  bool trans;             /* direct: stored as cols x rows */
+  blasint ld;             /* direct: the leading dimension */
+  int64_t *roff, *coff;   /* packed: the offsets of every row and column index */
+} gemm_side_t;
+
+static void gemm_side(const ts_array_t *x, const ts_i64_list_t *batch, const ts_i64_list_t *contract, bool lhs,
+                      ts_elem_t native, gemm_side_t *s) {
+  s->x = x;
+  ts_strides(x->rank, x->dims, s->strides);
+  int fr[TS_MAX_RANK], nf = 0;
+  for (int d = 0; d < x->rank; d++)
+    if (!in_list(batch, d) && !in_list(contract, d)) fr[nf++] = d;
+  s->nb = (int)batch->n;
+  for (int k = 0; k < batch->n; k++) s->b[k] = (int)batch->v[k];
+  int *rows = lhs ? fr : NULL, nrows = lhs ? nf : (int)contract->n;
+  int *cols = lhs ? NULL : fr, ncols = lhs ? (int)contract->n : nf;
+  int con[TS_MAX_RANK];
+  for (int k = 0; k < contract->n; k++) con[k] = (int)contract->v[k];
+  if (!rows) rows = con;
+  if (!cols) cols = con;
+  s->nrows = nrows;
+  s->ncols = ncols;
+  memcpy(s->rows, rows, (size_t)nrows * sizeof *rows);
+  memcpy(s->cols, cols, (size_t)ncols * sizeof *cols);
+  axis_t r = merge_axis(x->dims, s->strides, rows, nrows), c = merge_axis(x->dims, s->strides, cols, ncols);
+  s->nr = r.ext;
+  s->nc = c.ext;
+  s->direct = false;
+  s->roff = s->coff = NULL;
+  if (x->elem != native || !r.merged || !c.merged) return;
+  int64_t ld;
+  if (c.ext == 1 || c.stride == 1) { /* rows apart by ld, columns contiguous */
+    s->trans = false;
+    ld = r.ext == 1 ? (c.ext > 1 ? c.ext : 1) : r.stride;
+    if (ld < c.ext) return;
+  } else if (r.ext == 1 || r.stride == 1) { /* stored transposed: columns apart by ld */
+    s->trans = true;
+    ld = c.stride;
+    if (ld < r.ext) return;
+  } else {
+    return;
+  }
+  if (ld > INT_MAX) return;
+  s->ld = (blasint)ld;
+  s->direct = true;
+}
+
+/* Offset (elements) of a direct operand's element (row, col). */
+static int64_t direct_at(const gemm_side_t *s, int64_t row, int64_t col) {
+  return s->trans ? col * s->ld + row : row * s->ld + col;
+}
+
+/* dst[0..n) (class c) = elements base + off[0..n) of x, converted. */
+static void gather(cclass_t c, ts_elem_t oe, const ts_array_t *x, int64_t base, const int64_t *off, int64_t n,
+                   void *dst, void *tmp) {
+  ts_elem_t e = x->elem;
+  if (c == CK_F32 && e == TS_F32) {
+    const float *s = (const float *)x->data + base;
+    float *d = dst;
+    for (int64_t t = 0; t < n; t++) d[t] = s[off[t]];
+  } else if (c == CK_F32 && e == TS_BF16) { /* bf16 is the top half of an f32 */
+    const uint16_t *s = (const uint16_t *)x->data + base;
+    uint32_t *d = dst;
+    for (int64_t t = 0; t < n; t++) d[t] = (uint32_t)s[off[t]] << 16;
+  } else if (c == CK_F32 && e == TS_F16) {
+    const uint16_t *s = (const uint16_t *)x->data + base;
+    uint16_t *h = tmp;
+    for (int64_t t = 0; t < n; t++) h[t] = s[off[t]];
+    ts_elem_convert(TS_F16, h, TS_F32, dst, n);
+  } else if (c == CK_F64 && e == TS_F64) {
+    const double *s = (const double *)x->data + base;
+    double *d = dst;
+    for (int64_t t = 0; t < n; t++) d[t] = s[off[t]];
+  } else {
+    for (int64_t t = 0; t < n; t++) load_as(c, oe, x, base + off[t], dst, t);
+  }
+}
+
+/* Packs rows x [k0, k0 + kb) of a lhs (into kb-wide rows) or [k0, k0 + kb) x
+ * cols of a rhs (into cols-wide rows) at batch offset `base`. */
+static void pack_block(cclass_t c, ts_elem_t oe, const gemm_side_t *s, bool lhs, int64_t base, int64_t k0, int64_t kb,
+                       void *dst, void *tmp) {
+  size_t eb = class_bytes(c);
+  if (lhs)
+    for (int64_t i = 0; i < s->nr; i++)
+      gather(c, oe, s->x, base + s->roff[i], s->coff + k0, kb, (char *)dst + (size_t)(i * kb) * eb, tmp);
+  else
+    for (int64_t k = 0; k < kb; k++)
+      gather(c, oe, s->x, base + s->roff[k0 + k], s->coff, s->nc, (char *)dst + (size_t)(k * s->nc) * eb, tmp);
+}
+
+static void gemm_call(cclass_t c, bool ta, bool tb, blasint m, blasint n, blasint k, const void *a, blasint lda,
+                      const void *b, blasint ldb, bool accumulate, void *cp, blasint ldc) {
+  enum CBLAS_TRANSPOSE cta = ta ? CblasTrans : CblasNoTrans, ctb = tb ? CblasTrans : CblasNoTrans;
+  switch (c) {
+  case CK_F32:
+    cblas_sgemm(CblasRowMajor, cta, ctb, m, n, k, 1.0f, a, lda, b, ldb, accumulate ? 1.0f : 0.0f, cp, ldc);
+    return;
+  case CK_F64:
+    cblas_dgemm(CblasRowMajor, cta, ctb, m, n, k, 1.0, a, lda, b, ldb, accumulate ? 1.0 : 0.0, cp, ldc);
+    return;
+  case CK_C64: {
+    static const float one[2] = {1, 0}, zero[2] = {0, 0};
+    cblas_cgemm(CblasRowMajor, cta, ctb, m, n, k, one, a, lda, b, ldb, accumulate ? one : zero, cp, ldc);
+    return;
+  }
+  default: {
+    static const double one[2] = {1, 0}, zero[2] = {0, 0};
+    cblas_zgemm(CblasRowMajor, cta, ctb, m, n, k, one, a, lda, b, ldb, accumulate ? one : zero, cp, ldc);
+    return;
+  }
+  }
+}
+
+static ts_status_t dot_gemm(ts_kernel_ctx_t *ctx, const ts_hlo_instr_t *instr, cclass_t c, const ts_array_t *l,
+                            const ts_array_t *r, const ts_i64_list_t *lb, const ts_i64_list_t *rb,
+                            const ts_i64_list_t *lc, const ts_i64_list_t *rc, ts_array_t *out) {
+  ts_elem_t native = class_native(c), oe = out->elem;
+  gemm_side_t ls, rs;
+  gemm_side(l, lb, lc, true, native, &ls);
+  gemm_side(r, rb, rc, false, native, &rs);
+  int64_t M = ls.nr, K = ls.nc, N = rs.nc, B = 1;
+  for (int k = 0; k < lb->n; k++) B *= l->dims[lb->v[k]];
+  if (M > INT_MAX || N > INT_MAX || K > INT_MAX)
+    return ts_kernel_fail(ctx, instr, TS_ERR_INVALID_ARGUMENT, "dot dimensions exceed BLAS's int range");
+  bool packs = !ls.direct || !rs.direct;
+  int64_t kb = packs && K > K_BLOCK ? K_BLOCK : K;
+  size_t eb = class_bytes(c), n = (size_t)(B * M * N);
+  bool oa = oe == native;
+  size_t cbytes = oa ? 0 : align64(n * eb);
+  size_t abytes = ls.direct ? 0 : align64((size_t)(M * kb) * eb), bbytes = rs.direct ? 0 : align64((size_t)(kb * N) * eb);
+  size_t obytes = (ls.direct ? 0 : align64((size_t)(M + K) * 8)) + (rs.direct ? 0 : align64((size_t)(K + N) * 8));
+  size_t tbytes = packs ? align64((size_t)(M > N ? (M > kb ? M : kb) : (N > kb ? N : kb)) * 2) : 0;
+  char *buf = ts_kernel_scratch(ctx, cbytes + abytes + bbytes + obytes + tbytes + 64);
+  if (!buf) return ts_kernel_fail(ctx, instr, TS_ERR_NOMEM, "out of memory for dot scratch");
+  char *C = oa ? out->data : buf, *Ap = buf + cbytes, *Bp = Ap + abytes, *offs = Bp + bbytes, *tmp = offs + obytes;
+  if (!ls.direct) {
+    ls.roff = (int64_t *)offs, ls.coff = ls.roff + M;
+    group_offsets(l->dims, ls.strides, ls.rows, ls.nrows, ls.roff);
+    group_offsets(l->dims, ls.strides, ls.cols, ls.ncols, ls.coff);
+    offs += align64((size_t)(M + K) * 8);
+  }
+  if (!rs.direct) {
+    rs.roff = (int64_t *)offs, rs.coff = rs.roff + K;
+    group_offsets(r->dims, rs.strides, rs.rows, rs.nrows, rs.roff);
+    group_offsets(r->dims, rs.strides, rs.cols, rs.ncols, rs.coff);
+  }
+  int64_t bidx[TS_MAX_RANK] = {0}, bdims[TS_MAX_RANK];
+  for (int k = 0; k < lb->n; k++) bdims[k] = l->dims[lb->v[k]];
+  for (int64_t bi = 0; bi < B; bi++) {
+    int64_t lbase = 0, rbase = 0;
+    for (int k = 0; k < lb->n; k++)
+      lbase += bidx[k] * ls.strides[lb->v[k]], rbase += bidx[k] * rs.strides[rb->v[k]];
+    char *cp = C + (size_t)(bi * M * N) * eb;
+    for (int64_t k0 = 0; k0 < K; k0 += kb) {
+      int64_t kn = K - k0 < kb ? K - k0 : kb;
+      const char *ap, *bp;
+      blasint lda, ldb;
+      bool ta = false, tb = false;
+      if (ls.direct) {
+        ap = (const char *)l->data + (size_t)(lbase + direct_at(&ls, 0, k0)) * eb, lda = ls.ld, ta = ls.trans;
+      } else {
+        pack_block(c, oe, &ls, true, lbase, k0, kn, Ap, tmp);
+        ap = Ap, lda = (blasint)kn;
+      }
+      if (rs.direct) {
+        bp = (const char *)r->data + (size_t)(rbase + direct_at(&rs, k0, 0)) * eb, ldb = rs.ld, tb = rs.trans;
+      } else {
+        pack_block(c, oe, &rs, false, rbase, k0, kn, Bp, tmp);
+        bp = Bp, ldb = (blasint)N;
+      }
+      gemm_call(c, ta, tb, (blasint)M, (blasint)N, (blasint)kn, ap, lda, bp, ldb, k0 > 0, cp, (blasint)N);
+    }
+    for (int k = (int)lb->n - 1; k >= 0; k--) {
+      if (++bidx[k] < bdims[k]) break;
+      bidx[k] = 0;
+    }
+  }
+  if (!oa) store_from(c, C, out, (int64_t)n);
+  return TS_OK;
 }
 
 static ts_status_t k_dot(ts_kernel_ctx_t *ctx, const ts_hlo_instr_t *instr, const ts_array_t *in, int nin,
@@ -209,85 +434,45 @@ static ts_status_t k_dot(ts_kernel_ctx_t *ctx, const ts_hlo_instr_t *instr, cons
   const ts_i64_list_t *lb = list_attr(instr, "lhs_batch_dims"), *rb = list_attr(instr, "rhs_batch_dims");
   const ts_i64_list_t *lc = list_attr(instr, "lhs_contracting_dims"),
                       *rc = list_attr(instr, "rhs_contracting_dims");
-  dot_side_t ls, rs;
-  dot_side(l, lb, lc, true, &ls);
-  dot_side(r, rb, rc, false, &rs);
-  int64_t B = 1, K = 1, M = ls.free_count, N = rs.free_count;
-  for (int k = 0; k < lb->n; k++) B *= l->dims[lb->v[k]];
-  for (int k = 0; k < lc->n; k++) K *= l->dims[lc->v[k]];
   ts_elem_t oe = out->elem;
-  int64_t n = B * M * N;
+  int64_t n = ts_array_count(out), K = 1;
+  for (int k = 0; k < lc->n; k++) K *= l->dims[lc->v[k]];
   if (n == 0) return TS_OK;
   if (K == 0) {
     for (int64_t i = 0; i < n; i++) ts_store_f(oe, out->data, i, 0.0);
     return TS_OK;
   }
   cclass_t c = class_of(oe);
-  ts_elem_t native = class_native(c);
-  bool gemm = c != CK_INT;
-  if (gemm && (M > INT_MAX || N > INT_MAX || K > INT_MAX))
-    return ts_kernel_fail(ctx, instr, TS_ERR_INVALID_ARGUMENT, "dot dimensions exceed BLAS's int range");
-  bool la = gemm && l->elem == native && (ls.as_is || ls.transposed);
-  bool ra = gemm && r->elem == native && (rs.as_is || rs.transposed);
-  bool oa = oe == native;
-  size_t eb = class_bytes(c);
-  size_t abytes = la ? 0 : align64((size_t)(B * M * K) * eb), bbytes = ra ? 0 : align64((size_t)(B * K * N) * eb);
-  size_t cbytes = oa ? 0 : align64((size_t)n * eb);
-  char *buf = ts_kernel_scratch(ctx, abytes + bbytes + cbytes + 64);
-  if (!buf) return ts_kernel_fail(ctx, instr, TS_ERR_NOMEM, "out of memory for dot scratch");
-  const void *A = l->data, *Bm = r->data;
-  void *C = oa ? out->data : buf + abytes + bbytes;
-  bool ta = la && !ls.as_is, tb = ra && !rs.as_is;
-  if (!la) pack(c, oe, l, ls.perm, buf), A = buf;
-  if (!ra) pack(c, oe, r, rs.perm, buf + abytes), Bm = buf + abytes;
+  if (c != CK_INT) return dot_gemm(ctx, instr, c, l, r, lb, rb, lc, rc, out);
 
-  if (c == CK_INT) {
-    const int64_t *a = A, *b = Bm;
-    uint64_t *cc = C;
-    for (int64_t bi = 0; bi < B; bi++) {
-      const int64_t *ab = a + bi * M * K, *bb = b + bi * K * N;
-      uint64_t *cb = cc + bi * M * N;
-      for (int64_t i = 0; i < M; i++) {
-        uint64_t *row = cb + i * N;
-        for (int64_t j = 0; j < N; j++) row[j] = 0;
-        for (int64_t k = 0; k < K; k++) {
-          uint64_t av = (uint64_t)ab[i * K + k];
-          const int64_t *brow = bb + k * N;
-          for (int64_t j = 0; j < N; j++) row[j] += av * (uint64_t)brow[j];
-        }
-      }
-    }
-  } else {
-    enum CBLAS_TRANSPOSE cta = ta ? CblasTrans : CblasNoTrans, ctb = tb ? CblasTrans : CblasNoTrans;
-    blasint m = (blasint)M, nn = (blasint)N, k = (blasint)K;
-    blasint lda = ta ? m : k, ldb = tb ? k : nn;
-    for (int64_t bi = 0; bi < B; bi++) {
-      size_t ao = (size_t)(bi * M * K) * eb, bo = (size_t)(bi * K * N) * eb, co = (size_t)(bi * M * N) * eb;
-      const char *ap = (const char *)A + ao, *bp = (const char *)Bm + bo;
-      char *cp = (char *)C + co;
-      switch (c) {
-      case CK_F32:
-        cblas_sgemm(CblasRowMajor, cta, ctb, m, nn, k, 1.0f, (const float *)ap, lda, (const float *)bp, ldb, 0.0f,
-                    (float *)cp, nn);
-        break;
-      case CK_F64:
-        cblas_dgemm(CblasRowMajor, cta, ctb, m, nn, k, 1.0, (const double *)ap, lda, (const double *)bp, ldb, 0.0,
-                    (double *)cp, nn);
-        break;
-      case CK_C64: {
-        static const float one[2] = {1, 0}, zero[2] = {0, 0};
-        cblas_cgemm(CblasRowMajor, cta, ctb, m, nn, k, one, ap, lda, bp, ldb, zero, cp, nn);
-        break;
-      }
-      default: {
-        static const double one[2] = {1, 0}, zero[2] = {0, 0};
-        cblas_zgemm(CblasRowMajor, cta, ctb, m, nn, k, one, ap, lda, bp, ldb, zero, cp, nn);
-        break;
-      }
+  /* Integers wrap at 64 bits: a plain loop over operands packed as
+   * [batch, M, K] x [batch, K, N]. */
+  dot_side_t ls, rs;
+  dot_side(l, lb, lc, true, &ls);
+  dot_side(r, rb, rc, false, &rs);
+  int64_t B = 1, M = ls.free_count, N = rs.free_count;
+  for (int k = 0; k < lb->n; k++) B *= l->dims[lb->v[k]];
+  size_t abytes = align64((size_t)(B * M * K) * 8), bbytes = align64((size_t)(B * K * N) * 8);
+  char *buf = ts_kernel_scratch(ctx, abytes + bbytes + align64((size_t)n * 8) + 64);
+  if (!buf) return ts_kernel_fail(ctx, instr, TS_ERR_NOMEM, "out of memory for dot scratch");
+  const int64_t *a = (const int64_t *)buf, *b = (const int64_t *)(buf + abytes);
+  uint64_t *cc = (uint64_t *)(buf + abytes + bbytes);
+  pack(c, oe, l, ls.perm, buf);
+  pack(c, oe, r, rs.perm, buf + abytes);
+  for (int64_t bi = 0; bi < B; bi++) {
+    const int64_t *ab = a + bi * M * K, *bb = b + bi * K * N;
+    uint64_t *cb = cc + bi * M * N;
+    for (int64_t i = 0; i < M; i++) {
+      uint64_t *row = cb + i * N;
+      for (int64_t j = 0; j < N; j++) row[j] = 0;
+      for (int64_t k = 0; k < K; k++) {
+        uint64_t av = (uint64_t)ab[i * K + k];
+        const int64_t *brow = bb + k * N;
+        for (int64_t j = 0; j < N; j++) row[j] += av * (uint64_t)brow[j];
       }
     }
   }
-  if (!oa) store_from(c, C, out, n);
+  store_from(c, cc, out, n);
   return TS_OK;
 }
 

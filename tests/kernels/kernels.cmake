@@ -7,3 +7,13 @@ foreach(s table literal dot)
   add_test(NAME kernels.${s} COMMAND test_kernels ${s})
   set_tests_properties(kernels.${s} PROPERTIES LABELS unit TIMEOUT 60)
 endforeach()
+# The dot on BLAS for every layout it folds into gemm's arguments or packs,
+# against the dot's definition computed in the test (one test per shape).
+add_executable(test_dot_blas kernels/test_dot_blas.c)
+target_link_libraries(test_dot_blas PRIVATE ts_kernels ts_hlo ts_common)
+foreach(s plain lhs_contracting_first rhs_transposed both_transposed batched batch_inside attention attention_context
+        two_contracting contracting_reversed interleaved unit_dims vector_matrix outer f32_long_k bf16 bf16_out
+        bf16_long_k bf16_f32 f16 f64_transposed c64_batch_inside)
+  add_test(NAME kernels.dot_blas.${s} COMMAND test_dot_blas ${s})
+  set_tests_properties(kernels.dot_blas.${s} PROPERTIES LABELS unit TIMEOUT 60)
+endforeach()
