@@ -14,6 +14,7 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -35,6 +36,7 @@ typedef struct {
   uint64_t progress_at_detect;
   bool answered;         /* the current state request */
   bool late;             /* died after the event was detected: a bystander mpirun killed, not a culprit */
+  bool cancelled;        /* said CANCEL for a signal that stops the whole job */
 } wstate_t;
 
 typedef enum { PH_RUN, PH_GATHER, PH_AFTER } phase_t;
@@ -60,6 +62,8 @@ struct ts_hang_coord {
   ts_hang_digest_t digest;
   bool have_digest;
   int result;
+  double cancel_at;       /* mono time of the first cancellation, 0 none */
+  char cancel_reason[TS_HANG_TEXT_MAX + 32];
 };
 
 void ts_hang_coord_opts_default(ts_hang_coord_opts_t *o) {
@@ -280,6 +284,45 @@ static void state(ts_hang_coord_t *c, int r, const ts_hang_msg_t *m) {
   }
 }
 
+/* Whether the process that launched the job is gone (or a zombie). */
+static bool launcher_gone(const ts_hang_coord_t *c) {
+  if (c->o.launcher_pid <= 1) return false;
+  char path[64], buf[256];
+  snprintf(path, sizeof path, "/proc/%d/stat", c->o.launcher_pid);
+  FILE *f = fopen(path, "r");
+  if (!f) return kill(c->o.launcher_pid, 0) != 0 && errno == ESRCH;
+  size_t n = fread(buf, 1, sizeof buf - 1, f);
+  fclose(f);
+  buf[n] = '\0';
+  const char *p = strrchr(buf, ')');
+  return p && p[1] == ' ' && (p[2] == 'Z' || p[2] == 'X');
+}
+
+/* A worker's CANCEL: the whole job is being stopped when the signal came
+ * from the launcher or the terminal ('L'), or when every worker lives in
+ * the signalled process (a --devices job); otherwise someone terminated
+ * this one rank, and its death (next) is a culprit's. */
+static void cancel(ts_hang_coord_t *c, int r, const char *text) {
+  wstate_t *w = &c->w[r];
+  bool whole = text[0] == 'L';
+  if (!whole) {
+    whole = true;
+    for (int i = 0; i < c->n; i++) whole = whole && c->w[i].s.pid == w->s.pid;
+  }
+  const char *what = text[0] ? text + 1 : text;
+  if (!whole || c->phase != PH_RUN) {
+    snprintf(w->s.note, sizeof w->s.note, "terminated by %.110s", what);
+    return;
+  }
+  for (int i = 0; i < c->n; i++)
+    if (i == r || (c->w[i].s.pid == w->s.pid && c->w[i].s.status != TS_HANG_WORKER_NEVER_CONNECTED))
+      c->w[i].cancelled = true;
+  if (!c->cancel_at) {
+    c->cancel_at = ts_hang_mono();
+    snprintf(c->cancel_reason, sizeof c->cancel_reason, "rank %d got %.200s", r, what);
+  }
+}
+
 /* Reads a connection; false when it was dropped. */
 static bool serve(ts_hang_coord_t *c, int ci) {
   conn_t *k = &c->conns[ci];
@@ -287,7 +330,22 @@ static bool serve(ts_hang_coord_t *c, int ci) {
   int r = k->rank;
   if (rc <= 0) {
     drop(c, ci);
-    if (r >= 0 && c->w[r].s.status == TS_HANG_WORKER_OK)
+    if (r >= 0 && c->w[r].s.status == TS_HANG_WORKER_OK && c->phase == PH_RUN && !c->w[r].cancelled &&
+        launcher_gone(c)) {
+      /* mpirun (or whatever started the job) went first: the job was
+       * stopped from outside (SIGKILL to mpirun), its ranks die with it. */
+      c->w[r].cancelled = true;
+      if (!c->cancel_at) {
+        c->cancel_at = ts_hang_mono();
+        snprintf(c->cancel_reason, sizeof c->cancel_reason, "its launcher (pid %d) is gone", c->o.launcher_pid);
+      }
+    }
+    if (r >= 0 && c->w[r].cancelled && c->w[r].s.status == TS_HANG_WORKER_OK) {
+      c->w[r].s.status = TS_HANG_WORKER_CANCELLED;
+      c->w[r].answered = true;
+      if (c->phase != PH_RUN) c->w[r].late = true;
+      info(c, "rank %d: cancelled", r);
+    } else if (r >= 0 && c->w[r].s.status == TS_HANG_WORKER_OK)
       worker_event(c, r, TS_HANG_WORKER_DEAD, rc == 0 ? "connection lost (the process died or closed it)"
                                                       : "connection failed");
     return false;
@@ -304,6 +362,8 @@ static bool serve(ts_hang_coord_t *c, int ci) {
     }
     if (m->type == TS_HANG_MSG_STATE) {
       state(c, r, m);
+    } else if (m->type == TS_HANG_MSG_CANCEL) {
+      cancel(c, r, m->text);
     } else if (m->type == TS_HANG_MSG_BYE) {
       c->w[r].s.status = TS_HANG_WORKER_FINISHED;
       c->w[r].answered = true;
@@ -415,14 +475,14 @@ static void conclude(ts_hang_coord_t *c) {
     if (w->late && s->status != TS_HANG_WORKER_FINISHED) {
       /* Left (or failed) after the first event: most likely killed by the
        * launcher because of it. Its last state is what it was doing. */
-      s->status = TS_HANG_WORKER_NO_RESPONSE;
+      s->status = TS_HANG_WORKER_LEFT;
       if (s->activity == TS_HANG_FAILED) s->activity = TS_HANG_IDLE;
       snprintf(s->note, sizeof s->note, "left after the first error was detected");
     } else if (s->status == TS_HANG_WORKER_OK && !w->answered) {
       s->status = TS_HANG_WORKER_NO_RESPONSE;
       snprintf(s->note, sizeof s->note, "no answer to the state request within %.1f s", c->o.gather_timeout_s);
     }
-    if (s->status == TS_HANG_WORKER_OK || s->status == TS_HANG_WORKER_NO_RESPONSE) {
+    if (s->status == TS_HANG_WORKER_OK || s->status == TS_HANG_WORKER_NO_RESPONSE || s->status == TS_HANG_WORKER_LEFT) {
       s->progress_age_s = now - w->t_progress;
       if (s->event_time == 0) s->event_time = wall - (now - w->t_progress);
     }
@@ -502,6 +562,17 @@ static void finish_gather(ts_hang_coord_t *c) {
   }
 }
 
+/* Before every worker connected: the process that started us is gone, or
+ * nothing is left of the launch's process group. Then there is no job to
+ * watch (killed during startup) and nobody to tell. */
+static bool job_gone(const ts_hang_coord_t *c) {
+  bool waiting = false;
+  for (int r = 0; r < c->n; r++) waiting = waiting || c->w[r].s.status == TS_HANG_WORKER_NEVER_CONNECTED;
+  if (!waiting) return false;
+  if (c->o.parent_pid > 0 && getppid() != c->o.parent_pid) return true;
+  return c->o.launch_pgid > 1 && kill(-c->o.launch_pgid, 0) != 0 && errno == ESRCH;
+}
+
 int ts_hang_coord_run(ts_hang_coord_t *c) {
   signal(SIGPIPE, SIG_IGN);
   struct pollfd *pf = NULL;
@@ -513,7 +584,7 @@ int ts_hang_coord_run(ts_hang_coord_t *c) {
       if (c->w[r].conn >= 0) live++;
       if (c->w[r].s.status == TS_HANG_WORKER_FINISHED) done++;
     }
-    if (c->phase == PH_RUN && done == c->n) {
+    if (c->phase == PH_RUN && done == c->n && !c->cancel_at) {
       ts_buf_t b = {0};
       if (ts_hang_stragglers_report(c->strag, &b) && b.data) fputs(b.data, stderr);
       ts_buf_free(&b);
@@ -522,6 +593,22 @@ int ts_hang_coord_run(ts_hang_coord_t *c) {
     }
     if (c->phase == PH_AFTER && (live == 0 || (c->o.abort_on_hang && now > c->after_deadline))) {
       if (live) info(c, "%d worker(s) still connected %.0f s after the abort; leaving", live, c->o.exit_timeout_s);
+      break;
+    }
+    if (c->phase == PH_RUN && c->cancel_at > 0 && now - c->cancel_at > 0.5) {
+      /* No other worker died on its own meanwhile: the user stopped the job. */
+      fprintf(stderr, "hang detector: the job was cancelled (%s); no digest\n", c->cancel_reason);
+      fflush(stderr);
+      c->result = 5;
+      c->phase = PH_AFTER;
+      c->after_deadline = now + c->o.exit_timeout_s;
+      continue;
+    }
+    if (c->phase == PH_RUN && job_gone(c)) {
+      int never = 0;
+      for (int r = 0; r < c->n; r++) never += c->w[r].s.status == TS_HANG_WORKER_NEVER_CONNECTED;
+      info(c, "the job ended before %d worker(s) connected; leaving without a digest", never);
+      c->result = 5;
       break;
     }
     if (c->phase == PH_RUN) check_run(c, now);
@@ -557,6 +644,7 @@ int ts_hang_coord_run(ts_hang_coord_t *c) {
   bool never = false;
   for (int r = 0; r < c->n; r++) never = never || c->w[r].s.status == TS_HANG_WORKER_NEVER_CONNECTED;
   if (c->result == 1 && never) c->result = 3;
+  if (c->result == 5) c->have_digest = false;
   return c->result;
 }
 
@@ -587,15 +675,20 @@ static void coordinator_usage(FILE *f) {
 }
 
 int ts_hang_coordinator_main(int argc, char **argv) {
-  enum { O_LISTEN = 0x100, O_WORLD, O_SECRET, O_TIMEOUT, O_DIGEST, O_ABORT, O_GATHER, O_CONNECT, O_QUIET };
+  enum { O_LISTEN = 0x100, O_WORLD, O_SECRET, O_TIMEOUT, O_DIGEST, O_ABORT, O_GATHER, O_CONNECT, O_QUIET,
+         O_PARENT, O_LAUNCHER, O_PGID };
   static const struct option opts[] = {
       {"listen", required_argument, NULL, O_LISTEN},       {"world", required_argument, NULL, O_WORLD},
       {"secret", required_argument, NULL, O_SECRET},       {"hang-timeout", required_argument, NULL, O_TIMEOUT},
       {"hang-digest", required_argument, NULL, O_DIGEST},  {"abort-on-hang", optional_argument, NULL, O_ABORT},
       {"gather-timeout", required_argument, NULL, O_GATHER}, {"connect-timeout", required_argument, NULL, O_CONNECT},
       {"quiet", no_argument, NULL, O_QUIET},               {"help", no_argument, NULL, 'h'},
+      {"parent-pid", required_argument, NULL, O_PARENT},   {"launcher-pid", required_argument, NULL, O_LAUNCHER},
+      {"launch-pgid", required_argument, NULL, O_PGID},
       {NULL, 0, NULL, 0},
   };
+  /* Visible by name (ps, pgrep tessera): not "exe" nor "tessera". */
+  prctl(PR_SET_NAME, "tessera-hang-coordinator", 0, 0, 0); /* the kernel keeps the first 15 bytes */
   ts_hang_coord_opts_t o;
   ts_hang_coord_opts_default(&o);
   o.listen = NULL;
@@ -637,6 +730,18 @@ int ts_hang_coordinator_main(int argc, char **argv) {
       if (!parse_seconds("--connect-timeout", optarg, &o.connect_timeout_s)) return 2;
       break;
     case O_QUIET: o.quiet = true; break;
+    case O_PARENT:
+    case O_LAUNCHER:
+    case O_PGID: {
+      char *end;
+      long v = strtol(optarg, &end, 10);
+      if (end == optarg || *end || v < 0 || v > 1 << 30) {
+        fprintf(stderr, "tessera hang-coordinator: error: %s wants a process id, got '%s'\n", argv[optind - 1], optarg);
+        return 2;
+      }
+      *(c == O_PARENT ? &o.parent_pid : c == O_LAUNCHER ? &o.launcher_pid : &o.launch_pgid) = (int)v;
+      break;
+    }
     case 'h': coordinator_usage(stdout); return 0;
     case ':':
       fprintf(stderr, "tessera hang-coordinator: error: option '%s' needs a value\n", argv[optind - 1]);

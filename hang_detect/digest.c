@@ -89,6 +89,8 @@ static void location(ts_buf_t *b, const ts_hang_state_t *s) {
   }
   if (s->status == TS_HANG_WORKER_NO_RESPONSE) ts_buf_puts(b, " [no answer to the state request]");
   if (s->status == TS_HANG_WORKER_FINISHED) ts_buf_puts(b, " [left]");
+  if (s->status == TS_HANG_WORKER_LEFT) ts_buf_puts(b, " [left after the first error]");
+  if (s->status == TS_HANG_WORKER_CANCELLED) ts_buf_puts(b, " [cancelled]");
 }
 
 static void headline(ts_buf_t *b, const ts_hang_digest_t *d) {
@@ -403,7 +405,7 @@ static void parse_worker(jctx_t *j, const cJSON *o, ts_hang_state_t *s) {
   str(j, o, "host", s->host, sizeof s->host);
   s->pid = inum(j, o, "pid");
   str(j, o, "status", tmp, sizeof tmp);
-  s->status = name_index(tmp, ts_hang_worker_status_name, TS_HANG_WORKER_NO_RESPONSE + 1);
+  s->status = name_index(tmp, ts_hang_worker_status_name, TS_HANG_WORKER_CANCELLED + 1);
   str(j, o, "module", s->module, sizeof s->module);
   str(j, o, "fingerprint", tmp, sizeof tmp);
   s->fingerprint = strtoull(tmp, NULL, 16);

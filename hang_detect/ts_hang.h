@@ -76,6 +76,8 @@ typedef enum {
   TS_HANG_WORKER_FINISHED,    /* said goodbye */
   TS_HANG_WORKER_DEAD,        /* connection lost without goodbye, or silent past the deadline */
   TS_HANG_WORKER_NO_RESPONSE, /* connected but did not answer the state request in time */
+  TS_HANG_WORKER_LEFT,        /* left (died, failed or was cancelled) after the first event: a bystander */
+  TS_HANG_WORKER_CANCELLED,   /* stopped by its launcher or the terminal (SIGINT/SIGTERM from there) */
 } ts_hang_worker_status_t;
 
 typedef struct {
@@ -141,8 +143,11 @@ typedef struct {
  * be filled, status NEVER_CONNECTED for the missing). Rules, in order:
  * dead/failed workers (unrecoverable error) > module names differ (the
  * minority) > fingerprints differ (the minority) > workers waiting for input
- * > broken links (a waiter whose peer already passed that collective, or
- * two workers waiting on each other) > workers stuck in compute while
+ * > workers that stopped answering the state request while every worker
+ * that answers waits in a collective (bad device: a frozen process or
+ * host; their stale heartbeat is not trusted) > broken links (a waiter
+ * whose peer already passed that collective, or two workers waiting on
+ * each other) > workers stuck in compute while
  * others wait (bad device; all in compute: unknown) > unknown. */
 ts_status_t ts_hang_classify(const ts_hang_state_t *w, int n, ts_hang_verdict_t *out);
 void ts_hang_verdict_free(ts_hang_verdict_t *v); /* frees the arrays; NULL is a no-op */
@@ -216,6 +221,8 @@ typedef enum {
   TS_HANG_MSG_NOTE,          /* c->w: straggler lines */
   TS_HANG_MSG_BYE,           /* w->c: finished (after a final STATE) */
   TS_HANG_MSG_BYE_ACK,       /* c->w: text: straggler lines, then close */
+  TS_HANG_MSG_CANCEL,        /* w->c: the process got SIGINT/SIGTERM/SIGHUP; text: 'L' (from the launcher or
+                              * the terminal) or 'O' (another process), then "SIGTERM from pid N ..." */
   TS_HANG_MSG_TYPE_END
 } ts_hang_msg_type_t;
 
@@ -317,6 +324,12 @@ typedef struct {
   double straggler_ratio;     /* default 1.5 */
   double straggler_min_s;     /* default 0.002 */
   bool quiet;                 /* no info lines on stderr (digests and stragglers still) */
+  /* The job around it (0: not watched). The coordinator leaves, without a
+   * digest, when its parent (the process that started it) is gone or the
+   * launch's process group is empty while a worker has yet to connect; a
+   * worker's death once `launcher_pid` (the parent's parent: mpirun, its
+   * daemon, or the shell) is gone is a cancellation, not a culprit. */
+  int parent_pid, launcher_pid, launch_pgid;
 } ts_hang_coord_opts_t;
 
 void ts_hang_coord_opts_default(ts_hang_coord_opts_t *o);
@@ -328,7 +341,12 @@ typedef struct ts_hang_coord ts_hang_coord_t;
 ts_status_t ts_hang_coord_create(const ts_hang_coord_opts_t *o, ts_hang_coord_t **out, ts_diag_t *diag);
 /* The bound address, "host:port" (the real port when 0 was asked). */
 const char *ts_hang_coord_addr(const ts_hang_coord_t *c);
-/* Serves until every worker said goodbye (returns 0), or after a digest
+/* Serves until every worker said goodbye (returns 0), or until the job was
+ * cancelled (returns 5 after one line on stderr, no digest: the user
+ * stopped it, nothing to diagnose: SIGINT/SIGTERM/SIGHUP from the launcher
+ * or the terminal, such a signal to the one process holding every rank,
+ * or workers dying once the launcher is gone; or the job ended before its
+ * workers connected), or after a digest
  * (returns 1: the digest is on stderr and in digest_path; with
  * abort_on_hang the workers were told to abort and have left or the exit
  * timeout passed; without, once every worker left), or when workers never
@@ -342,13 +360,15 @@ void ts_hang_coord_destroy(ts_hang_coord_t *c);
  *   --listen HOST:PORT --world N [--secret S | env TESSERA_HANG_SECRET]
  *   [--hang-timeout SEC] [--hang-digest FILE] [--abort-on-hang[=true|false]]
  *   [--gather-timeout SEC] [--connect-timeout SEC] [--quiet]
- * Prints the bound "host:port" and a newline on stdout, then serves.
+ *   [--parent-pid P] [--launcher-pid P] [--launch-pgid G]
+ * Names itself tessera-hang-coordinator (argv[0], and prctl's 15 characters). Prints the bound "host:port" and a newline on stdout, then serves.
  * Exit code: ts_hang_coord_run's, 2 for usage errors. */
 int ts_hang_coordinator_main(int argc, char **argv);
 
-/* Starts `exe` (NULL: /proc/self/exe) as `EXE hang-coordinator ...` with the
- * options of `o` (secret through the environment, not argv) in its own
- * session, reads the bound address (up to 10 s) into addr, returns its pid. */
+/* Starts `exe` (NULL: /proc/self/exe) as `tessera-hang-coordinator
+ * hang-coordinator ...` (argv[0]) with the options of `o` (secret through
+ * the environment, not argv; parent, launcher and process group are the
+ * caller's unless set) in its own session, reads the bound address (up to 10 s) into addr, returns its pid. */
 ts_status_t ts_hang_coordinator_spawn(const ts_hang_coord_opts_t *o, const char *exe, char *addr, size_t addr_len,
                                       pid_t *pid, ts_diag_t *diag);
 /* Reaps a spawned coordinator: waits up to timeout_s, then SIGKILLs it.

@@ -19,7 +19,7 @@ const char *ts_hang_activity_name(int a) {
 }
 
 const char *ts_hang_worker_status_name(int s) {
-  static const char *const names[] = {"never_connected", "ok", "finished", "dead", "no_response"};
+  static const char *const names[] = {"never_connected", "ok", "finished", "dead", "no_response", "left", "cancelled"};
   return s >= 0 && s < (int)(sizeof names / sizeof names[0]) ? names[s] : "?";
 }
 
@@ -123,7 +123,8 @@ size_t ts_hang_msg_encode(const ts_hang_msg_t *m, uint8_t *buf, size_t cap) {
   case TS_HANG_MSG_REJECT:
   case TS_HANG_MSG_ABORT:
   case TS_HANG_MSG_NOTE:
-  case TS_HANG_MSG_BYE_ACK: put_str(&w, m->text); break;
+  case TS_HANG_MSG_BYE_ACK:
+  case TS_HANG_MSG_CANCEL: put_str(&w, m->text); break;
   case TS_HANG_MSG_WELCOME:
   case TS_HANG_MSG_BYE: break;
   default: return 0;
@@ -293,7 +294,8 @@ ts_status_t ts_hang_msg_decode(const uint8_t *buf, size_t len, ts_hang_msg_t *ou
   case TS_HANG_MSG_REJECT:
   case TS_HANG_MSG_ABORT:
   case TS_HANG_MSG_NOTE:
-  case TS_HANG_MSG_BYE_ACK: get_str(&r, out->text, sizeof out->text); break;
+  case TS_HANG_MSG_BYE_ACK:
+  case TS_HANG_MSG_CANCEL: get_str(&r, out->text, sizeof out->text); break;
   default: break; /* WELCOME, BYE: empty */
   }
   if (r.bad || r.pos != plen) return TS_ERR_PARSE; /* truncated fields or trailing bytes */

@@ -260,6 +260,7 @@ typedef struct {
   int nlocal, first;   /* this process's devices: first .. first + nlocal */
   ts_coll_comm_t **comms;
   int slices;
+  int hosts; /* run_count_hosts: distinct host names, 1 for threads */
   atomic_bool failed;
 
   /* The hang detector (rank 0 spawns the coordinator). */
@@ -440,7 +441,14 @@ static ts_status_t device_work(job_t *j, int local, ts_diag_t *diag) {
     wo.abort_arg = &abort_arg;
     wo.abort_exit_s = 10;
     wo.abort_exit_code = 4;
-    TS_CHECK_GOTO(ts_hang_worker_start(&wo, &hw, diag), st, done);
+    ts_diag_t hd = {0};
+    if (ts_hang_worker_start(&wo, &hw, &hd) != TS_OK) {
+      /* Losing the watchdog must not stop the workload. */
+      fprintf(stderr, "tessera run: warning: device %lld runs without the hang detector: %s\n", (long long)dev,
+              hd.text ? hd.text : "cannot reach the coordinator");
+      hw = NULL;
+    }
+    ts_diag_free(&hd);
   }
   {
     ts_coll_req_t *req;
@@ -483,6 +491,9 @@ static ts_status_t device_work(job_t *j, int local, ts_diag_t *diag) {
       }
     }
   }
+  /* The output gather is collectives too: a rank frozen after its last
+   * step leaves its peers waiting here, which the hang detector must see. */
+  atomic_store_explicit(&prog->activity, TS_HANG_COLLECTIVE, memory_order_relaxed);
   TS_CHECK_GOTO(gather_outputs(j, d, world, dev), st, done);
   if (f->trace) TS_CHECK_GOTO(gather_trace(j, d, world, dev, t0), st, done);
 done:
@@ -731,7 +742,8 @@ static ts_status_t hang_rendezvous(job_t *j, ts_diag_t *diag) {
       char secret[33];
       ts_hang_coord_opts_t co;
       ts_hang_coord_opts_default(&co);
-      bool one_host = j->slices <= 1 && j->env.mode != RUN_TCP;
+      /* Every rank on this host (--slices only emulates several): loopback. */
+      bool one_host = j->hosts <= 1 && j->env.mode != RUN_TCP;
       co.listen = one_host ? "127.0.0.1:0" : "0.0.0.0:0";
       co.world = j->env.ndevices;
       co.secret = secret;
@@ -937,6 +949,7 @@ static ts_status_t make_world(job_t *j, ts_diag_t *diag) {
   /* Slices: hosts by default. */
   int hosts = 1;
   if (j->env.mode != RUN_THREADS) TS_CHECK(run_count_hosts(j->comms[0], j->env.host, &hosts));
+  j->hosts = hosts;
   j->slices = f->slices ? (int)f->slices : hosts;
   if (j->env.ndevices % j->slices != 0) {
     ts_diag_plain(diag, "--slices %d does not divide the %d devices", j->slices, j->env.ndevices);
