@@ -26,6 +26,10 @@ typedef struct {
   double t_accept;
   ts_hang_rbuf_t rb;
   char peer[64];
+  /* the handshake: HELLO came (identity kept until AUTH), CHALLENGE sent */
+  bool challenged;
+  char worker_nonce[TS_HANG_AUTH_MAX + 1], nonce[33];
+  ts_hang_state_t id;
 } conn_t;
 
 typedef struct {
@@ -202,6 +206,7 @@ static void accept_all(ts_hang_coord_t *c) {
     k->rank = -1;
     k->t_accept = ts_hang_mono();
     k->rb.len = 0;
+    k->challenged = false;
     char host[64] = "?";
     if (ss.ss_family == AF_INET) inet_ntop(AF_INET, &((struct sockaddr_in *)&ss)->sin_addr, host, sizeof host);
     if (ss.ss_family == AF_INET6) inet_ntop(AF_INET6, &((struct sockaddr_in6 *)&ss)->sin6_addr, host, sizeof host);
@@ -209,21 +214,21 @@ static void accept_all(ts_hang_coord_t *c) {
   }
 }
 
-/* Constant-time comparison: the secret is not leaked through timing. */
-static bool secret_ok(const char *a, const char *b) {
-  size_t la = strlen(a), lb = strlen(b);
-  unsigned diff = (unsigned)(la ^ lb);
-  for (size_t i = 0; i < la && i < lb; i++) diff |= (unsigned)(a[i] ^ b[i]);
-  return diff == 0;
-}
 
 /* A worker's event (death, failure): starts the gather unless one runs. */
 static void worker_event(ts_hang_coord_t *c, int r, int status, const char *note);
 
+/* The handshake of an unauthenticated connection: HELLO (checked, then
+ * CHALLENGE), then AUTH (checked, then WELCOME with our proof). */
 static void hello(ts_hang_coord_t *c, int ci, const ts_hang_msg_t *m) {
-  if (m->type != TS_HANG_MSG_HELLO) return reject(c, ci, "the first message must be HELLO");
-  if (!secret_ok(m->secret, c->secret)) return reject(c, ci, "wrong job secret");
-  const ts_hang_state_t *id = &m->state;
+  conn_t *k = &c->conns[ci];
+  if (!k->challenged) {
+    if (m->type != TS_HANG_MSG_HELLO) return reject(c, ci, "the first message must be HELLO");
+    if (strlen(m->auth) < 16) return reject(c, ci, "HELLO without a nonce");
+  } else if (m->type != TS_HANG_MSG_AUTH) {
+    return reject(c, ci, "the second message must be AUTH");
+  }
+  const ts_hang_state_t *id = k->challenged ? &k->id : &m->state;
   if (id->size != c->n || id->rank < 0 || id->rank >= c->n) {
     char why[128];
     snprintf(why, sizeof why, "rank %d of %d does not fit this job's world of %d", id->rank, id->size, c->n);
@@ -235,7 +240,21 @@ static void hello(ts_hang_coord_t *c, int ci, const ts_hang_msg_t *m) {
     snprintf(why, sizeof why, "rank %d is connected already", id->rank);
     return reject(c, ci, why);
   }
+  if (!k->challenged) {
+    k->id = m->state;
+    ts_hang_strlcpy(k->worker_nonce, m->auth, sizeof k->worker_nonce);
+    if (ts_hang_secret_generate(k->nonce) != TS_OK) return reject(c, ci, "no randomness for a challenge");
+    ts_hang_msg_t ch = {.type = TS_HANG_MSG_CHALLENGE};
+    ts_hang_strlcpy(ch.auth, k->nonce, sizeof ch.auth);
+    k->challenged = true;
+    if (!ts_hang_send_msg(k->fd, &ch)) drop(c, ci);
+    return;
+  }
+  char want[65];
+  ts_hang_auth_mac(c->secret, "worker", k->nonce, k->worker_nonce, id->rank, want);
+  if (!ts_hang_auth_equal(m->auth, want)) return reject(c, ci, "authentication failed (not this job's secret)");
   ts_hang_msg_t ok = {.type = TS_HANG_MSG_WELCOME};
+  ts_hang_auth_mac(c->secret, "coordinator", k->worker_nonce, k->nonce, id->rank, ok.auth);
   if (!ts_hang_send_msg(c->conns[ci].fd, &ok)) return drop(c, ci);
   c->conns[ci].rank = id->rank;
   w->conn = ci;
@@ -622,7 +641,7 @@ int ts_hang_coord_run(ts_hang_coord_t *c) {
      * 10 s is closed. */
     for (int i = 0; i < c->nconns; i++)
       if (c->conns[i].fd >= 0 && c->conns[i].rank < 0 && now - c->conns[i].t_accept > 10)
-        reject(c, i, "no HELLO within 10 s");
+        reject(c, i, "not authenticated within 10 s");
     if (c->nconns + 1 > cap) {
       cap = c->nconns + 16;
       struct pollfd *p = ts_realloc(pf, sizeof *p * (size_t)cap);

@@ -52,6 +52,7 @@
 #define TS_HANG_INSTR_MAX 96
 #define TS_HANG_TEXT_MAX 512
 #define TS_HANG_SECRET_MAX 64  /* characters of a job secret */
+#define TS_HANG_AUTH_MAX 64    /* hex characters of a nonce or an HMAC-SHA256 */
 #define TS_HANG_COLLS 8        /* collective records sent per state */
 
 /* One collective record as sent (ts_coll_record_t with times turned into
@@ -209,11 +210,18 @@ int ts_hang_stragglers_report(const ts_hang_stragglers_t *s, ts_buf_t *out);
 
 /* Frames: 12-byte header (magic "TSH1", type u8, flags u8, reserved u16,
  * payload length u32, little endian) + payload (at most TS_HANG_MSG_MAX).
- * A worker's first message is HELLO with the job secret; anything else, a
- * wrong secret or a malformed frame closes the connection. */
+ * Authentication is challenge-response (the secret never travels): the
+ * worker's HELLO carries its identity and a nonce; the coordinator answers
+ * CHALLENGE with its own nonce; the worker proves it knows the secret with
+ * AUTH = HMAC-SHA256(secret, "tessera-hang-1 worker " + coordinator nonce +
+ * " " + worker nonce + " " + rank); WELCOME carries the coordinator's proof
+ * (the same with "coordinator" and the nonces swapped), which the worker
+ * checks: a process that does not know the secret can neither join nor
+ * pose as the coordinator (its ABORT would stop the job). Anything else,
+ * a wrong MAC or a malformed frame closes the connection. */
 typedef enum {
-  TS_HANG_MSG_HELLO = 1,     /* w->c: secret + identity */
-  TS_HANG_MSG_WELCOME,       /* c->w */
+  TS_HANG_MSG_HELLO = 1,     /* w->c: nonce (auth) + identity */
+  TS_HANG_MSG_WELCOME,       /* c->w: the coordinator's proof (auth) */
   TS_HANG_MSG_REJECT,        /* c->w: text says why; then close */
   TS_HANG_MSG_STATE,         /* w->c: hot fields + collectives (request != 0 answers STATE_REQUEST) */
   TS_HANG_MSG_STATE_REQUEST, /* c->w: answer now with STATE carrying `request` */
@@ -223,6 +231,8 @@ typedef enum {
   TS_HANG_MSG_BYE_ACK,       /* c->w: text: straggler lines, then close */
   TS_HANG_MSG_CANCEL,        /* w->c: the process got SIGINT/SIGTERM/SIGHUP; text: 'L' (from the launcher or
                               * the terminal) or 'O' (another process), then "SIGTERM from pid N ..." */
+  TS_HANG_MSG_CHALLENGE,     /* c->w: the coordinator's nonce (auth) */
+  TS_HANG_MSG_AUTH,          /* w->c: the worker's proof (auth) */
   TS_HANG_MSG_TYPE_END
 } ts_hang_msg_type_t;
 
@@ -232,7 +242,7 @@ typedef enum {
 typedef struct {
   int type;                              /* ts_hang_msg_type_t */
   uint32_t request;                      /* STATE, STATE_REQUEST */
-  char secret[TS_HANG_SECRET_MAX + 1];   /* HELLO */
+  char auth[TS_HANG_AUTH_MAX + 1];       /* HELLO, CHALLENGE: a nonce; AUTH, WELCOME: a MAC (hex) */
   ts_hang_state_t state;                 /* HELLO: identity; STATE: hot fields */
   char text[TS_HANG_TEXT_MAX];           /* REJECT, ABORT, NOTE, BYE_ACK */
 } ts_hang_msg_t;
@@ -245,13 +255,22 @@ size_t ts_hang_msg_encode(const ts_hang_msg_t *m, uint8_t *buf, size_t cap);
  * string too long or with control bytes, a value out of range). */
 ts_status_t ts_hang_msg_decode(const uint8_t *buf, size_t len, ts_hang_msg_t *out, size_t *consumed);
 
-/* 32 random hex characters + NUL. */
+/* 32 random hex characters + NUL (secrets, nonces). */
 ts_status_t ts_hang_secret_generate(char out[33]);
+/* HMAC-SHA256(secret, "tessera-hang-1 " role " " n1 " " n2 " " rank) as 64
+ * hex characters + NUL: the proofs of the handshake above (role "worker":
+ * n1 the coordinator's nonce; "coordinator": n1 the worker's). */
+void ts_hang_auth_mac(const char *secret, const char *role, const char *n1, const char *n2, int rank, char out[65]);
+/* HMAC-SHA256 of data as hex (64 + NUL); public for its test vectors. */
+void ts_hang_hmac_sha256_hex(const char *key, const void *data, size_t len, char out[65]);
+/* Compares two strings in time independent of where they differ. */
+bool ts_hang_auth_equal(const char *a, const char *b);
 
 /* What rank 0 broadcasts to the others: fixed size, NUL-terminated. */
 typedef struct {
   char addr[128];
   char secret[TS_HANG_SECRET_MAX + 1];
+  char launch_id[17]; /* 16 random hex digits of its own (the secret is never shown) */
 } ts_hang_rendezvous_t;
 
 /* ---- workers ----------------------------------------------------------- */

@@ -415,7 +415,12 @@ static ts_status_t handshake(ts_hang_worker_t *w, double deadline, ts_diag_t *di
   ts_hang_msg_t m;
   memset(&m, 0, sizeof m);
   m.type = TS_HANG_MSG_HELLO;
-  ts_hang_strlcpy(m.secret, w->secret, sizeof m.secret);
+  char nonce[33], coord_nonce[TS_HANG_AUTH_MAX + 1] = "";
+  if (ts_hang_secret_generate(nonce) != TS_OK) {
+    ts_diag_plain(diag, "hang detector: no randomness for a nonce");
+    return TS_ERR_SYSTEM;
+  }
+  ts_hang_strlcpy(m.auth, nonce, sizeof m.auth);
   ts_hang_progress_snapshot(w->p, &m.state);
   if (!ts_hang_send_msg(w->fd, &m)) {
     ts_diag_plain(diag, "cannot send HELLO to the hang coordinator at '%s': %s", w->addr, strerror(errno));
@@ -424,7 +429,24 @@ static ts_status_t handshake(ts_hang_worker_t *w, double deadline, ts_diag_t *di
   for (;;) {
     ts_status_t st = ts_hang_rbuf_next(&w->rb, &m);
     if (st == TS_OK) {
-      if (m.type == TS_HANG_MSG_WELCOME) return TS_OK;
+      if (m.type == TS_HANG_MSG_CHALLENGE && !coord_nonce[0] && m.auth[0]) {
+        ts_hang_strlcpy(coord_nonce, m.auth, sizeof coord_nonce);
+        ts_hang_msg_t a = {.type = TS_HANG_MSG_AUTH};
+        ts_hang_auth_mac(w->secret, "worker", coord_nonce, nonce, w->p->rank, a.auth);
+        if (!ts_hang_send_msg(w->fd, &a)) {
+          ts_diag_plain(diag, "cannot answer the hang coordinator's challenge at '%s': %s", w->addr, strerror(errno));
+          return TS_ERR_REMOTE;
+        }
+        continue;
+      }
+      if (m.type == TS_HANG_MSG_WELCOME && coord_nonce[0]) {
+        char want[65];
+        ts_hang_auth_mac(w->secret, "coordinator", nonce, coord_nonce, w->p->rank, want);
+        if (ts_hang_auth_equal(m.auth, want)) return TS_OK;
+        ts_diag_plain(diag, "the hang coordinator at '%s' does not know this job's secret (its proof is wrong)",
+                      w->addr);
+        return TS_ERR_REMOTE;
+      }
       if (m.type == TS_HANG_MSG_REJECT) {
         ts_diag_plain(diag, "the hang coordinator at '%s' rejected rank %d: %s", w->addr, w->p->rank, m.text);
         return TS_ERR_REMOTE;

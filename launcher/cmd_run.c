@@ -768,6 +768,10 @@ static ts_status_t hang_rendezvous(job_t *j, ts_diag_t *diag) {
       if (st == TS_OK) snprintf(j->rv.secret, sizeof j->rv.secret, "%s", secret);
     }
   }
+  if (j->first == 0) {
+    char id[33];
+    if (ts_hang_secret_generate(id) == TS_OK) memcpy(j->rv.launch_id, id, 16);
+  }
   if (j->env.mode != RUN_THREADS) {
     ts_coll_req_t *req;
     ts_hang_rendezvous_t got;
@@ -777,10 +781,9 @@ static ts_status_t hang_rendezvous(job_t *j, ts_diag_t *diag) {
     j->rv.addr[sizeof j->rv.addr - 1] = 0;
     j->rv.secret[sizeof j->rv.secret - 1] = 0;
   }
-  /* One launch, one id: the secret's first 16 hex digits. */
-  char id[17] = {0};
-  memcpy(id, j->rv.secret, 16);
-  j->launch_id = strtoull(id, NULL, 16);
+  /* One launch, one id: random, of its own (rank 0's). */
+  j->rv.launch_id[sizeof j->rv.launch_id - 1] = 0;
+  j->launch_id = strtoull(j->rv.launch_id, NULL, 16);
   for (int l = 0; l < j->nlocal; l++) {
     ts_hang_progress_t *p = &j->progress[l];
     ts_hang_identity_fill(p, j->m->name ? j->m->name : "", j->fingerprint, j->launch_id, j->first + l,

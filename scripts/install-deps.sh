@@ -13,6 +13,8 @@ packages=(
   libprotobuf-c-dev protobuf-c-compiler protobuf-compiler
   libopenblas-dev
   libcjson-dev
+  libssl-dev
+  jq
   python3 python3-numpy
 )
 
