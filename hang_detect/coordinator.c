@@ -563,6 +563,21 @@ static void finish_gather(ts_hang_coord_t *c) {
         return;
       }
     }
+    /* Heartbeat threads never wait on their main thread: when not one
+     * worker answers, this host (or the coordinator) is starved, not the
+     * job hung; ask again. A job that really froze whole is caught by the
+     * silence timeout. */
+    int ok = 0, answered = 0;
+    for (int r = 0; r < c->n; r++)
+      if (c->w[r].s.status == TS_HANG_WORKER_OK) {
+        ok++;
+        answered += c->w[r].answered;
+      }
+    if (ok > 1 && answered == 0) {
+      info(c, "no worker answered the state request: no verdict yet");
+      c->phase = PH_RUN;
+      return;
+    }
   }
   conclude(c);
   c->result = 1;

@@ -441,11 +441,14 @@ static ts_status_t device_work(job_t *j, int local, ts_diag_t *diag) {
     wo.abort_arg = &abort_arg;
     wo.abort_exit_s = 10;
     wo.abort_exit_code = 4;
+    wo.connect_timeout_s = 10;
     ts_diag_t hd = {0};
     if (ts_hang_worker_start(&wo, &hw, &hd) != TS_OK) {
-      /* Losing the watchdog must not stop the workload. */
-      fprintf(stderr, "tessera run: warning: device %lld runs without the hang detector: %s\n", (long long)dev,
-              hd.text ? hd.text : "cannot reach the coordinator");
+      /* Losing the watchdog must not stop the workload: warn once. */
+      static atomic_flag warned = ATOMIC_FLAG_INIT;
+      if (!atomic_flag_test_and_set(&warned))
+        fprintf(stderr, "tessera run: warning: running without the hang detector: %s\n",
+                hd.text ? hd.text : "cannot reach the coordinator");
       hw = NULL;
     }
     ts_diag_free(&hd);
