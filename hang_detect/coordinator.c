@@ -291,7 +291,7 @@ static void state(ts_hang_coord_t *c, int r, const ts_hang_msg_t *m) {
   memcpy(w->s.colls, s->colls, sizeof w->s.colls);
   w->t_last_msg = now;
   w->t_progress = now - s->progress_age_s;
-  if (c->phase == PH_GATHER && m->request == c->request) w->answered = true;
+  if (c->phase == PH_GATHER && m->request == c->request) w->answered = true; /* FLIGHT follows at once */
   /* The step that finished last: a straggler sample. */
   int64_t done_step = s->activity == TS_HANG_IDLE || s->activity == TS_HANG_FINISHED ? s->step : s->step - 1;
   if (s->last_step_ns) ts_hang_stragglers_add(c->strag, r, w->s.host, done_step, s->last_step_ns, s->last_compute_ns,
@@ -381,6 +381,11 @@ static bool serve(ts_hang_coord_t *c, int ci) {
     }
     if (m->type == TS_HANG_MSG_STATE) {
       state(c, r, m);
+    } else if (m->type == TS_HANG_MSG_FLIGHT) {
+      wstate_t *fw = &c->w[r];
+      fw->s.nflight = m->state.nflight;
+      memcpy(fw->s.flight, m->state.flight, sizeof fw->s.flight);
+      if (c->phase == PH_GATHER && m->request == c->request) fw->answered = true;
     } else if (m->type == TS_HANG_MSG_CANCEL) {
       cancel(c, r, m->text);
     } else if (m->type == TS_HANG_MSG_BYE) {

@@ -54,6 +54,7 @@
 #define TS_HANG_SECRET_MAX 64  /* characters of a job secret */
 #define TS_HANG_AUTH_MAX 64    /* hex characters of a nonce or an HMAC-SHA256 */
 #define TS_HANG_COLLS 8        /* collective records sent per state */
+#define TS_HANG_FLIGHT 64      /* the flight recorder: newest records sent with a state request's answer */
 
 /* One collective record as sent (ts_coll_record_t with times turned into
  * ages: seconds before the state was taken, -1 when the state was not
@@ -99,6 +100,10 @@ typedef struct {
   uint64_t last_step_ns, last_compute_ns, last_collective_ns;
   int32_t ncolls;
   ts_hang_coll_t colls[TS_HANG_COLLS]; /* unfinished ones first, then the newest finished per comm */
+  /* The flight recorder (as PyTorch's): the newest TS_HANG_FLIGHT records
+   * of every communicator together, oldest first (FLIGHT, digest only). */
+  int32_t nflight;
+  ts_hang_coll_t flight[TS_HANG_FLIGHT];
   /* the coordinator's view */
   int32_t status;        /* ts_hang_worker_status_t */
   double event_time;     /* unix seconds: death, failure, or last progress */
@@ -182,6 +187,12 @@ ts_status_t ts_hang_digest_json(const ts_hang_digest_t *d, char **out);
 ts_status_t ts_hang_digest_parse_json(const char *text, size_t len, const char *path, ts_hang_digest_t *out,
                                       ts_diag_t *diag);
 void ts_hang_digest_free(ts_hang_digest_t *d); /* NULL is a no-op */
+/* Where the ranks' collective sequences diverge, from the workers' flight
+ * records (per communicator: how far each rank completed, what it has in
+ * flight; the first seq not every rank completed, split into the ranks that
+ * completed it, posted it, and never posted it; a seq with different kinds
+ * or sizes on two ranks is a MISMATCH), appended to `out`. */
+void ts_hang_digest_collectives(const ts_hang_digest_t *d, ts_buf_t *out);
 
 /* Formats unix seconds as "2025-01-02T03:04:05.678Z" (n >= 32). */
 void ts_hang_format_time(double unix_s, char *buf, size_t n);
@@ -233,11 +244,12 @@ typedef enum {
                               * the terminal) or 'O' (another process), then "SIGTERM from pid N ..." */
   TS_HANG_MSG_CHALLENGE,     /* c->w: the coordinator's nonce (auth) */
   TS_HANG_MSG_AUTH,          /* w->c: the worker's proof (auth) */
+  TS_HANG_MSG_FLIGHT,        /* w->c: after a STATE answering `request`: the flight recorder (state.flight) */
   TS_HANG_MSG_TYPE_END
 } ts_hang_msg_type_t;
 
 #define TS_HANG_MSG_HEADER 12
-#define TS_HANG_MSG_MAX 4096
+#define TS_HANG_MSG_MAX 8192
 
 typedef struct {
   int type;                              /* ts_hang_msg_type_t */

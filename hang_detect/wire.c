@@ -79,6 +79,8 @@ static void put_identity(writer_t *w, const ts_hang_state_t *s) {
   put_u64(w, s->launch_id);
 }
 
+static void put_coll(writer_t *w, const ts_hang_coll_t *c);
+
 static void put_hot(writer_t *w, const ts_hang_state_t *s) {
   put_u64(w, s->progress);
   put_u64(w, (uint64_t)s->step);
@@ -93,8 +95,17 @@ static void put_hot(writer_t *w, const ts_hang_state_t *s) {
   put_u64(w, s->last_collective_ns);
   int n = s->ncolls < 0 ? 0 : s->ncolls > TS_HANG_COLLS ? TS_HANG_COLLS : s->ncolls;
   put_u8(w, (uint8_t)n);
-  for (int i = 0; i < n; i++) {
-    const ts_hang_coll_t *c = &s->colls[i];
+  for (int i = 0; i < n; i++) put_coll(w, &s->colls[i]);
+}
+
+static void put_flight(writer_t *w, const ts_hang_state_t *s) {
+  int n = s->nflight < 0 ? 0 : s->nflight > TS_HANG_FLIGHT ? TS_HANG_FLIGHT : s->nflight;
+  put_u8(w, (uint8_t)n);
+  for (int i = 0; i < n; i++) put_coll(w, &s->flight[i]);
+}
+
+static void put_coll(writer_t *w, const ts_hang_coll_t *c) {
+  {
     put_u32(w, c->comm);
     put_u64(w, c->seq);
     put_u8(w, (uint8_t)c->kind);
@@ -124,6 +135,10 @@ size_t ts_hang_msg_encode(const ts_hang_msg_t *m, uint8_t *buf, size_t cap) {
     put_hot(&w, &m->state);
     break;
   case TS_HANG_MSG_STATE_REQUEST: put_u32(&w, m->request); break;
+  case TS_HANG_MSG_FLIGHT:
+    put_u32(&w, m->request);
+    put_flight(&w, &m->state);
+    break;
   case TS_HANG_MSG_REJECT:
   case TS_HANG_MSG_ABORT:
   case TS_HANG_MSG_NOTE:
@@ -226,6 +241,8 @@ static void get_identity(reader_t *r, ts_hang_state_t *s) {
   if (s->size < 1 || s->rank < 0 || s->rank >= s->size || s->pid < 0) r->bad = true;
 }
 
+static void get_coll(reader_t *r, ts_hang_coll_t *c);
+
 static void get_hot(reader_t *r, ts_hang_state_t *s) {
   s->progress = get_u64(r);
   s->step = (int64_t)get_u64(r);
@@ -245,8 +262,20 @@ static void get_hot(reader_t *r, ts_hang_state_t *s) {
     r->bad = true;
     return;
   }
-  for (int i = 0; i < s->ncolls; i++) {
-    ts_hang_coll_t *c = &s->colls[i];
+  for (int i = 0; i < s->ncolls && !r->bad; i++) get_coll(r, &s->colls[i]);
+}
+
+static void get_flight(reader_t *r, ts_hang_state_t *s) {
+  s->nflight = get_u8(r);
+  if (s->nflight > TS_HANG_FLIGHT) {
+    r->bad = true;
+    return;
+  }
+  for (int i = 0; i < s->nflight && !r->bad; i++) get_coll(r, &s->flight[i]);
+}
+
+static void get_coll(reader_t *r, ts_hang_coll_t *c) {
+  {
     c->comm = get_u32(r);
     c->seq = get_u64(r);
     c->kind = get_u8(r);
@@ -297,6 +326,10 @@ ts_status_t ts_hang_msg_decode(const uint8_t *buf, size_t len, ts_hang_msg_t *ou
     get_hot(&r, &out->state);
     break;
   case TS_HANG_MSG_STATE_REQUEST: out->request = get_u32(&r); break;
+  case TS_HANG_MSG_FLIGHT:
+    out->request = get_u32(&r);
+    get_flight(&r, &out->state);
+    break;
   case TS_HANG_MSG_REJECT:
   case TS_HANG_MSG_ABORT:
   case TS_HANG_MSG_NOTE:

@@ -233,6 +233,43 @@ static void snapshot_colls(const ts_hang_progress_t *p, ts_hang_state_t *s) {
   }
 }
 
+/* The newest TS_HANG_FLIGHT records over every communicator, oldest first. */
+static void snapshot_flight(const ts_hang_progress_t *p, ts_hang_state_t *s) {
+  static _Thread_local ts_coll_record_t recs[TS_HANG_FLIGHT];
+  double now = ts_coll_now();
+  s->nflight = 0;
+  if (!p->comms) return;
+  for (int c = 0; c < p->ncomms; c++) {
+    const struct ts_coll_comm *comm = p->comms[c];
+    if (!comm) continue;
+    size_t n = ts_coll_records(comm, recs, TS_HANG_FLIGHT);
+    uint32_t ctx = ts_coll_comm_context(comm);
+    for (size_t i = 0; i < n; i++) {
+      /* Keep the newest by post time: replace the oldest when full. */
+      int slot = s->nflight;
+      if (slot == TS_HANG_FLIGHT) {
+        slot = 0;
+        for (int k = 1; k < TS_HANG_FLIGHT; k++)
+          if (s->flight[k].age_posted_s > s->flight[slot].age_posted_s) slot = k;
+        if (age_of(now, recs[i].t_posted) >= s->flight[slot].age_posted_s) continue;
+      } else {
+        s->nflight++;
+      }
+      fill_coll(&s->flight[slot], &recs[i], ctx, now);
+    }
+  }
+  /* Oldest first (insertion sort on the age, descending). */
+  for (int i = 1; i < s->nflight; i++) {
+    ts_hang_coll_t t = s->flight[i];
+    int k = i;
+    while (k > 0 && s->flight[k - 1].age_posted_s < t.age_posted_s) {
+      s->flight[k] = s->flight[k - 1];
+      k--;
+    }
+    s->flight[k] = t;
+  }
+}
+
 void ts_hang_progress_snapshot(const ts_hang_progress_t *p, ts_hang_state_t *s) {
   memset(s, 0, sizeof *s);
   s->rank = p->rank;
@@ -266,13 +303,23 @@ void ts_hang_progress_snapshot(const ts_hang_progress_t *p, ts_hang_state_t *s) 
 
 /* ---- the heartbeat thread -------------------------------------------------- */
 
+static void snapshot_flight(const ts_hang_progress_t *p, ts_hang_state_t *s);
+
 static bool send_state(ts_hang_worker_t *w, uint32_t request) {
   ts_hang_msg_t m;
   memset(&m, 0, sizeof m);
   m.type = TS_HANG_MSG_STATE;
   m.request = request;
   ts_hang_progress_snapshot(w->p, &m.state);
-  return ts_hang_send_msg(w->fd, &m);
+  if (!ts_hang_send_msg(w->fd, &m)) return false;
+  if (!request) return true;
+  /* An answer to a state request: the flight recorder follows. */
+  ts_hang_msg_t f;
+  memset(&f, 0, sizeof f);
+  f.type = TS_HANG_MSG_FLIGHT;
+  f.request = request;
+  snapshot_flight(w->p, &f.state);
+  return ts_hang_send_msg(w->fd, &f);
 }
 
 static void lost(ts_hang_worker_t *w, const char *why) {
