@@ -141,7 +141,9 @@ static bool minority(const ts_hang_state_t *w, int n, bool by_fp, ts_hang_verdic
 
 static bool input_stall(const ts_hang_state_t *w, int n, ts_hang_verdict_t *v) {
   for (int i = 0; i < n; i++)
-    if (alive(&w[i]) && w[i].activity == TS_HANG_INPUT_WAIT) add_culprit(v, i);
+    /* (A silent worker's "input" is stale: it may have frozen there.) */
+    if (alive(&w[i]) && w[i].status != TS_HANG_WORKER_NO_RESPONSE && w[i].activity == TS_HANG_INPUT_WAIT)
+      add_culprit(v, i);
   if (!v->nculprits) return false;
   v->cause = TS_HANG_CAUSE_DATA_INPUT_STALL;
   pick_first(w, v);

@@ -219,6 +219,14 @@ int main(void) {
   w[1].status = TS_HANG_WORKER_NO_RESPONSE;
   check("frozen_after_last_step", N, TS_HANG_CAUSE_BAD_DEVICE, "1");
 
+  /* kill -STOP of rank 2 while it waited for its input batch: stale
+   * "input", the others wait in a collective. Frozen, not an input stall
+   * (seen once in tests/faults before this case existed). */
+  reset(N);
+  not_posted(2, TS_HANG_INPUT_WAIT);
+  w[2].status = TS_HANG_WORKER_NO_RESPONSE;
+  check("frozen_in_input", N, TS_HANG_CAUSE_BAD_DEVICE, "2");
+
   /* a worker that left after the first event is a bystander, never the
    * frozen one. */
   reset(N);
