@@ -14,6 +14,8 @@ packages=(
   libopenblas-dev
   libcjson-dev
   zlib1g-dev
+  libssl-dev
+  jq
   python3 python3-numpy
 )
 
