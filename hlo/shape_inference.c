@@ -1711,8 +1711,14 @@ static ts_status_t collective_broadcast(ts_vctx_t *v, const ts_hlo_instr_t *i, t
   TS_CHECK(want_min_nops(v, i, op, 1));
   ts_vgroup_t grp;
   TS_CHECK(ts_vfy_group_size(v, i, &grp));
-  ts_shape_t *want = operands_shape(v, i, false);
+  /* has_dynamic_root=true: the last operand is the root's id, not data */
+  const ts_hlo_attr_t *dr = ts_hlo_instr_attr(i, "has_dynamic_root");
+  bool dynamic = dr && ((dr->kind == TS_ATTR_BOOL && dr->v.b) ||
+                        ((dr->kind == TS_ATTR_IDENT || dr->kind == TS_ATTR_RAW) && dr->v.s && !strcmp(dr->v.s, "true")));
+  int n = i->nops - (dynamic && i->nops >= 2 ? 1 : 0);
+  ts_shape_t *want = n == 1 ? (ts_shape_t *)i->ops[0]->shape : new_tuple(v, n);
   NOMEM_IF(!want);
+  for (int k = 0; n != 1 && k < n; k++) want->tuple[k] = (ts_shape_t *)i->ops[k]->shape;
   return check_result(v, i, out, want);
 }
 
