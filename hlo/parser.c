@@ -2668,6 +2668,29 @@ static void bind_decls(parser_t *p, size_t d0, ts_hlo_instr_t *i) {
     if (!p->decls[k].instr) p->decls[k].instr = i;
 }
 
+/* What follows an opcode: a parameter's number, a constant's literal, or
+ * the operand list (checked against the opcode's arity). Shared by
+ * top-level and nested instructions. */
+static ts_status_t parse_op_args(parser_t *p, ts_opcode_t op, ts_opcode_t wrapped, const ts_shape_t *shape,
+                                 const ts_tok_t *op_tok, size_t mark, int64_t *param, ts_literal_t **lit) {
+  if (op == TS_OP_PARAMETER) {
+    TS_CHECK(expect(p, TK_LPAREN, "'(' after 'parameter'"));
+    ts_tok_t nt = p->tok;
+    TS_CHECK(parse_nonneg(p, param, "parameter number"));
+    if ((uint64_t)*param >= p->src->len || *param >= INT_MAX)
+      return err_at(p, tloc(&nt), "parameter number %lld is out of range", (long long)*param);
+    TS_CHECK(expect(p, TK_RPAREN, "')' after the parameter number"));
+  } else if (op == TS_OP_CONSTANT) {
+    TS_CHECK(expect(p, TK_LPAREN, "'(' after 'constant'"));
+    TS_CHECK(parse_literal(p, shape, lit));
+    TS_CHECK(expect(p, TK_RPAREN, "')' after the constant"));
+  } else {
+    TS_CHECK(parse_operands(p));
+    TS_CHECK(check_arity(p, op, wrapped, (int)((p->nstk - mark) / 3), op_tok));
+  }
+  return TS_OK;
+}
+
 /* A nested anonymous instruction used as an operand: `f32[] add(a, b)`,
  * `f32[10] parameter(0)`, `bf16[] constant(-448)`, or, for an opcode whose
  * shape follows from its operands, `multiply(x, y)`. */
@@ -2683,21 +2706,7 @@ static ts_status_t parse_nested_instr(parser_t *p, const ts_shape_t *shape, ts_h
   size_t mark = p->nstk, d0 = p->ndecl;
   int64_t param = -1;
   ts_literal_t *lit = NULL;
-  if (op == TS_OP_PARAMETER) {
-    TS_CHECK(expect(p, TK_LPAREN, "'(' after 'parameter'"));
-    ts_tok_t nt = p->tok;
-    TS_CHECK(parse_nonneg(p, &param, "parameter number"));
-    if ((uint64_t)param >= p->src->len || param >= INT_MAX)
-      return err_at(p, tloc(&nt), "parameter number %lld is out of range", (long long)param);
-    TS_CHECK(expect(p, TK_RPAREN, "')' after the parameter number"));
-  } else if (op == TS_OP_CONSTANT) {
-    TS_CHECK(expect(p, TK_LPAREN, "'(' after 'constant'"));
-    TS_CHECK(parse_literal(p, shape, &lit));
-    TS_CHECK(expect(p, TK_RPAREN, "')' after the constant"));
-  } else {
-    TS_CHECK(parse_operands(p));
-    TS_CHECK(check_arity(p, op, wrapped, (int)((p->nstk - mark) / 3), &op_tok));
-  }
+  TS_CHECK(parse_op_args(p, op, wrapped, shape, &op_tok, mark, &param, &lit));
   char name[64];
   snprintf(name, sizeof name, "%.*s.anon", (int)(op_tok.n < 40 ? op_tok.n : 40), op_tok.s);
   TS_CHECK(make_instr(p, op, wrapped, shape, name, strlen(name), tloc(&op_tok), mark, out));
@@ -2923,21 +2932,7 @@ static ts_status_t parse_instruction(parser_t *p) {
   size_t mark = p->nstk, d0 = p->ndecl;
   int64_t param = -1;
   ts_literal_t *lit = NULL;
-  if (op == TS_OP_PARAMETER) {
-    TS_CHECK(expect(p, TK_LPAREN, "'(' after 'parameter'"));
-    ts_tok_t nt = p->tok;
-    TS_CHECK(parse_nonneg(p, &param, "parameter number"));
-    if ((uint64_t)param >= p->src->len || param >= INT_MAX)
-      return err_at(p, tloc(&nt), "parameter number %lld is out of range", (long long)param);
-    TS_CHECK(expect(p, TK_RPAREN, "')' after the parameter number"));
-  } else if (op == TS_OP_CONSTANT) {
-    TS_CHECK(expect(p, TK_LPAREN, "'(' after 'constant'"));
-    TS_CHECK(parse_literal(p, shape, &lit));
-    TS_CHECK(expect(p, TK_RPAREN, "')' after the constant"));
-  } else {
-    TS_CHECK(parse_operands(p));
-    TS_CHECK(check_arity(p, op, wrapped, (int)((p->nstk - mark) / 3), &op_tok));
-  }
+  TS_CHECK(parse_op_args(p, op, wrapped, shape, &op_tok, mark, &param, &lit));
   if (op == TS_OP_PARAMETER) { /* XLA reports a reused number where it is reused */
     if ((size_t)param >= p->param_cap) {
       size_t cap = p->param_cap ? p->param_cap : 64;
