@@ -530,7 +530,11 @@ static void conclude(ts_hang_coord_t *c) {
       snprintf(s->note, sizeof s->note, "left after the first error was detected");
     } else if (s->status == TS_HANG_WORKER_OK && !w->answered) {
       s->status = TS_HANG_WORKER_NO_RESPONSE;
-      snprintf(s->note, sizeof s->note, "no answer to the state request within %.1f s", c->o.gather_timeout_s);
+      double silent = now - w->t_last_msg;
+      if (silent > c->o.gather_timeout_s)
+        snprintf(s->note, sizeof s->note, "no answer to the state request, silent for %.1f s", silent);
+      else
+        snprintf(s->note, sizeof s->note, "no answer to the state request within %.1f s", c->o.gather_timeout_s);
     }
     if (s->status == TS_HANG_WORKER_OK || s->status == TS_HANG_WORKER_NO_RESPONSE || s->status == TS_HANG_WORKER_LEFT) {
       s->progress_age_s = now - w->t_progress;
@@ -679,8 +683,12 @@ int ts_hang_coord_run(ts_hang_coord_t *c) {
     }
     if (c->phase == PH_RUN) check_run(c, now);
     if (c->phase == PH_GATHER) {
+      /* Waiting out the gather timeout for a worker that has sent nothing,
+       * not even a heartbeat (8 a hang timeout), for as long as nobody made
+       * progress only delays the digest: it is frozen or gone. */
       bool all = true;
-      for (int r = 0; r < c->n; r++) all = all && c->w[r].answered;
+      for (int r = 0; r < c->n; r++)
+        all = all && (c->w[r].answered || now - c->w[r].t_last_msg > c->o.hang_timeout_s);
       if (all || now > c->gather_deadline) finish_gather(c);
       if (c->phase != PH_GATHER) continue;
     }
