@@ -14,6 +14,7 @@ packages=(
   libopenblas-dev
   libcjson-dev
   python3 python3-numpy
+  iproute2 util-linux iputils-ping
 )
 
 missing=()

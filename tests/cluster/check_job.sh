@@ -49,4 +49,12 @@ left=$("$C" pids "$cluster" | grep -v ': *$' || true)
 [ -z "$left" ] || { echo "FAIL: processes left on the hosts: $left"; rc=1; }
 [ $rc = 0 ] || { echo "FAIL: exit code $rc"; cat "$tmp/err"; exit 1; }
 grep -q '^check: match' "$tmp/out" || { echo "FAIL: no 'check: match' line"; cat "$tmp/err"; exit 1; }
+prev=
+for a in "$@"; do
+  if [ "$prev" = --trace ]; then
+    grep -q hierarchical "$a" || { echo "FAIL: the trace $a shows no hierarchical collective"; exit 1; }
+    echo "trace: hierarchical collectives"
+  fi
+  prev=$a
+done
 echo ok

@@ -28,17 +28,34 @@ endfunction()
 set(mlp ${CMAKE_SOURCE_DIR}/examples/mlp_train.hlo)
 set(transformer ${CMAKE_SOURCE_DIR}/examples/transformer_train.hlo)
 find_package(MPI COMPONENTS C QUIET)
+# Jobs: the MLP and the transformer on 2 hosts x 2 ranks and 4 hosts x 1,
+# under mpirun (mpi, ucx) and with --task_id/--num_nodes/--address (tcp);
+# one slice per host, so the hierarchical collectives cross the relay (the
+# MLP on 2x2 under mpi also checks its trace says so).
+set(ts_cluster_modes tcp)
 if(MPI_C_FOUND)
-  ts_cluster_test(multihost.mlp.mpi.2x2 check_job.sh 2 2 mpi $<TARGET_FILE:tessera> --steps 3 --loop ${mlp})
-  ts_cluster_test(multihost.mlp.mpi.4x1 check_job.sh 4 1 mpi $<TARGET_FILE:tessera> --steps 3 --loop ${mlp})
-  ts_cluster_test(multihost.mlp.ucx.2x2 check_job.sh 2 2 ucx $<TARGET_FILE:tessera> --steps 3 --loop ${mlp})
-  ts_cluster_test(multihost.transformer.mpi.2x2 check_job.sh 2 2 mpi $<TARGET_FILE:tessera> ${transformer})
+  set(ts_cluster_modes mpi ucx tcp)
+endif()
+foreach(mode ${ts_cluster_modes})
+  foreach(shape "2 2" "4 1")
+    string(REPLACE " " "x" tag "${shape}")
+    separate_arguments(shape)
+    set(trace)
+    if(mode STREQUAL mpi AND tag STREQUAL 2x2)
+      set(trace --trace ${CMAKE_CURRENT_BINARY_DIR}/multihost_mlp_trace.json)
+    endif()
+    ts_cluster_test(multihost.mlp.${mode}.${tag} check_job.sh ${shape} ${mode} $<TARGET_FILE:tessera>
+                    --steps 3 --loop ${trace} ${mlp})
+    ts_cluster_test(multihost.transformer.${mode}.${tag} check_job.sh ${shape} ${mode} $<TARGET_FILE:tessera>
+                    ${transformer})
+  endforeach()
+endforeach()
+if(MPI_C_FOUND)
   # Faults from outside the program, on 4 hosts x 1 rank.
   foreach(f cut freeze kill blip)
     ts_cluster_test(multihost.fault.${f} check_fault.sh ${f} $<TARGET_FILE:tessera> ${mlp})
   endforeach()
 endif()
-ts_cluster_test(multihost.mlp.tcp.2x2 check_job.sh 2 2 tcp $<TARGET_FILE:tessera> --steps 3 --loop ${mlp})
 
 set_tests_properties(${ts_cluster_tests} PROPERTIES LABELS multihost SKIP_RETURN_CODE 77 TIMEOUT 300
                      RESOURCE_LOCK ts_cluster ENVIRONMENT TS_CLUSTER_RELAY=$<TARGET_FILE:ts_cluster_relay>)
