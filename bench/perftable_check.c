@@ -53,7 +53,7 @@ static void add(stats_t *st, const char *key, double measured, double predicted,
 
 static void coll_point(void *ctx, const ts_coll_loo_point_t *p) {
   char key[96], point[200];
-  snprintf(key, sizeof key, "%s %s", ts_cost_coll_name(p->kind), ts_transfer_scheme_name(p->scheme));
+  snprintf(key, sizeof key, "%s %s", ts_coll_kind_name(p->kind), ts_transfer_scheme_name(p->scheme));
   snprintf(point, sizeof point, "%s, %lld devices, %lld bytes", key, (long long)p->devices, (long long)p->tensor_bytes);
   add(ctx, key, p->measured_s, p->predicted_s, point);
 }

@@ -12,6 +12,7 @@
 #include "ts_bench.h"
 #include "bench_internal.h"
 #include "ts_coll.h"
+#include "ts_env.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -19,7 +20,7 @@
 
 /* One point of the sweep. Every rank builds the same list. */
 typedef struct {
-  ts_cost_coll_t kind;
+  ts_coll_kind_t kind;
   ts_transfer_scheme_t scheme;
   int64_t devices, groups;
   ts_elem_t type;
@@ -32,9 +33,9 @@ typedef struct {
 static bool is_grouped_scheme(ts_transfer_scheme_t s) { return s == TS_SCHEME_CONTIGUOUS || s == TS_SCHEME_STRIDED; }
 
 /* Elements per rank for a tensor of S bytes, and the tensor bytes they make. */
-static size_t count_for(ts_cost_coll_t k, int64_t S, size_t es, int64_t D, int64_t *bytes) {
+static size_t count_for(ts_coll_kind_t k, int64_t S, size_t es, int64_t D, int64_t *bytes) {
   size_t c = (size_t)S / es;
-  bool split = k == TS_COST_ALL_GATHER || k == TS_COST_REDUCE_SCATTER || k == TS_COST_ALL_TO_ALL;
+  bool split = k == TS_COLL_ALL_GATHER || k == TS_COLL_REDUCE_SCATTER || k == TS_COLL_ALL_TO_ALL;
   if (split) c /= (size_t)D;
   *bytes = (int64_t)(c * es * (split ? (size_t)D : 1));
   return c;
@@ -46,11 +47,11 @@ static bool pattern_fits(ts_transfer_scheme_t s, int64_t D) {
   return s == TS_SCHEME_TWO_WAY_HAS_NON_MUTUAL ? D >= 3 : D % 2 == 0;
 }
 
-static const ts_cost_coll_t grouped_kinds[] = {TS_COST_ALL_REDUCE, TS_COST_ALL_GATHER, TS_COST_REDUCE_SCATTER,
-                                               TS_COST_ALL_TO_ALL};
+static const ts_coll_kind_t grouped_kinds[] = {TS_COLL_ALL_REDUCE, TS_COLL_ALL_GATHER, TS_COLL_REDUCE_SCATTER,
+                                               TS_COLL_ALL_TO_ALL};
 
 /* Appends the points of one (kind, scheme, D) over every type and size. */
-static void add_points(const ts_bench_pt_coll_opts_t *o, int64_t maxb, ts_cost_coll_t k, ts_transfer_scheme_t s, int64_t D, int64_t G,
+static void add_points(const ts_bench_pt_coll_opts_t *o, int64_t maxb, ts_coll_kind_t k, ts_transfer_scheme_t s, int64_t D, int64_t G,
                        point_t *pts, size_t *n) {
   for (int t = 0; t < o->ntypes; t++) {
     size_t es = (size_t)ts_elem_storage_bytes(o->types[t]);
@@ -77,10 +78,10 @@ static size_t plan(const ts_bench_pt_coll_opts_t *o, int W, int64_t maxb, point_
     bool strided = o->schemes[TS_SCHEME_STRIDED] && G > 1;
     for (size_t i = 0; contiguous && i < sizeof grouped_kinds / sizeof grouped_kinds[0]; i++)
       if (o->kinds[grouped_kinds[i]]) add_points(o, maxb, grouped_kinds[i], TS_SCHEME_CONTIGUOUS, D, G, pts, &n);
-    if (o->kinds[TS_COST_COLLECTIVE_PERMUTE])
+    if (o->kinds[TS_COLL_COLLECTIVE_PERMUTE])
       for (int s = TS_SCHEME_ONE_WAY; s < TS_SCHEME_COUNT; s++)
         if (o->schemes[s] && pattern_fits((ts_transfer_scheme_t)s, D))
-          add_points(o, maxb, TS_COST_COLLECTIVE_PERMUTE, (ts_transfer_scheme_t)s, D, 1, pts, &n);
+          add_points(o, maxb, TS_COLL_COLLECTIVE_PERMUTE, (ts_transfer_scheme_t)s, D, 1, pts, &n);
     for (size_t i = 0; strided && i < sizeof grouped_kinds / sizeof grouped_kinds[0]; i++)
       if (o->kinds[grouped_kinds[i]]) add_points(o, maxb, grouped_kinds[i], TS_SCHEME_STRIDED, D, G, pts, &n);
   }
@@ -98,7 +99,7 @@ static double point_work(const ts_bench_pt_coll_opts_t *o, const point_t *p) {
 /* ---- free memory ---------------------------------------------------------- */
 
 static double free_bytes(void) {
-  const char *env = getenv("TESSERA_PERF_TABLE_FREE_BYTES");
+  const char *env = ts_env_get(TS_ENV_PERF_TABLE_FREE_BYTES);
   if (env && *env) {
     char *end;
     double v = strtod(env, &end);
@@ -154,18 +155,17 @@ typedef struct {
  * [G,D]<=[D,G]T(1,0) (group g holds g, g+G, g+2G, ...). */
 static ts_status_t split(rank_t *x, int64_t D, ts_transfer_scheme_t s, ts_coll_comm_t **out) {
   int64_t G = x->W / D;
-  ts_replica_groups_t rg = {.ngroups = (int)G};
-  rg.groups = ts_calloc((size_t)G, sizeof *rg.groups);
+  ts_i64_list_t *groups = ts_calloc((size_t)G, sizeof *groups);
   int64_t *ids = ts_malloc((size_t)x->W * sizeof *ids);
   ts_status_t st = TS_ERR_NOMEM;
-  if (rg.groups && ids) {
+  if (groups && ids) {
     for (int64_t g = 0; g < G; g++) {
       for (int64_t i = 0; i < D; i++) ids[g * D + i] = s == TS_SCHEME_STRIDED ? i * G + g : g * D + i;
-      rg.groups[g] = (ts_i64_list_t){(int)D, ids + g * D};
+      groups[g] = (ts_i64_list_t){(int)D, ids + g * D};
     }
-    st = ts_coll_comm_split(x->world, &rg, TS_COLL_FLATTENED_ID, 1, x->W, out);
+    st = ts_coll_comm_split(x->world, groups, (int)G, TS_COLL_FLATTENED_ID, 1, x->W, out);
   }
-  ts_free(rg.groups);
+  ts_free(groups);
   ts_free(ids);
   return st;
 }
@@ -192,13 +192,13 @@ static ts_status_t run_once(rank_t *x, ts_coll_comm_t *c, const point_t *p, int 
   ts_elem_t t = p->type;
   ts_status_t st;
   switch (p->kind) {
-  case TS_COST_ALL_REDUCE: st = ts_coll_allreduce_post(c, x->sbuf, x->dbuf, p->count, t, TS_COLL_SUM, &req); break;
-  case TS_COST_ALL_GATHER: st = ts_coll_allgather_post(c, x->sbuf, x->dbuf, p->count, t, &req); break;
-  case TS_COST_REDUCE_SCATTER:
+  case TS_COLL_ALL_REDUCE: st = ts_coll_allreduce_post(c, x->sbuf, x->dbuf, p->count, t, TS_COLL_SUM, &req); break;
+  case TS_COLL_ALL_GATHER: st = ts_coll_allgather_post(c, x->sbuf, x->dbuf, p->count, t, &req); break;
+  case TS_COLL_REDUCE_SCATTER:
     st = ts_coll_reduce_scatter_post(c, x->sbuf, x->dbuf, p->count, t, TS_COLL_SUM, &req);
     break;
-  case TS_COST_ALL_TO_ALL: st = ts_coll_alltoall_post(c, x->sbuf, x->dbuf, p->count, t, &req); break;
-  case TS_COST_COLLECTIVE_PERMUTE:
+  case TS_COLL_ALL_TO_ALL: st = ts_coll_alltoall_post(c, x->sbuf, x->dbuf, p->count, t, &req); break;
+  case TS_COLL_COLLECTIVE_PERMUTE:
     st = ts_coll_permute_post(c, x->sbuf, x->dbuf, p->count, t, (const int64_t(*)[2])x->pairs, npairs, &req);
     break;
   default: return TS_ERR_INTERNAL;
@@ -218,7 +218,7 @@ static ts_status_t run_once(rank_t *x, ts_coll_comm_t *c, const point_t *p, int 
 
 static ts_status_t measure(rank_t *x, ts_coll_comm_t *sub, const point_t *p, double *median) {
   const ts_bench_pt_coll_opts_t *o = x->o;
-  bool permute = p->kind == TS_COST_COLLECTIVE_PERMUTE;
+  bool permute = p->kind == TS_COLL_COLLECTIVE_PERMUTE;
   bool active = !permute || x->rank < p->devices; /* permutes: the first group only */
   int npairs = permute ? permute_pairs(p->scheme, p->devices, x->pairs) : 0;
   ts_status_t st = TS_OK;
@@ -247,7 +247,7 @@ static ts_status_t measure(rank_t *x, ts_coll_comm_t *sub, const point_t *p, dou
 static void describe(const point_t *p, double seconds, char *buf, size_t n) {
   char sz[32];
   ts_bench_format_bytes(p->tensor_bytes, sz, sizeof sz);
-  snprintf(buf, n, "%s %s %lldx%lld %s %s: %.1f us, %.3f GB/s", ts_cost_coll_name(p->kind),
+  snprintf(buf, n, "%s %s %lldx%lld %s %s: %.1f us, %.3f GB/s", ts_coll_kind_name(p->kind),
            ts_transfer_scheme_name(p->scheme), (long long)p->groups, (long long)p->devices, ts_elem_name(p->type), sz,
            seconds * 1e6, seconds > 0 ? (double)p->tensor_bytes / seconds / 1e9 : 0);
 }
@@ -265,7 +265,7 @@ static void record(ts_bench_pt_coll_opts_t *o, const point_t *p, double seconds)
   }
   /* What identifies the configuration: re-measuring it replaces the entry. */
   char desc[160], fp[33];
-  snprintf(desc, sizeof desc, "tessera collective %s %s %lld %lld %d %lld", ts_cost_coll_name(p->kind),
+  snprintf(desc, sizeof desc, "tessera collective %s %s %lld %lld %d %lld", ts_coll_kind_name(p->kind),
            ts_transfer_scheme_name(p->scheme), (long long)p->groups, (long long)p->devices, xt,
            (long long)p->tensor_bytes);
   ts_bench_fingerprint(desc, fp);
@@ -375,7 +375,7 @@ static int sweep(rank_t *x, bool mpi) {
       if (st) {
         /* Abort the world so that no rank waits for this one until its deadline. */
         ts_coll_comm_abort(x->world, st);
-        if (root) fprintf(stderr, PT_CMD ": error: %s over %lld devices failed: %s\n", ts_cost_coll_name(p->kind),
+        if (root) fprintf(stderr, PT_CMD ": error: %s over %lld devices failed: %s\n", ts_coll_kind_name(p->kind),
                           (long long)p->devices, ts_status_string(st));
         rc = ts_status_exit_code(st);
         break;

@@ -300,10 +300,10 @@ ts_status_t pt_svg_collectives(const ts_perf_table_t *t, const char *device_key,
       int color = 0;
       while (color < ndev && devs[color] != m->devices_per_group) color++;
       char label[128];
-      snprintf(label, sizeof label, "%s, %lld devices, %s%s%s", ts_cost_coll_name(m->kind),
+      snprintf(label, sizeof label, "%s, %lld devices, %s%s%s", ts_coll_kind_name(m->kind),
                (long long)m->devices_per_group, ts_transfer_scheme_name(m->scheme), many_types ? ", " : "",
                many_types ? ts_primitive_type_name(m->element_type) : "");
-      panel_t *p = panel_get(&f, ts_cost_coll_name(m->kind));
+      panel_t *p = panel_get(&f, ts_coll_kind_name(m->kind));
       int64_t order = (m->devices_per_group * TS_SCHEME_COUNT + m->scheme) * 64 + m->element_type;
       series_t *s = p ? series_get(p, label, color, dash_of(m->scheme), order) : NULL;
       if (!p) continue; /* more panels than fit: cannot happen with five kinds */

@@ -189,7 +189,7 @@ typedef struct {
 } node_info_t;
 
 ts_status_t coll_world_setup_node(coll_world_t *w, coll_boot_t *b, int wrank) {
-  if (coll_env_int("TESSERA_COLL_SHM", 1) == 0 || w->size > 4096) return TS_OK;
+  if (ts_env_int(TS_ENV_COLL_SHM, 1) == 0 || w->size > 4096) return TS_OK;
   int n = b->size;
   node_info_t me = {0}, *all = ts_calloc((size_t)n, sizeof *all);
   if (!all) return TS_ERR_NOMEM;

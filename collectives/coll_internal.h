@@ -5,6 +5,7 @@
 #define COLL_INTERNAL_H
 
 #include "ts_coll.h"
+#include "ts_env.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
@@ -252,7 +253,6 @@ coll_world_t *coll_world_new(const coll_backend_t *be, int size, int nctx_rows);
 void coll_world_release(coll_world_t *w);
 /* A communicator over all of `w` for world rank `wrank`. */
 ts_status_t coll_comm_new_world(coll_world_t *w, int wrank, ts_coll_comm_t **out);
-int coll_env_int(const char *name, int dflt);
 
 /* ---- reduce.c ---- */
 

@@ -14,8 +14,6 @@
 
 static const char *backend_names[] = {"threads", "mpi", "ucx", "nccl"};
 static const char *redop_names[] = {"sum", "prod", "min", "max"};
-static const char *kind_names[] = {"all-reduce", "all-gather", "reduce-scatter", "all-to-all",
-                                   "collective-permute", "broadcast", "send", "recv", "barrier"};
 
 const char *ts_coll_backend_name(ts_coll_backend_t b) {
   return (unsigned)b < TS_COLL_BACKEND_COUNT ? backend_names[b] : "?";
@@ -50,31 +48,10 @@ const char *ts_coll_redop_name(ts_coll_redop_t op) {
   return (unsigned)op < TS_COLL_REDOP_COUNT ? redop_names[op] : "?";
 }
 
-const char *ts_coll_kind_name(ts_coll_kind_t k) {
-  return (unsigned)k < TS_COLL_KIND_COUNT ? kind_names[k] : "?";
-}
-
-bool ts_coll_kind_from_name(const char *s, ts_coll_kind_t *out) {
-  for (int i = 0; i < TS_COLL_KIND_COUNT; i++)
-    if (strcmp(s, kind_names[i]) == 0) {
-      *out = (ts_coll_kind_t)i;
-      return true;
-    }
-  return false;
-}
-
 double ts_coll_now(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
   return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-int coll_env_int(const char *name, int dflt) {
-  const char *s = getenv(name);
-  if (!s || !*s) return dflt;
-  char *end;
-  long v = strtol(s, &end, 10);
-  return *end ? dflt : (int)v;
 }
 
 /* ---- world ------------------------------------------------------------------- */
@@ -148,7 +125,7 @@ void coll_note_ranks_here(coll_world_t *w, int nranks) {
     /* only raise from the default: one oversubscribed world keeps it short */
     atomic_compare_exchange_strong(&pause_spins, &cur, want);
   } else {
-    atomic_store(&pause_spins, (unsigned)coll_env_int("TESSERA_COLL_SPINS", 8));
+    atomic_store(&pause_spins, (unsigned)ts_env_int(TS_ENV_COLL_SPINS, 8));
   }
 }
 
@@ -344,10 +321,8 @@ static ts_coll_comm_t *comm_alloc(coll_world_t *w, int size) {
   c->size = size;
   c->dslot = -1;
   c->last_waiting = -1;
-  c->timeout_s = 300;
-  const char *env = getenv("TESSERA_COLL_TIMEOUT");
-  if (env && atof(env) > 0) c->timeout_s = atof(env);
-  c->direct_on = coll_env_int("TESSERA_COLL_DIRECT", 1) != 0;
+  c->timeout_s = ts_env_positive(TS_ENV_COLL_TIMEOUT, 300);
+  c->direct_on = ts_env_int(TS_ENV_COLL_DIRECT, 1) != 0;
   pthread_mutex_init(&c->qlock, NULL);
   pthread_cond_init(&c->qcond, NULL);
   pthread_cond_init(&c->done_cond, NULL);
@@ -461,9 +436,8 @@ ts_status_t ts_coll_comm_set_slices(ts_coll_comm_t *c, int slices) {
     l[slices + i].n = slices;
     for (int q = 0; q < slices; q++) l[slices + i].v[q] = q * k + i;
   }
-  ts_replica_groups_t intra = {.ngroups = slices, .groups = l}, inter = {.ngroups = k, .groups = l + slices};
-  ts_status_t st = ts_coll_comm_split(c, &intra, TS_COLL_FLATTENED_ID, 1, n, &c->intra);
-  ts_status_t st2 = ts_coll_comm_split(c, &inter, TS_COLL_FLATTENED_ID, 1, n, &c->inter);
+  ts_status_t st = ts_coll_comm_split(c, l, slices, TS_COLL_FLATTENED_ID, 1, n, &c->intra);
+  ts_status_t st2 = ts_coll_comm_split(c, l + slices, k, TS_COLL_FLATTENED_ID, 1, n, &c->inter);
   ts_free(ids);
   ts_free(l);
   if (st == TS_OK) st = st2;
@@ -527,12 +501,12 @@ ts_status_t ts_coll_iota_groups(int64_t G, int64_t S, const int64_t *reshape, in
 }
 
 /* The members (parent ranks) of this rank's group, in XLA's order. */
-static ts_status_t group_members(const ts_coll_comm_t *parent, const ts_replica_groups_t *groups,
+static ts_status_t group_members(const ts_coll_comm_t *parent, const ts_i64_list_t *groups, int ngroups,
                                  ts_coll_group_mode_t mode, int64_t R, int64_t P, int **out, int *nout) {
-  int64_t d = parent->rank, rep = d / P, part = d % P;
-  int64_t space = mode == TS_COLL_CROSS_PARTITION ? P : mode == TS_COLL_FLATTENED_ID ? R * P : R;
-  int64_t me = mode == TS_COLL_CROSS_PARTITION ? part : mode == TS_COLL_FLATTENED_ID ? d : rep;
-  int ngroups = groups ? groups->ngroups : 0;
+  int64_t d = parent->rank;
+  int64_t space = ts_coll_group_id_space(mode, R, P);
+  int64_t me = ts_coll_group_id_of(mode, P, d);
+  if (!groups) ngroups = 0;
   const int64_t *ids = NULL;
   int64_t nids = 0;
   int64_t *all = NULL;
@@ -547,7 +521,7 @@ static ts_status_t group_members(const ts_coll_comm_t *parent, const ts_replica_
     if (!seen) return TS_ERR_NOMEM;
     bool bad = false;
     for (int g = 0; g < ngroups && !bad; g++) {
-      const ts_i64_list_t *l = &groups->groups[g];
+      const ts_i64_list_t *l = &groups[g];
       for (int i = 0; i < l->n; i++) {
         int64_t v = l->v[i];
         if (v < 0 || v >= space || seen[v]) {
@@ -564,30 +538,25 @@ static ts_status_t group_members(const ts_coll_comm_t *parent, const ts_replica_
     ts_free(seen);
     if (bad || !ids) return TS_ERR_INVALID_ARGUMENT;
   }
-  int64_t n = mode == TS_COLL_CROSS_REPLICA_AND_PARTITION ? nids * P : nids;
+  int64_t n = nids * ts_coll_group_devices_per_id(mode, P);
   int *m = ts_malloc((size_t)n * sizeof *m);
-  if (!m) {
+  int64_t *dev = ts_malloc((size_t)n * sizeof *dev);
+  if (!m || !dev) {
+    ts_free(m);
+    ts_free(dev);
     ts_free(all);
     return TS_ERR_NOMEM;
   }
-  int k = 0;
-  for (int64_t i = 0; i < nids; i++) {
-    switch (mode) {
-    case TS_COLL_CROSS_REPLICA: m[k++] = (int)(ids[i] * P + part); break;
-    case TS_COLL_CROSS_PARTITION: m[k++] = (int)(rep * P + ids[i]); break;
-    case TS_COLL_CROSS_REPLICA_AND_PARTITION:
-      for (int64_t q = 0; q < P; q++) m[k++] = (int)(ids[i] * P + q);
-      break;
-    case TS_COLL_FLATTENED_ID: m[k++] = (int)ids[i]; break;
-    }
-  }
+  int k = (int)ts_coll_group_devices(mode, P, d, ids, nids, dev);
+  for (int i = 0; i < k; i++) m[i] = (int)dev[i];
+  ts_free(dev);
   ts_free(all);
   *out = m;
   *nout = k;
   return TS_OK;
 }
 
-ts_status_t ts_coll_comm_split(ts_coll_comm_t *parent, const ts_replica_groups_t *groups,
+ts_status_t ts_coll_comm_split(ts_coll_comm_t *parent, const ts_i64_list_t *groups, int ngroups,
                                ts_coll_group_mode_t mode, int64_t replica_count, int64_t num_partitions,
                                ts_coll_comm_t **out) {
   *out = NULL;
@@ -595,7 +564,7 @@ ts_status_t ts_coll_comm_split(ts_coll_comm_t *parent, const ts_replica_groups_t
       (unsigned)mode > TS_COLL_FLATTENED_ID)
     return TS_ERR_INVALID_ARGUMENT;
   int *members = NULL, n = 0;
-  ts_status_t lst = group_members(parent, groups, mode, replica_count, num_partitions, &members, &n);
+  ts_status_t lst = group_members(parent, groups, ngroups, mode, replica_count, num_partitions, &members, &n);
   /* Agree on the context id and a free direct slot, even when this rank's
    * groups are bad (the others must not hang waiting for it). */
   coll_world_t *w = parent->world;

@@ -115,10 +115,10 @@ static bool row_fits(const row_t *row, const ts_coll_comm_t *c, const coll_op_t 
 /* Test and tuning overrides of the thresholds: TESSERA_COLL_NT_KIB (streaming
  * stores from this S on) and TESSERA_COLL_STAGE_BYTES (staging up to this
  * input size); negative or unset: the table's. Read once. */
-static int64_t env_once(_Atomic int64_t *cache, const char *name, int64_t scale) {
+static int64_t env_once(_Atomic int64_t *cache, ts_env_t knob, int64_t scale) {
   int64_t x = atomic_load_explicit(cache, memory_order_relaxed);
   if (x == INT64_MIN) {
-    int v = coll_env_int(name, -1);
+    int v = ts_env_int(knob, -1);
     x = v < 0 ? -1 : (int64_t)v * scale;
     atomic_store_explicit(cache, x, memory_order_relaxed);
   }
@@ -127,9 +127,9 @@ static int64_t env_once(_Atomic int64_t *cache, const char *name, int64_t scale)
 
 static coll_algo_t tuned(coll_algo_t a) {
   static _Atomic int64_t nt = INT64_MIN, stage = INT64_MIN;
-  int64_t v = env_once(&nt, "TESSERA_COLL_NT_KIB", 1024);
+  int64_t v = env_once(&nt, TS_ENV_COLL_NT_KIB, 1024);
   if (v >= 0) a.tune.nt_from = (uint64_t)v;
-  v = env_once(&stage, "TESSERA_COLL_STAGE_BYTES", 1);
+  v = env_once(&stage, TS_ENV_COLL_STAGE_BYTES, 1);
   if (v >= 0) a.tune.stage_upto = (uint64_t)v;
   return a;
 }

@@ -26,8 +26,9 @@
 #ifndef TS_COLL_H
 #define TS_COLL_H
 
+#include "ts_collective.h"
 #include "ts_common.h"
-#include "ts_hlo.h"
+#include "ts_elem.h"
 
 /* ---- names --------------------------------------------------------------- */
 
@@ -48,21 +49,9 @@ bool ts_coll_backend_built(ts_coll_backend_t b);
 typedef enum { TS_COLL_SUM, TS_COLL_PROD, TS_COLL_MIN, TS_COLL_MAX, TS_COLL_REDOP_COUNT } ts_coll_redop_t;
 const char *ts_coll_redop_name(ts_coll_redop_t op); /* "sum", "prod", "min", "max" */
 
-/* The kinds, named as XLA's opcodes. */
-typedef enum {
-  TS_COLL_ALL_REDUCE,
-  TS_COLL_ALL_GATHER,
-  TS_COLL_REDUCE_SCATTER,
-  TS_COLL_ALL_TO_ALL,
-  TS_COLL_COLLECTIVE_PERMUTE,
-  TS_COLL_BROADCAST,
-  TS_COLL_SEND,
-  TS_COLL_RECV,
-  TS_COLL_BARRIER,
-  TS_COLL_KIND_COUNT
-} ts_coll_kind_t;
-const char *ts_coll_kind_name(ts_coll_kind_t k); /* "all-reduce", "collective-permute", ... */
-bool ts_coll_kind_from_name(const char *s, ts_coll_kind_t *out);
+/* The kinds (ts_coll_kind_t) are common's (ts_collective.h); this library
+ * runs all-reduce, all-gather, reduce-scatter, all-to-all,
+ * collective-permute, broadcast, send, recv and barrier. */
 
 /* Seconds on the monotonic clock every record and deadline uses. */
 double ts_coll_now(void);
@@ -93,25 +82,18 @@ ts_status_t ts_coll_comm_create_mpi(ts_coll_backend_t backend, ts_coll_comm_t **
 ts_status_t ts_coll_comm_create_tcp(const char *addr, int rank, int size, ts_coll_backend_t backend,
                                     double timeout_s, ts_coll_comm_t **out);
 
-/* How the ids in replica groups are read (XLA's CollectiveOpGroupMode, see
- * shared/reference/hlo_text_format.md §7). The parent's ranks are the
- * devices, device d = replica (d / num_partitions), partition
- * (d % num_partitions); replica_count * num_partitions must equal the
- * parent's size. */
-typedef enum {
-  TS_COLL_CROSS_REPLICA,               /* ids are replicas; one group per partition */
-  TS_COLL_CROSS_PARTITION,             /* ids are partitions; within each replica */
-  TS_COLL_CROSS_REPLICA_AND_PARTITION, /* ids are replicas; each group spans all partitions */
-  TS_COLL_FLATTENED_ID,                /* ids are global device ids */
-} ts_coll_group_mode_t;
-
-/* Sub-communicator of this rank's group. `groups` NULL (or with no groups)
- * means one group of every id. Every parent member calls it, in the same
- * order as its other collectives on the parent (it agrees on a context id
- * through the parent). Groups that miss this rank, or name an id twice or out
- * of range: TS_ERR_INVALID_ARGUMENT. The rank in the new communicator is the
- * position of this device in its group, in XLA's order. */
-ts_status_t ts_coll_comm_split(ts_coll_comm_t *parent, const ts_replica_groups_t *groups,
+/* Sub-communicator of this rank's group. `groups[0..ngroups)` are the id
+ * groups of replica_groups, read as `mode` says (XLA's
+ * CollectiveOpGroupMode, ts_collective.h); none (ngroups 0) means one group
+ * of every id. The parent's ranks are the devices, device d = replica
+ * (d / num_partitions), partition (d % num_partitions); replica_count *
+ * num_partitions must equal the parent's size. Every parent member calls
+ * it, in the same order as its other collectives on the parent (it agrees
+ * on a context id through the parent). Groups that miss this rank, or name
+ * an id twice or out of range: TS_ERR_INVALID_ARGUMENT. The rank in the new
+ * communicator is the position of this device in its group, in XLA's
+ * order. */
+ts_status_t ts_coll_comm_split(ts_coll_comm_t *parent, const ts_i64_list_t *groups, int ngroups,
                                ts_coll_group_mode_t mode, int64_t replica_count, int64_t num_partitions,
                                ts_coll_comm_t **out);
 

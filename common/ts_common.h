@@ -108,6 +108,14 @@ void ts_buf_printf(ts_buf_t *b, const char *fmt, ...) __attribute__((format(prin
 void ts_buf_vprintf(ts_buf_t *b, const char *fmt, va_list ap);
 void ts_buf_free(ts_buf_t *b);
 
+/* ---- lists ------------------------------------------------------------- */
+
+/* A list of integers (dimensions, a replica group, ...). Not owned. */
+typedef struct {
+  int n;
+  int64_t *v;
+} ts_i64_list_t;
+
 /* ---- string map ------------------------------------------------------ */
 
 /* Open-addressing hash map from strings to pointers. Keys are not copied:
@@ -177,19 +185,57 @@ void ts_diag_free(ts_diag_t *d);
 ts_status_t ts_read_file(const char *path, char **out, size_t *out_len, ts_diag_t *diag);
 
 /* Atomic output: writes go to PATH.tmp.XXXXXX in the same folder, renamed
- * over PATH only when complete, so PATH never holds a half-written file. */
+ * over PATH only when complete, so PATH never holds a half-written file.
+ * A symbolic link is followed (the link stays a link; the file it names is
+ * replaced). A character device, FIFO or socket is written in place: a
+ * rename would replace the node itself (`-o /dev/null` as root). */
 typedef struct {
-  FILE *f;    /* write here */
-  char *tmp;  /* owned */
-  char *path; /* owned copy */
+  FILE *f;      /* write here */
+  char *tmp;    /* owned; NULL when written in place */
+  char *path;   /* owned copy: the name errors give */
+  char *target; /* owned: PATH through its links, what tmp is renamed over */
 } ts_atomic_file_t;
 
 ts_status_t ts_atomic_file_open(ts_atomic_file_t *af, const char *path, ts_diag_t *diag);
 /* With `commit`, renames the file over PATH unless a write or the close
- * failed ("PATH: error: cannot write ..."); without, discards it silently
- * (the caller reports why). Either way the temporary file is gone after. */
+ * failed ("PATH: error: cannot write: No space left on device (ENOSPC)");
+ * without, discards it silently (the caller reports why). Either way the
+ * temporary file is gone after. */
 ts_status_t ts_atomic_file_close(ts_atomic_file_t *af, bool commit, ts_diag_t *diag);
 /* Writes `len` bytes to `path` atomically. */
 ts_status_t ts_write_file_atomic(const char *path, const void *data, size_t len, ts_diag_t *diag);
+
+/* Whether a write to `path` can work, asked before the work that makes the
+ * bytes (a long run must not lose its result at the end): not a folder,
+ * and a file can be created in its folder (or, for a device or FIFO,
+ * it is writable). NULL and "-" (stdout) pass. TS_ERR_INVALID_ARGUMENT
+ * with "PATH: error: ..." otherwise. */
+ts_status_t ts_file_check_writable(const char *path, ts_diag_t *diag);
+
+/* A file set: the files a folder receives as one result (`tessera run
+ * --outputs DIR`), replaced whole. Files are written into a staging folder;
+ * the close swaps it with DIR in one rename (renameat2 RENAME_EXCHANGE) when
+ * DIR holds only members of the set and shares its parent's file system,
+ * else moves the staged files in and removes members the new set lacks.
+ * A write error (a full disk) leaves DIR as it was. `member` says which
+ * names in DIR belong to the set. */
+typedef struct {
+  char *dir, *target, *stage; /* owned: as given, through its links, the staging folder */
+  bool exists, inside;        /* DIR existed; the staging folder is inside it */
+  unsigned mode;              /* DIR's permission bits */
+  bool (*member)(const char *name);
+  char **names; /* owned: the files written */
+  int nnames, names_cap;
+} ts_file_set_t;
+
+/* Whether `dir` can receive a set: an existing folder a file can be created
+ * in, or a missing one whose parent can. NULL passes. */
+ts_status_t ts_file_set_check(const char *dir, ts_diag_t *diag);
+ts_status_t ts_file_set_open(ts_file_set_t *s, const char *dir, bool (*member)(const char *name), ts_diag_t *diag);
+/* Opens member `name` for writing (errors name DIR/name); close it with
+ * ts_atomic_file_close before the set. */
+ts_status_t ts_file_set_file(ts_file_set_t *s, const char *name, ts_atomic_file_t *af, ts_diag_t *diag);
+/* With `commit`, puts the set in place; either way the staging folder is gone after. */
+ts_status_t ts_file_set_close(ts_file_set_t *s, bool commit, ts_diag_t *diag);
 
 #endif

@@ -13,7 +13,7 @@ struct ts_coll_interp {
   ts_points_t pts[NKEYS]; /* (tensor bytes, devices) -> bytes/s */
 };
 
-static int key_of(ts_cost_coll_t k, ts_transfer_scheme_t s) { return (int)k * TS_SCHEME_COUNT + (int)s; }
+static int key_of(ts_coll_kind_t k, ts_transfer_scheme_t s) { return (int)k * TS_SCHEME_COUNT + (int)s; }
 
 void ts_coll_interp_destroy(ts_coll_interp_t *ci) {
   if (!ci) return;
@@ -140,7 +140,7 @@ static bool key_time(const ts_points_t *p, ts_interp_mode_t mode, int64_t bytes,
   return weighted_time(p, bytes, devices, skip, seconds) && *seconds > 0;
 }
 
-ts_status_t ts_coll_interp_time(const ts_coll_interp_t *ci, ts_interp_mode_t mode, ts_cost_coll_t kind,
+ts_status_t ts_coll_interp_time(const ts_coll_interp_t *ci, ts_interp_mode_t mode, ts_coll_kind_t kind,
                                 ts_transfer_scheme_t scheme, int64_t tensor_bytes, int64_t devices,
                                 double *seconds) {
   if ((unsigned)kind >= TS_COST_COLL_COUNT) return TS_ERR_INVALID_ARGUMENT;
@@ -165,7 +165,7 @@ ts_status_t ts_coll_interp_loo(const ts_coll_interp_t *ci, ts_interp_mode_t mode
     const ts_points_t *p = &ci->pts[key];
     for (size_t i = 0; i < p->n; i++) {
       ts_coll_loo_point_t pt = {
-          .kind = (ts_cost_coll_t)(key / TS_SCHEME_COUNT),
+          .kind = (ts_coll_kind_t)(key / TS_SCHEME_COUNT),
           .scheme = (ts_transfer_scheme_t)(key % TS_SCHEME_COUNT),
           .tensor_bytes = p->coords[2 * i],
           .devices = p->coords[2 * i + 1],

@@ -74,7 +74,7 @@ static ts_status_t analytical_coll(void *self, ts_interp_mode_t mode, const ts_c
   const analytical_t *a = self;
   if (q->slices <= 1) return TS_ERR_UNSUPPORTED; /* within a slice: tables */
   int64_t gpus = q->devices, nodes = q->slices;
-  if (q->kind == TS_COST_COLLECTIVE_PERMUTE) gpus = 2, nodes = 2; /* XLA: DCN send/recv, hosts = 2 */
+  if (q->kind == TS_COLL_COLLECTIVE_PERMUTE) gpus = 2, nodes = 2; /* XLA: DCN send/recv, hosts = 2 */
   if (gpus < nodes) return TS_ERR_UNSUPPORTED;
   return ts_scurve_time(&a->cfg, q->kind, q->tensor_bytes, gpus, nodes, seconds);
 }

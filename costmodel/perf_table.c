@@ -425,7 +425,7 @@ static bool valid_group(int64_t groups, int64_t devices) {
 static ts_status_t build_instruction(const ts_coll_measurement_t *m, Xla__HloInstructionProto **out, ts_diag_t *diag) {
   int et = m->element_type ? m->element_type : XLA__PRIMITIVE_TYPE__F32;
   int bits = ts_primitive_type_bits(et);
-  bool permute = m->kind == TS_COST_COLLECTIVE_PERMUTE;
+  bool permute = m->kind == TS_COLL_COLLECTIVE_PERMUTE;
   bool pattern = m->scheme >= TS_SCHEME_ONE_WAY;
   int64_t d = m->devices_per_group, g = permute ? 1 : m->num_groups;
   if ((unsigned)m->kind >= TS_COST_COLL_COUNT || (unsigned)m->scheme >= TS_SCHEME_COUNT || bits == 0 ||
@@ -433,18 +433,18 @@ static ts_status_t build_instruction(const ts_coll_measurement_t *m, Xla__HloIns
       (permute && (d < 2 || (m->scheme != TS_SCHEME_TWO_WAY_HAS_NON_MUTUAL && d % 2)))) {
     ts_diag_plain(diag, "invalid collective measurement: %s, scheme %s, element type %d, %" PRId64
                   " bytes, %" PRId64 " groups of %" PRId64 " devices",
-                  ts_cost_coll_name(m->kind), ts_transfer_scheme_name(m->scheme), et, m->tensor_bytes, g, d);
+                  ts_coll_kind_name(m->kind), ts_transfer_scheme_name(m->scheme), et, m->tensor_bytes, g, d);
     return TS_ERR_INVALID_ARGUMENT;
   }
   int64_t elems = m->tensor_bytes * 8 / bits;
-  if (m->kind == TS_COST_REDUCE_SCATTER) elems /= d;
+  if (m->kind == TS_COLL_REDUCE_SCATTER) elems /= d;
   if (elems < 1) elems = 1;
 
   ts_status_t st = TS_ERR_NOMEM;
   Xla__HloInstructionProto *hi = msg_new(&xla__hlo_instruction_proto__descriptor);
   if (!hi) return TS_ERR_NOMEM;
   hi->name = dup_str(permute ? "collective-permute" : "_");
-  hi->opcode = dup_str(ts_cost_coll_name(m->kind));
+  hi->opcode = dup_str(ts_coll_kind_name(m->kind));
   Xla__ShapeProto *sh = hi->shape = msg_new(&xla__shape_proto__descriptor);
   hi->metadata = msg_new(&xla__op_metadata__descriptor);
   hi->frontend_attributes = msg_new(&xla__frontend_attributes__descriptor);
@@ -458,14 +458,14 @@ static ts_status_t build_instruction(const ts_coll_measurement_t *m, Xla__HloIns
       !push(&sh->is_dynamic_dimension, &sh->n_is_dynamic_dimension, &no, sizeof no))
     goto fail;
   sh->layout->tail_padding_alignment_in_elements = 1;
-  if (m->kind == TS_COST_ALL_GATHER || m->kind == TS_COST_REDUCE_SCATTER || m->kind == TS_COST_ALL_TO_ALL)
+  if (m->kind == TS_COLL_ALL_GATHER || m->kind == TS_COLL_REDUCE_SCATTER || m->kind == TS_COLL_ALL_TO_ALL)
     if (!push_i64(&hi->dimensions, &hi->n_dimensions, 0)) goto fail;
   hi->channel_id = 1;
-  bool reducer = m->kind == TS_COST_ALL_REDUCE || m->kind == TS_COST_REDUCE_SCATTER;
+  bool reducer = m->kind == TS_COLL_ALL_REDUCE || m->kind == TS_COLL_REDUCE_SCATTER;
   hi->id = permute ? 4294967299 : reducer ? 4 : 1;
   if (!push_i64(&hi->operand_ids, &hi->n_operand_ids, permute ? 4294967298 : reducer ? 3 : 0)) goto fail;
   if (reducer && !push_i64(&hi->called_computation_ids, &hi->n_called_computation_ids, 2)) goto fail;
-  hi->use_global_device_ids = !permute && m->kind != TS_COST_ALL_TO_ALL;
+  hi->use_global_device_ids = !permute && m->kind != TS_COLL_ALL_TO_ALL;
   if (permute) {
     for (int64_t i = 0; i < d; i++) {
       int64_t s, t;
@@ -614,7 +614,7 @@ static ts_status_t decode_coll(const Xla__HloInstructionProfile *e, const char *
     if (dim < 0 || (dim && elems > INT64_MAX / 16 / dim)) return entry_error(diag, device, i, "the shape is too large");
     elems *= dim;
   }
-  if (m->kind == TS_COST_COLLECTIVE_PERMUTE) {
+  if (m->kind == TS_COLL_COLLECTIVE_PERMUTE) {
     if (!hi->n_source_target_pairs) return entry_error(diag, device, i, "collective-permute without source_target_pairs");
     m->scheme = permute_scheme(hi, &m->devices_per_group);
     m->num_groups = 1;
@@ -643,7 +643,7 @@ static ts_status_t decode_coll(const Xla__HloInstructionProfile *e, const char *
       return entry_error(diag, device, i, "the replica groups are empty or implausibly large");
   }
   int64_t bytes = (elems * bits + 7) / 8;
-  if (m->kind == TS_COST_REDUCE_SCATTER) bytes *= m->devices_per_group;
+  if (m->kind == TS_COLL_REDUCE_SCATTER) bytes *= m->devices_per_group;
   if (bytes <= 0) return entry_error(diag, device, i, "the instruction moves no bytes");
   m->tensor_bytes = bytes;
   m->throughput_bytes_per_sec = e->network_throughput_bytes_per_sec;

@@ -54,8 +54,8 @@ double ts_roofline_collective_time(const ts_roofline_t *r, const ts_coll_query_t
   double t = r->coll_launch_us * 1e-6;
   if (n <= 1) return t;
   switch (q->kind) {
-  case TS_COST_ALL_REDUCE: return t + 2 * (n - 1) / n * b / bw + 2 * (n - 1) * step;
-  case TS_COST_COLLECTIVE_PERMUTE: return t + b / bw + step;
+  case TS_COLL_ALL_REDUCE: return t + 2 * (n - 1) / n * b / bw + 2 * (n - 1) * step;
+  case TS_COLL_COLLECTIVE_PERMUTE: return t + b / bw + step;
   default: return t + (n - 1) / n * b / bw + (n - 1) * step;
   }
 }

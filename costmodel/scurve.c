@@ -140,9 +140,9 @@ static double step_us(const ts_scurve_config_t *c, int64_t bytes) {
   return transfer_us(c, bytes) + chunk_prep_us(c, bytes) + c->rtt_us;
 }
 
-ts_status_t ts_scurve_gpus_per_comm(const ts_scurve_config_t *cfg, ts_cost_coll_t kind, int64_t nodes, int64_t comms,
+ts_status_t ts_scurve_gpus_per_comm(const ts_scurve_config_t *cfg, ts_coll_kind_t kind, int64_t nodes, int64_t comms,
                                     int64_t *gpus) {
-  if (kind == TS_COST_COLLECTIVE_PERMUTE) {
+  if (kind == TS_COLL_COLLECTIVE_PERMUTE) {
     *gpus = 2;
     return TS_OK;
   }
@@ -151,20 +151,20 @@ ts_status_t ts_scurve_gpus_per_comm(const ts_scurve_config_t *cfg, ts_cost_coll_
   return TS_OK;
 }
 
-ts_status_t ts_scurve_time(const ts_scurve_config_t *cfg, ts_cost_coll_t kind, int64_t bytes, int64_t gpus,
+ts_status_t ts_scurve_time(const ts_scurve_config_t *cfg, ts_coll_kind_t kind, int64_t bytes, int64_t gpus,
                            int64_t nodes, double *seconds) {
   if ((unsigned)kind >= TS_COST_COLL_COUNT || bytes < 0 || gpus < 2 || nodes < 1 || gpus < nodes ||
       !(cfg->nic_speed_gbps > 0) || cfg->chunk_size_bytes < 1)
     return TS_ERR_INVALID_ARGUMENT;
   int64_t g = gpus / nodes; /* NICs per communicator per node */
   double t;
-  if (kind == TS_COST_ALL_TO_ALL) {
+  if (kind == TS_COLL_ALL_TO_ALL) {
     int64_t peers = g * (nodes - 1); /* off-node peers of one GPU */
     t = (double)peers * step_us(cfg, bytes / (gpus - 1));
   } else {
-    int64_t per = kind == TS_COST_COLLECTIVE_PERMUTE ? bytes : bytes / gpus;
+    int64_t per = kind == TS_COLL_COLLECTIVE_PERMUTE ? bytes : bytes / gpus;
     t = step_us(cfg, per) * (double)(gpus - 1) / (double)g;
-    if (kind == TS_COST_ALL_REDUCE) t *= 2; /* reduce-scatter + all-gather */
+    if (kind == TS_COLL_ALL_REDUCE) t *= 2; /* reduce-scatter + all-gather */
   }
   *seconds = (t + cfg->nccl_op_launch_us) * 1e-6;
   return TS_OK;

@@ -16,17 +16,17 @@ enum { K_LAUNCH, K_INV_NIC, K_PREP, K_RTT, NK };
 static bool features(const ts_coll_measurement_t *m, int64_t gpn, int64_t chunk, double f[NK]) {
   int64_t gpus = m->devices_per_group, bytes = m->tensor_bytes;
   int64_t nodes = gpus / gpn;
-  if (m->kind == TS_COST_COLLECTIVE_PERMUTE) gpus = 2, nodes = 2;
+  if (m->kind == TS_COLL_COLLECTIVE_PERMUTE) gpus = 2, nodes = 2;
   if (gpus < 2 || nodes < 1 || gpus % nodes != 0 || bytes <= 0 || m->throughput_bytes_per_sec <= 0) return false;
   int64_t g = gpus / nodes;
   double steps;
   int64_t per;
-  if (m->kind == TS_COST_ALL_TO_ALL) {
+  if (m->kind == TS_COLL_ALL_TO_ALL) {
     steps = (double)(g * (nodes - 1));
     per = bytes / (gpus - 1);
   } else {
-    per = m->kind == TS_COST_COLLECTIVE_PERMUTE ? bytes : bytes / gpus;
-    steps = (double)(gpus - 1) / (double)g * (m->kind == TS_COST_ALL_REDUCE ? 2 : 1);
+    per = m->kind == TS_COLL_COLLECTIVE_PERMUTE ? bytes : bytes / gpus;
+    steps = (double)(gpus - 1) / (double)g * (m->kind == TS_COLL_ALL_REDUCE ? 2 : 1);
   }
   double chunks = (double)(per / chunk + (per % chunk != 0));
   f[K_LAUNCH] = 1;
@@ -102,7 +102,7 @@ static void errors(const ts_coll_measurement_t *m, size_t n, const ts_scurve_con
     double f[NK], t;
     if (!features(&m[i], cfg->gpus_per_node, cfg->chunk_size_bytes, f)) continue;
     int64_t gpus = m[i].devices_per_group, nodes = gpus / cfg->gpus_per_node;
-    if (m[i].kind == TS_COST_COLLECTIVE_PERMUTE) gpus = 2, nodes = 2;
+    if (m[i].kind == TS_COLL_COLLECTIVE_PERMUTE) gpus = 2, nodes = 2;
     if (ts_scurve_time(cfg, m[i].kind, m[i].tensor_bytes, gpus, nodes, &t) != TS_OK) continue;
     double e = fabs(t * 1e6 - measured_us(&m[i])) / measured_us(&m[i]);
     sum += e * e;

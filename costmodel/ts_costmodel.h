@@ -6,22 +6,17 @@
 #ifndef TS_COSTMODEL_H
 #define TS_COSTMODEL_H
 
+#include "ts_collective.h"
 #include "ts_common.h"
 
 /* ---- vocabulary -------------------------------------------------------- */
 
-/* Collective kinds, named as XLA's opcodes. */
-typedef enum {
-  TS_COST_ALL_REDUCE,
-  TS_COST_ALL_GATHER,
-  TS_COST_REDUCE_SCATTER,
-  TS_COST_ALL_TO_ALL,
-  TS_COST_COLLECTIVE_PERMUTE,
-  TS_COST_COLL_COUNT
-} ts_cost_coll_t;
+/* Collective kinds: ts_coll_kind_t (ts_collective.h). The model prices the
+ * first TS_COST_COLL_COUNT of them, all-reduce to collective-permute. */
+#define TS_COST_COLL_COUNT (TS_COLL_COLLECTIVE_PERMUTE + 1)
 
-const char *ts_cost_coll_name(ts_cost_coll_t k); /* "all-reduce", ... */
-bool ts_cost_coll_from_name(const char *s, ts_cost_coll_t *out);
+/* A kind the model prices, by its name or its async -start form's. */
+bool ts_cost_coll_from_name(const char *s, ts_coll_kind_t *out);
 
 /* The transfer scheme, the second half of a table key. For grouped collectives
  * it is how groups are laid out: contiguous device ids ([G,D]<=[N], XLA's
@@ -92,7 +87,7 @@ ts_status_t ts_perf_table_merge(ts_perf_table_t *dst, const ts_perf_table_t *src
  * collector sweeps it: the all-gather output, the reduce-scatter input, the
  * operand of the others. Throughput = tensor_bytes / time. */
 typedef struct {
-  ts_cost_coll_t kind;
+  ts_coll_kind_t kind;
   ts_transfer_scheme_t scheme;
   int element_type;          /* xla.PrimitiveType number (F32 = 11) */
   int64_t tensor_bytes;
@@ -169,12 +164,12 @@ void ts_coll_interp_destroy(ts_coll_interp_t *ci);
 /* TS_ERR_UNSUPPORTED (no diagnostic) when the table has no entry for `kind`.
  * A missing scheme falls back to another scheme of the same kind. */
 ts_status_t ts_coll_interp_time(const ts_coll_interp_t *ci, ts_interp_mode_t mode,
-                                ts_cost_coll_t kind, ts_transfer_scheme_t scheme,
+                                ts_coll_kind_t kind, ts_transfer_scheme_t scheme,
                                 int64_t tensor_bytes, int64_t devices, double *seconds);
 
 /* Per-point report for ts_coll_interp_loo (may be NULL). */
 typedef struct {
-  ts_cost_coll_t kind;
+  ts_coll_kind_t kind;
   ts_transfer_scheme_t scheme;
   int64_t tensor_bytes, devices;
   double measured_s, predicted_s; /* predicted_s < 0: nothing to predict from */
@@ -240,20 +235,20 @@ ts_status_t ts_scurve_parse_options(const char *options, ts_scurve_config_t *cfg
 
 /* XLA's NumGpusPerComm: 2 for collective-permute (send/recv), else
  * nodes * gpus_per_node / comms, which must divide evenly. */
-ts_status_t ts_scurve_gpus_per_comm(const ts_scurve_config_t *cfg, ts_cost_coll_t kind, int64_t nodes,
+ts_status_t ts_scurve_gpus_per_comm(const ts_scurve_config_t *cfg, ts_coll_kind_t kind, int64_t nodes,
                                     int64_t comms, int64_t *gpus);
 
 /* Time of a collective over `gpus` devices spread over `nodes` nodes
  * (reference §1.4: RingLatency for all-reduce, all-gather, reduce-scatter and
  * collective-permute as send/recv; AllToAllLatency for all-to-all), without
  * XLA's HBM and reduction-arithmetic terms. `bytes` is the full buffer. */
-ts_status_t ts_scurve_time(const ts_scurve_config_t *cfg, ts_cost_coll_t kind, int64_t bytes,
+ts_status_t ts_scurve_time(const ts_scurve_config_t *cfg, ts_coll_kind_t kind, int64_t bytes,
                            int64_t gpus, int64_t nodes, double *seconds);
 
 /* ---- the cost model: several sources behind one interface (costmodel.c) - */
 
 typedef struct {
-  ts_cost_coll_t kind;
+  ts_coll_kind_t kind;
   int64_t tensor_bytes;        /* the full buffer, as in ts_coll_measurement_t */
   int64_t devices;             /* devices per group (permute: devices taking part) */
   int64_t num_groups;          /* 0 is taken as 1 */

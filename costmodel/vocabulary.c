@@ -1,22 +1,16 @@
-/* Names of collective kinds, transfer schemes, interpolation modes and XLA
+/* Names of the collective kinds the model prices, transfer schemes, interpolation modes and XLA
  * primitive types, as XLA spells them. */
 #include "costmodel_internal.h"
 
 #include <string.h>
 
-static const char *const coll_names[TS_COST_COLL_COUNT] = {
-    "all-reduce", "all-gather", "reduce-scatter", "all-to-all", "collective-permute"};
-
-const char *ts_cost_coll_name(ts_cost_coll_t k) {
-  return (unsigned)k < TS_COST_COLL_COUNT ? coll_names[k] : "?";
-}
-
-bool ts_cost_coll_from_name(const char *s, ts_cost_coll_t *out) {
+bool ts_cost_coll_from_name(const char *s, ts_coll_kind_t *out) {
   for (int i = 0; i < TS_COST_COLL_COUNT; i++) {
-    size_t n = strlen(coll_names[i]);
+    const char *name = ts_coll_kind_name((ts_coll_kind_t)i);
+    size_t n = strlen(name);
     /* The async forms cost what the synchronous ones do. */
-    if (strncmp(s, coll_names[i], n) == 0 && (s[n] == 0 || strcmp(s + n, "-start") == 0)) {
-      *out = (ts_cost_coll_t)i;
+    if (strncmp(s, name, n) == 0 && (s[n] == 0 || strcmp(s + n, "-start") == 0)) {
+      *out = (ts_coll_kind_t)i;
       return true;
     }
   }

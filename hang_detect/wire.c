@@ -6,6 +6,10 @@
 #include <string.h>
 #include <sys/random.h>
 
+#include <openssl/crypto.h>
+#include <openssl/evp.h>
+#include <openssl/hmac.h>
+
 #include "hang_internal.h"
 #include "ts_coll.h"
 
@@ -19,7 +23,7 @@ const char *ts_hang_activity_name(int a) {
 }
 
 const char *ts_hang_worker_status_name(int s) {
-  static const char *const names[] = {"never_connected", "ok", "finished", "dead", "no_response"};
+  static const char *const names[] = {"never_connected", "ok", "finished", "dead", "no_response", "left", "cancelled"};
   return s >= 0 && s < (int)(sizeof names / sizeof names[0]) ? names[s] : "?";
 }
 
@@ -75,6 +79,8 @@ static void put_identity(writer_t *w, const ts_hang_state_t *s) {
   put_u64(w, s->launch_id);
 }
 
+static void put_coll(writer_t *w, const ts_hang_coll_t *c);
+
 static void put_hot(writer_t *w, const ts_hang_state_t *s) {
   put_u64(w, s->progress);
   put_u64(w, (uint64_t)s->step);
@@ -89,8 +95,17 @@ static void put_hot(writer_t *w, const ts_hang_state_t *s) {
   put_u64(w, s->last_collective_ns);
   int n = s->ncolls < 0 ? 0 : s->ncolls > TS_HANG_COLLS ? TS_HANG_COLLS : s->ncolls;
   put_u8(w, (uint8_t)n);
-  for (int i = 0; i < n; i++) {
-    const ts_hang_coll_t *c = &s->colls[i];
+  for (int i = 0; i < n; i++) put_coll(w, &s->colls[i]);
+}
+
+static void put_flight(writer_t *w, const ts_hang_state_t *s) {
+  int n = s->nflight < 0 ? 0 : s->nflight > TS_HANG_FLIGHT ? TS_HANG_FLIGHT : s->nflight;
+  put_u8(w, (uint8_t)n);
+  for (int i = 0; i < n; i++) put_coll(w, &s->flight[i]);
+}
+
+static void put_coll(writer_t *w, const ts_hang_coll_t *c) {
+  {
     put_u32(w, c->comm);
     put_u64(w, c->seq);
     put_u8(w, (uint8_t)c->kind);
@@ -112,7 +127,7 @@ size_t ts_hang_msg_encode(const ts_hang_msg_t *m, uint8_t *buf, size_t cap) {
                 .cap = cap < TS_HANG_MSG_HEADER + TS_HANG_MSG_MAX ? cap : TS_HANG_MSG_HEADER + TS_HANG_MSG_MAX};
   switch (m->type) {
   case TS_HANG_MSG_HELLO:
-    put_str(&w, m->secret);
+    put_str(&w, m->auth);
     put_identity(&w, &m->state);
     break;
   case TS_HANG_MSG_STATE:
@@ -120,11 +135,18 @@ size_t ts_hang_msg_encode(const ts_hang_msg_t *m, uint8_t *buf, size_t cap) {
     put_hot(&w, &m->state);
     break;
   case TS_HANG_MSG_STATE_REQUEST: put_u32(&w, m->request); break;
+  case TS_HANG_MSG_FLIGHT:
+    put_u32(&w, m->request);
+    put_flight(&w, &m->state);
+    break;
   case TS_HANG_MSG_REJECT:
   case TS_HANG_MSG_ABORT:
   case TS_HANG_MSG_NOTE:
-  case TS_HANG_MSG_BYE_ACK: put_str(&w, m->text); break;
+  case TS_HANG_MSG_BYE_ACK:
+  case TS_HANG_MSG_CANCEL: put_str(&w, m->text); break;
   case TS_HANG_MSG_WELCOME:
+  case TS_HANG_MSG_CHALLENGE:
+  case TS_HANG_MSG_AUTH: put_str(&w, m->auth); break;
   case TS_HANG_MSG_BYE: break;
   default: return 0;
   }
@@ -219,6 +241,8 @@ static void get_identity(reader_t *r, ts_hang_state_t *s) {
   if (s->size < 1 || s->rank < 0 || s->rank >= s->size || s->pid < 0) r->bad = true;
 }
 
+static void get_coll(reader_t *r, ts_hang_coll_t *c);
+
 static void get_hot(reader_t *r, ts_hang_state_t *s) {
   s->progress = get_u64(r);
   s->step = (int64_t)get_u64(r);
@@ -238,8 +262,20 @@ static void get_hot(reader_t *r, ts_hang_state_t *s) {
     r->bad = true;
     return;
   }
-  for (int i = 0; i < s->ncolls; i++) {
-    ts_hang_coll_t *c = &s->colls[i];
+  for (int i = 0; i < s->ncolls && !r->bad; i++) get_coll(r, &s->colls[i]);
+}
+
+static void get_flight(reader_t *r, ts_hang_state_t *s) {
+  s->nflight = get_u8(r);
+  if (s->nflight > TS_HANG_FLIGHT) {
+    r->bad = true;
+    return;
+  }
+  for (int i = 0; i < s->nflight && !r->bad; i++) get_coll(r, &s->flight[i]);
+}
+
+static void get_coll(reader_t *r, ts_hang_coll_t *c) {
+  {
     c->comm = get_u32(r);
     c->seq = get_u64(r);
     c->kind = get_u8(r);
@@ -282,7 +318,7 @@ ts_status_t ts_hang_msg_decode(const uint8_t *buf, size_t len, ts_hang_msg_t *ou
   reader_t r = {.p = buf + TS_HANG_MSG_HEADER, .len = plen, .pos = 0};
   switch (type) {
   case TS_HANG_MSG_HELLO:
-    get_str(&r, out->secret, sizeof out->secret);
+    get_str(&r, out->auth, sizeof out->auth);
     get_identity(&r, &out->state);
     break;
   case TS_HANG_MSG_STATE:
@@ -290,11 +326,19 @@ ts_status_t ts_hang_msg_decode(const uint8_t *buf, size_t len, ts_hang_msg_t *ou
     get_hot(&r, &out->state);
     break;
   case TS_HANG_MSG_STATE_REQUEST: out->request = get_u32(&r); break;
+  case TS_HANG_MSG_FLIGHT:
+    out->request = get_u32(&r);
+    get_flight(&r, &out->state);
+    break;
   case TS_HANG_MSG_REJECT:
   case TS_HANG_MSG_ABORT:
   case TS_HANG_MSG_NOTE:
-  case TS_HANG_MSG_BYE_ACK: get_str(&r, out->text, sizeof out->text); break;
-  default: break; /* WELCOME, BYE: empty */
+  case TS_HANG_MSG_BYE_ACK:
+  case TS_HANG_MSG_CANCEL: get_str(&r, out->text, sizeof out->text); break;
+  case TS_HANG_MSG_WELCOME:
+  case TS_HANG_MSG_CHALLENGE:
+  case TS_HANG_MSG_AUTH: get_str(&r, out->auth, sizeof out->auth); break;
+  default: break; /* BYE: empty */
   }
   if (r.bad || r.pos != plen) return TS_ERR_PARSE; /* truncated fields or trailing bytes */
   *consumed = TS_HANG_MSG_HEADER + plen;
@@ -318,4 +362,34 @@ ts_status_t ts_hang_secret_generate(char out[33]) {
   }
   out[32] = '\0';
   return TS_OK;
+}
+
+/* ---- authentication (OpenSSL's libcrypto) ---------------------------------- */
+
+void ts_hang_hmac_sha256_hex(const char *key, const void *data, size_t len, char out[65]) {
+  unsigned char mac[EVP_MAX_MD_SIZE];
+  unsigned int n = 0;
+  if (!HMAC(EVP_sha256(), key, (int)strlen(key), data, len, mac, &n) || n != 32) {
+    memset(out, '0', 64); /* never equal to a real proof of a random nonce in practice; logged nowhere */
+    out[64] = '\0';
+    return;
+  }
+  static const char hex[] = "0123456789abcdef";
+  for (unsigned i = 0; i < 32; i++) {
+    out[2 * i] = hex[mac[i] >> 4];
+    out[2 * i + 1] = hex[mac[i] & 15];
+  }
+  out[64] = '\0';
+}
+
+void ts_hang_auth_mac(const char *secret, const char *role, const char *n1, const char *n2, int rank, char out[65]) {
+  char data[256];
+  int len = snprintf(data, sizeof data, "tessera-hang-1 %s %.64s %.64s %d", role, n1, n2, rank);
+  ts_hang_hmac_sha256_hex(secret, data, (size_t)(len > 0 ? len : 0), out);
+}
+
+bool ts_hang_auth_equal(const char *a, const char *b) {
+  size_t la = strlen(a), lb = strlen(b);
+  if (la != lb) return false;
+  return CRYPTO_memcmp(a, b, la) == 0;
 }

@@ -88,8 +88,9 @@ static bool skip_blank(ts_lexer_t *lx, ts_tok_t *t) {
       lx->at.line++;
       lx->at.line_start = lx->at.pos;
     } else if (c == '/' && s[p + 1] == '/') {
-      const char *nl = memchr(s + p, '\n', len - p);
-      lx->at.pos = nl ? (size_t)(nl - s) : len; /* the '\n' is counted above */
+      size_t q = p + 2; /* to the line break, '\n' or a lone '\r' (old Mac files), counted above */
+      while (q < len && s[q] != '\n' && s[q] != '\r') q++;
+      lx->at.pos = q;
     } else if (c == '/' && s[p + 1] == '*') {
       ts_loc_t open = loc_at(lx, p);
       size_t q = p + 2;
@@ -505,12 +506,23 @@ bool ts_lex_raw_value(ts_lexer_t *lx, const ts_tok_t *first, size_t *end) {
       lx->at.line++;
       lx->at.line_start = p + 1;
     } else if (c == '"' || c == '\'') {
+      /* Inside brackets a string may span lines (a module's text quoted in
+       * origin_recovery_table={...}); at the top level a line break ends it. */
       size_t q = p + 1;
-      while (q < len && s[q] != c && s[q] != '\n') q += s[q] == '\\' && q + 1 < len ? 2 : 1;
+      ts_lex_pos_t at = lx->at;
+      while (q < len && s[q] != c && (depth > 0 || s[q] != '\n')) {
+        if (s[q] == '\n') {
+          at.line++;
+          at.line_start = q + 1;
+        }
+        q += s[q] == '\\' && q + 1 < len ? 2 : 1;
+      }
       if (q >= len || s[q] != c) {
         lex_error(lx, &dummy, loc_at(lx, p), "unterminated string: %c has no closing %c", c, c);
         return false;
       }
+      lx->at.line = at.line;
+      lx->at.line_start = at.line_start;
       p = q;
     } else if (c == '(' || c == '[' || c == '{') {
       if (++depth > lx->max_nesting) {

@@ -1,4 +1,4 @@
-/* The HLO IR: type and opcode tables, shapes, and building/editing modules
+/* The HLO IR: the opcode table, shapes, and building/editing modules
  * with operand/user links kept consistent. */
 #include "ts_hlo.h"
 
@@ -7,38 +7,11 @@
 
 /* ---- tables ---- */
 
-static const struct { const char *name; int bits; } elem_info[] = {
-#define X(e, s, bits) {s, bits},
-#include "elemtypes.def"
-#undef X
-};
-
 static const struct { const char *name; int arity; } op_info[] = {
 #define X(e, s, arity) {s, arity},
 #include "opcodes.def"
 #undef X
 };
-
-const char *ts_elem_name(ts_elem_t t) { return t < TS_ELEM_COUNT ? elem_info[t].name : "?"; }
-int ts_elem_bits(ts_elem_t t) { return t < TS_ELEM_COUNT ? elem_info[t].bits : 0; }
-bool ts_elem_is_array(ts_elem_t t) { return t != TS_TUPLE && t != TS_TOKEN && t != TS_OPAQUE; }
-bool ts_elem_is_complex(ts_elem_t t) { return t == TS_C64 || t == TS_C128; }
-bool ts_elem_is_signed_int(ts_elem_t t) { return t >= TS_S1 && t <= TS_S64; }
-bool ts_elem_is_unsigned_int(ts_elem_t t) { return t >= TS_U1 && t <= TS_U64; }
-bool ts_elem_is_float(ts_elem_t t) {
-  return (t >= TS_F16 && t <= TS_F64) || (t >= TS_F8E5M2 && t <= TS_F6E3M2FN);
-}
-
-bool ts_elem_from_name(const char *s, size_t n, ts_elem_t *out) {
-  for (int t = 0; t < TS_ELEM_COUNT; t++) {
-    if (t == TS_TUPLE) continue; /* `tuple` is not a type token */
-    if (strlen(elem_info[t].name) == n && memcmp(elem_info[t].name, s, n) == 0) {
-      *out = (ts_elem_t)t;
-      return true;
-    }
-  }
-  return false;
-}
 
 const char *ts_opcode_name(ts_opcode_t op) { return op < TS_OP_COUNT ? op_info[op].name : "?"; }
 int ts_opcode_arity(ts_opcode_t op) { return op < TS_OP_COUNT ? op_info[op].arity : -1; }
@@ -68,7 +41,58 @@ bool ts_opcode_from_name(const char *s, size_t n, ts_opcode_t *out) {
   return true;
 }
 
+bool ts_opcode_coll_kind(ts_opcode_t op, ts_coll_kind_t *out) {
+  ts_coll_kind_t k;
+  switch (op) {
+  case TS_OP_ALL_REDUCE: case TS_OP_ALL_REDUCE_START: case TS_OP_ALL_REDUCE_DONE: k = TS_COLL_ALL_REDUCE; break;
+  case TS_OP_ALL_GATHER: case TS_OP_ALL_GATHER_START: case TS_OP_ALL_GATHER_DONE: k = TS_COLL_ALL_GATHER; break;
+  case TS_OP_REDUCE_SCATTER: k = TS_COLL_REDUCE_SCATTER; break;
+  case TS_OP_ALL_TO_ALL: k = TS_COLL_ALL_TO_ALL; break;
+  case TS_OP_COLLECTIVE_PERMUTE: case TS_OP_COLLECTIVE_PERMUTE_START: case TS_OP_COLLECTIVE_PERMUTE_DONE:
+    k = TS_COLL_COLLECTIVE_PERMUTE;
+    break;
+  case TS_OP_COLLECTIVE_BROADCAST: k = TS_COLL_COLLECTIVE_BROADCAST; break;
+  case TS_OP_RAGGED_ALL_TO_ALL: k = TS_COLL_RAGGED_ALL_TO_ALL; break;
+  case TS_OP_COLLECTIVE_REDUCE: k = TS_COLL_COLLECTIVE_REDUCE; break;
+  case TS_OP_SEND: case TS_OP_SEND_DONE: k = TS_COLL_SEND; break;
+  case TS_OP_RECV: case TS_OP_RECV_DONE: k = TS_COLL_RECV; break;
+  default: return false;
+  }
+  *out = k;
+  return true;
+}
+
+ts_coll_group_mode_t ts_hlo_group_mode(const ts_hlo_instr_t *i, ts_opcode_t op) {
+  const ts_hlo_attr_t *g = ts_hlo_instr_attr(i, "use_global_device_ids");
+  ts_coll_kind_t kind = TS_COLL_ALL_REDUCE; /* not a collective: no cross-partition form */
+  (void)ts_opcode_coll_kind(op == TS_OP_COUNT ? i->op : op, &kind);
+  return ts_coll_group_mode(kind, ts_hlo_instr_attr(i, "channel_id") != NULL,
+                            g && g->kind == TS_ATTR_BOOL && g->v.b);
+}
+
 /* ---- shapes ---- */
+
+uint64_t ts_shape_bytes(const ts_shape_t *s) {
+  if (!s) return 0;
+  if (s->elem == TS_TUPLE) {
+    uint64_t b = 0;
+    for (int k = 0; k < s->ntuple; k++) b += ts_shape_bytes(s->tuple[k]);
+    return b;
+  }
+  if (!ts_elem_is_array(s->elem)) return 0;
+  return ((uint64_t)ts_shape_elements(s) * (uint64_t)ts_elem_bits(s->elem) + 7) / 8;
+}
+
+uint64_t ts_shape_storage_bytes(const ts_shape_t *s) {
+  if (!s) return 0;
+  if (s->elem == TS_TUPLE) {
+    uint64_t b = 0;
+    for (int k = 0; k < s->ntuple; k++) b += ts_shape_storage_bytes(s->tuple[k]);
+    return b;
+  }
+  if (!ts_elem_is_array(s->elem)) return 0;
+  return (uint64_t)ts_shape_elements(s) * (uint64_t)ts_elem_storage_bytes(s->elem);
+}
 
 int64_t ts_shape_elements(const ts_shape_t *s) {
   int64_t n = 1;
@@ -255,7 +279,13 @@ ts_status_t ts_hlo_instr_add(ts_hlo_comp_t *c, ts_opcode_t op, const ts_shape_t 
     if (!i->ops) return TS_ERR_NOMEM;
     for (int k = 0; k < nops; k++) {
       i->ops[k] = ops[k];
-      TS_CHECK(add_user(m, ops[k], i));
+      /* i is new: if ops[k] has it as a user already (an operand used
+       * twice), it is its last. Scanning every user instead made building
+       * a value with many users quadratic. */
+      ts_hlo_instr_t *d = ops[k];
+      if (d->nusers > 0 && d->users[d->nusers - 1] == i) continue;
+      if (!grow_array(m->arena, (void **)&d->users, &d->nusers, &d->users_cap, sizeof i)) return TS_ERR_NOMEM;
+      d->users[d->nusers++] = i;
     }
     i->nops = nops;
   }
@@ -348,7 +378,7 @@ ts_status_t ts_hlo_comp_index_params(ts_hlo_comp_t *c) {
   return TS_OK;
 }
 
-ts_status_t ts_hlo_comp_post_order(const ts_hlo_comp_t *c, const ts_hlo_instr_t **order) {
+static ts_status_t post_order(const ts_hlo_comp_t *c, bool ctrl, const ts_hlo_instr_t **order) {
   int n = c->ninstrs, done = 0;
   uint8_t *state = ts_calloc((size_t)c->module->next_id + 1, 1); /* 0 new, 1 on the stack, 2 placed */
   const ts_hlo_instr_t **stack = ts_calloc((size_t)n + 1, sizeof *stack);
@@ -370,7 +400,7 @@ ts_status_t ts_hlo_comp_post_order(const ts_hlo_comp_t *c, const ts_hlo_instr_t 
       int e = next[sp - 1]++;
       const ts_hlo_instr_t *dep = NULL;
       if (e < top->nops) dep = top->ops[e];
-      else if (e < top->nops + top->nctrl_preds) dep = top->ctrl_preds[e - top->nops];
+      else if (ctrl && e < top->nops + top->nctrl_preds) dep = top->ctrl_preds[e - top->nops];
       else {
         state[top->id] = 2;
         order[done++] = top;
@@ -389,4 +419,12 @@ out:
   ts_free(stack);
   ts_free(next);
   return st;
+}
+
+ts_status_t ts_hlo_comp_post_order(const ts_hlo_comp_t *c, const ts_hlo_instr_t **order) {
+  return post_order(c, true, order);
+}
+
+ts_status_t ts_hlo_comp_operand_post_order(const ts_hlo_comp_t *c, const ts_hlo_instr_t **order) {
+  return post_order(c, false, order);
 }

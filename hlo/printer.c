@@ -351,10 +351,12 @@ static void put_attr_value(ts_buf_t *b, const ts_hlo_attr_t *a) {
     break;
   case TS_ATTR_SLICE: {
     const ts_slice_t *s = a->v.slice;
+    bool strides = false; /* like XLA: every stride, or none when all are 1 */
+    for (int d = 0; d < s->n; d++) strides |= s->stride[d] != 1;
     ts_buf_putc(b, '{');
     for (int d = 0; d < s->n; d++) {
       ts_buf_printf(b, "%s[%lld:%lld", d ? ", " : "", (long long)s->start[d], (long long)s->limit[d]);
-      if (s->stride[d] != 1) ts_buf_printf(b, ":%lld", (long long)s->stride[d]);
+      if (strides) ts_buf_printf(b, ":%lld", (long long)s->stride[d]);
       ts_buf_putc(b, ']');
     }
     ts_buf_putc(b, '}');
@@ -362,16 +364,20 @@ static void put_attr_value(ts_buf_t *b, const ts_hlo_attr_t *a) {
   }
   case TS_ATTR_PADDING: {
     const ts_padding_t *p = a->v.padding;
+    bool interior = false; /* like XLA: every interior, or none when all are 0 */
+    for (int d = 0; d < p->n; d++) interior |= p->interior[d] != 0;
     for (int d = 0; d < p->n; d++) {
       ts_buf_printf(b, "%s%lld_%lld", d ? "x" : "", (long long)p->lo[d], (long long)p->hi[d]);
-      if (p->interior[d]) ts_buf_printf(b, "_%lld", (long long)p->interior[d]);
+      if (interior) ts_buf_printf(b, "_%lld", (long long)p->interior[d]);
     }
     break;
   }
   case TS_ATTR_WINDOW: put_window(b, a->v.window); break;
   case TS_ATTR_REPLICA_GROUPS: {
     const ts_replica_groups_t *rg = a->v.rg;
-    if (rg->iota) {
+    if (rg->mesh) {
+      ts_buf_puts(b, rg->mesh);
+    } else if (rg->iota) {
       ts_buf_printf(b, "[%lld,%lld]<=[", (long long)rg->iota_groups, (long long)rg->iota_group_size);
       put_list(b, &rg->iota_reshape, ",");
       ts_buf_putc(b, ']');
@@ -449,6 +455,7 @@ static void put_attr_value(ts_buf_t *b, const ts_hlo_attr_t *a) {
 }
 
 static void put_attr(ts_buf_t *b, const ts_hlo_attr_t *a) {
+  if (a->kind == TS_ATTR_WINDOW && a->v.window->n == 0) return; /* XLA leaves out a rank-0 window */
   ts_buf_puts(b, ", ");
   ts_buf_puts(b, a->name);
   ts_buf_putc(b, '=');

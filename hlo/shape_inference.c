@@ -560,6 +560,25 @@ static ts_status_t binary(ts_vctx_t *v, const ts_hlo_instr_t *i, ts_opcode_t op,
     for (size_t k = 0; k < sizeof dirs / sizeof dirs[0]; k++) ok |= strcmp(a->v.s, dirs[k]) == 0;
     if (!ok) return ts_vfy_error(v, i, a->loc, "direction must be one of EQ NE GE GT LE LT, got %s", a->v.s);
     rt = TS_PRED;
+    /* type= fits the operands (XLA's CheckElementwiseInstruction): FLOAT or
+     * TOTALORDER for floats, else the default: FLOAT for complex, SIGNED for
+     * signed integers, UNSIGNED for unsigned integers and pred */
+    const ts_hlo_attr_t *ty;
+    TS_CHECK(attr(v, i, op, "type", TS_ATTR_IDENT, false, &ty));
+    if (ty) {
+      const char *want = ts_elem_is_complex(t)         ? "FLOAT"
+                         : ts_elem_is_signed_int(t)    ? "SIGNED"
+                         : ts_elem_is_unsigned_int(t) || t == TS_PRED ? "UNSIGNED"
+                                                       : NULL;
+      if (ts_elem_is_float(t)) {
+        if (strcmp(ty->v.s, "FLOAT") && strcmp(ty->v.s, "TOTALORDER"))
+          return ts_vfy_error(v, i, ty->loc, "compare of %s needs type=FLOAT or type=TOTALORDER, got type=%s",
+                              S(v, i->ops[0]->shape), ty->v.s);
+      } else if (want && strcmp(ty->v.s, want)) {
+        return ts_vfy_error(v, i, ty->loc, "compare of %s needs type=%s, got type=%s", S(v, i->ops[0]->shape),
+                            want, ty->v.s);
+      }
+    }
     break;
   }
   default: break;
@@ -885,6 +904,8 @@ static ts_status_t iota_op(ts_vctx_t *v, const ts_hlo_instr_t *i, ts_opcode_t op
   TS_CHECK(get_int(v, i, op, "iota_dimension", true, 0, &d));
   if (d < 0 || d >= out->rank)
     return err(v, i, "iota_dimension %lld is out of range for %s", ll(d), S(v, out));
+  if (!is_int(out->elem) && !is_fp(out->elem))
+    return err(v, i, "iota needs an integer, floating-point or complex result, got %s", S(v, out));
   return TS_OK;
 }
 
@@ -1348,6 +1369,69 @@ static ts_status_t map_op(ts_vctx_t *v, const ts_hlo_instr_t *i, ts_opcode_t op,
 
 /* ---- control flow and calls --------------------------------------------- */
 
+/* Finds `key=value` at the top level of a frontend_attributes blob
+ * (`{k="v",k2={...}}`); val and len give the value without its quotes. */
+static bool fa_lookup(const char *blob, const char *key, const char **val, size_t *len) {
+  size_t kl = strlen(key);
+  const char *p = blob;
+  if (*p == '{') p++;
+  while (*p && *p != '}') {
+    while (*p == ' ' || *p == ',' || *p == '\n') p++;
+    const char *k = p;
+    while (*p && *p != '=' && *p != ',' && *p != '}') p++;
+    const char *ke = p;
+    while (ke > k && ke[-1] == ' ') ke--;
+    if (*p != '=') return false;
+    p++;
+    while (*p == ' ') p++;
+    const char *v = p, *ve;
+    if (*p == '"') {
+      v = ++p;
+      while (*p && *p != '"') p += p[0] == '\\' && p[1] ? 2 : 1;
+      ve = p;
+      if (*p) p++;
+    } else {
+      int depth = 0;
+      while (*p && (depth > 0 || (*p != ',' && *p != '}'))) {
+        if (*p == '{') depth++;
+        if (*p == '}') depth--;
+        p++;
+      }
+      ve = p;
+    }
+    if ((size_t)(ke - k) == kl && memcmp(k, key, kl) == 0) {
+      *val = v, *len = (size_t)(ve - v);
+      return true;
+    }
+  }
+  return false;
+}
+
+/* XLA's HandleCall for is_composite=true: frontend attributes with a
+ * non-empty composite.name, composite.attributes non-empty when given, and
+ * composite.version a non-negative integer when given. */
+static ts_status_t composite(ts_vctx_t *v, const ts_hlo_instr_t *i) {
+  const ts_hlo_attr_t *ic = ts_hlo_instr_attr(i, "is_composite");
+  if (!ic || ic->kind != TS_ATTR_BOOL || !ic->v.b) return TS_OK;
+  const ts_hlo_attr_t *fa = ts_hlo_instr_attr(i, "frontend_attributes");
+  if (!fa || fa->kind != TS_ATTR_BLOB || !fa->v.s)
+    return ts_vfy_error(v, i, ic->loc, "a composite call (is_composite=true) needs frontend_attributes");
+  const char *val;
+  size_t n;
+  if (!fa_lookup(fa->v.s, "composite.name", &val, &n) || n == 0)
+    return ts_vfy_error(v, i, fa->loc, "a composite call needs a non-empty composite.name in frontend_attributes");
+  if (fa_lookup(fa->v.s, "composite.attributes", &val, &n) && n == 0)
+    return ts_vfy_error(v, i, fa->loc, "a composite call's composite.attributes must be {} or non-empty");
+  if (fa_lookup(fa->v.s, "composite.version", &val, &n)) {
+    bool ok = n > 0 && n < 19;
+    for (size_t k = 0; ok && k < n; k++) ok = val[k] >= '0' && val[k] <= '9';
+    if (!ok)
+      return ts_vfy_error(v, i, fa->loc, "a composite call's composite.version must be a non-negative integer, got \"%.*s\"",
+                          (int)n, val);
+  }
+  return TS_OK;
+}
+
 static ts_status_t call_like(ts_vctx_t *v, const ts_hlo_instr_t *i, ts_opcode_t op, const ts_shape_t *out) {
   const char *name = op == TS_OP_CALL ? "to_apply" : "calls";
   const ts_hlo_comp_t *c;
@@ -1357,7 +1441,8 @@ static ts_status_t call_like(ts_vctx_t *v, const ts_hlo_instr_t *i, ts_opcode_t 
   for (int k = 0; k < i->nops; k++) params[k] = i->ops[k]->shape;
   char what[48];
   snprintf(what, sizeof what, "a %s", opname(op));
-  return check_sig(v, i, name, c, i->nops, params, out, false, what);
+  TS_CHECK(check_sig(v, i, name, c, i->nops, params, out, false, what));
+  return op == TS_OP_CALL ? composite(v, i) : TS_OK;
 }
 
 static ts_status_t while_op(ts_vctx_t *v, const ts_hlo_instr_t *i, ts_opcode_t op, const ts_shape_t *out) {
@@ -1472,6 +1557,17 @@ static ts_status_t gather_scatter(ts_vctx_t *v, const ts_hlo_instr_t *i, ts_opco
   TS_CHECK(ts_vfy_group_size(v, i, &grp));
   int64_t g = grp.size, alt = grp.alt;
   if (!mul) TS_CHECK(allreduce_reducer(v, i, op));
+  /* A group of 1 (counts unset) says nothing: XLA then takes the shard count
+   * from operand 0 and the result and only checks the shapes agree with it. */
+  const ts_shape_t *o0 = out->elem == TS_TUPLE && i->nops > 1 ? (out->ntuple > 0 ? out->tuple[0] : NULL) : out;
+  if (g == 1 && alt == 1 && o0 && is_array(o0) && d < o0->rank) {
+    int64_t a = i->ops[0]->shape->dims[d], b = o0->dims[d];
+    int64_t n = mul ? (a > 0 ? b / a + (b % a != 0) : 1) : (b > 0 ? a / b + (a % b != 0) : 1);
+    if (n > 1) {
+      g = alt = n;
+      grp.why = "taken from the result, as the counts are unset";
+    }
+  }
   ts_shape_t *want, *want_alt = NULL;
   TS_CHECK(scaled(v, i, d, g, mul, &want));
   if (want && same_shape_x(out, want, false, false)) return TS_OK;
@@ -1513,6 +1609,10 @@ static ts_status_t all_to_all(ts_vctx_t *v, const ts_hlo_instr_t *i, ts_opcode_t
         return err(v, i, "all-to-all split dimension %lld of %s is not divisible by the group size %lld (%s)",
                    ll(d), S(v, x), ll(g), grp.why);
     }
+  } else if (i->nops != g && i->nops != alt && g > 0) {
+    /* XLA's HandleAllToAll: the tuple form has one operand per participant */
+    return err(v, i, "all-to-all without dimensions takes one operand per participant: %d operands, group size %lld (%s)",
+               i->nops, ll(g), grp.why);
   } else if (i->nops == 1 && out->elem == TS_TUPLE) {
     ts_shape_t *want = operands_shape(v, i, true);
     NOMEM_IF(!want);
@@ -1523,22 +1623,84 @@ static ts_status_t all_to_all(ts_vctx_t *v, const ts_hlo_instr_t *i, ts_opcode_t
   return check_result(v, i, out, want);
 }
 
+/* XLA's CheckBufferOffset: a buffer's offsets are a tuple with one scalar
+ * per dimension, or a tuple of such tuples (one per slice). */
+static bool offsets_fit(const ts_shape_t *buf, const ts_shape_t *off) {
+  if (off->elem != TS_TUPLE || !is_array(buf)) return false;
+  bool arrays = true, tuples = true;
+  for (int k = 0; k < off->ntuple; k++) {
+    arrays &= is_array(off->tuple[k]);
+    tuples &= off->tuple[k]->elem == TS_TUPLE;
+  }
+  if (!arrays && !tuples) return false;
+  if (arrays) return off->ntuple == buf->rank;
+  for (int k = 0; k < off->ntuple; k++)
+    if (off->tuple[k]->ntuple != buf->rank) return false;
+  return true;
+}
+
+/* The in-place form collective-permute(input, output, input offsets, output
+ * offsets): buffers and offsets pair up (XLA's CheckInplaceCollectivePermute). */
+static ts_status_t inplace_permute(ts_vctx_t *v, const ts_hlo_instr_t *i) {
+  const ts_shape_t *in = i->ops[0]->shape, *out = i->ops[1]->shape, *io = i->ops[2]->shape,
+                   *oo = i->ops[3]->shape;
+  if (is_array(in) && is_array(out)) {
+    if (!offsets_fit(in, io) || !offsets_fit(out, oo))
+      return err(v, i, "in-place collective-permute offsets %s and %s do not fit the buffers %s and %s", S(v, io),
+                 S(v, oo), S(v, in), S(v, out));
+    return TS_OK;
+  }
+  if (in->elem != TS_TUPLE || out->elem != TS_TUPLE || in->ntuple != out->ntuple)
+    return err(v, i, "in-place collective-permute input buffers %s and output buffers %s do not pair up", S(v, in),
+               S(v, out));
+  for (int side = 0; side < 2; side++) {
+    const ts_shape_t *b = side ? out : in, *o = side ? oo : io;
+    bool ok = o->elem == TS_TUPLE && o->ntuple == b->ntuple;
+    for (int k = 0; ok && k < b->ntuple; k++) ok = offsets_fit(b->tuple[k], o->tuple[k]);
+    if (!ok)
+      return err(v, i, "in-place collective-permute %s offsets %s do not pair up with the %s buffers %s",
+                 side ? "output" : "input", S(v, o), side ? "output" : "input", S(v, b));
+  }
+  return TS_OK;
+}
+
 static ts_status_t collective_permute(ts_vctx_t *v, const ts_hlo_instr_t *i, ts_opcode_t op,
                                       const ts_shape_t *out) {
   TS_CHECK(want_min_nops(v, i, op, 1));
   const ts_hlo_attr_t *a;
   TS_CHECK(attr(v, i, op, "source_target_pairs", TS_ATTR_INT_LISTS, true, &a));
+  bool inplace = i->nops == 4;
+  if (inplace) TS_CHECK(inplace_permute(v, i));
+  /* Each id may be a source (and a target) once, or once per slice in the
+   * in-place form; ids are replica ids without a channel_id, partition ids
+   * with one, below that count unless it is 1 (unset). */
+  int allowed = 1;
+  if (inplace) {
+    const ts_shape_t *io = i->ops[2]->shape;
+    allowed = is_array(i->ops[0]->shape) ? io->ntuple : io->ntuple > 0 ? io->tuple[0]->ntuple : 1;
+    if (allowed < 1) allowed = 1;
+  }
+  bool by_partition = ts_hlo_instr_attr(i, "channel_id") != NULL;
+  int64_t limit = by_partition ? v->num_partitions : v->replica_count;
   for (int k = 0; k < a->v.lists.n; k++) {
     const ts_i64_list_t *p = &a->v.lists.lists[k];
     if (p->n != 2 || p->v[0] < 0 || p->v[1] < 0)
       return ts_vfy_error(v, i, a->loc, "source_target_pairs entry %d must be a pair of device ids", k);
-    for (int j = 0; j < k; j++) {
-      const ts_i64_list_t *q = &a->v.lists.lists[j];
-      if (q->v[0] == p->v[0])
-        return ts_vfy_error(v, i, a->loc, "source_target_pairs names source %lld twice", ll(p->v[0]));
-      if (q->v[1] == p->v[1])
-        return ts_vfy_error(v, i, a->loc, "source_target_pairs names target %lld twice", ll(p->v[1]));
-    }
+    for (int e = 0; e < 2; e++)
+      if (limit > 1 && p->v[e] >= limit)
+        return ts_vfy_error(v, i, a->loc, "source_target_pairs %s %lld must be < %s=%lld", e ? "target" : "source",
+                            ll(p->v[e]), by_partition ? "num_partitions" : "replica_count", ll(limit));
+    int seen[2] = {0, 0};
+    for (int j = 0; j < k; j++)
+      for (int e = 0; e < 2; e++) seen[e] += a->v.lists.lists[j].v[e] == p->v[e];
+    for (int e = 0; e < 2; e++)
+      if (seen[e] >= allowed) {
+        if (allowed == 1)
+          return ts_vfy_error(v, i, a->loc, "source_target_pairs names %s %lld twice", e ? "target" : "source",
+                              ll(p->v[e]));
+        return ts_vfy_error(v, i, a->loc, "source_target_pairs names %s %lld more than %d times",
+                            e ? "target" : "source", ll(p->v[e]), allowed);
+      }
   }
   if (i->nops != 1) return TS_OK; /* in-place (4 operands) and combined forms */
   return check_result(v, i, out, i->ops[0]->shape);
@@ -1549,8 +1711,14 @@ static ts_status_t collective_broadcast(ts_vctx_t *v, const ts_hlo_instr_t *i, t
   TS_CHECK(want_min_nops(v, i, op, 1));
   ts_vgroup_t grp;
   TS_CHECK(ts_vfy_group_size(v, i, &grp));
-  ts_shape_t *want = operands_shape(v, i, false);
+  /* has_dynamic_root=true: the last operand is the root's id, not data */
+  const ts_hlo_attr_t *dr = ts_hlo_instr_attr(i, "has_dynamic_root");
+  bool dynamic = dr && ((dr->kind == TS_ATTR_BOOL && dr->v.b) ||
+                        ((dr->kind == TS_ATTR_IDENT || dr->kind == TS_ATTR_RAW) && dr->v.s && !strcmp(dr->v.s, "true")));
+  int n = i->nops - (dynamic && i->nops >= 2 ? 1 : 0);
+  ts_shape_t *want = n == 1 ? (ts_shape_t *)i->ops[0]->shape : new_tuple(v, n);
   NOMEM_IF(!want);
+  for (int k = 0; n != 1 && k < n; k++) want->tuple[k] = (ts_shape_t *)i->ops[k]->shape;
   return check_result(v, i, out, want);
 }
 
@@ -1581,6 +1749,14 @@ static ts_status_t rng_op(ts_vctx_t *v, const ts_hlo_instr_t *i, ts_opcode_t op,
   if (a->elem != b->elem) return err(v, i, "rng parameters differ in type: %s and %s", S(v, a), S(v, b));
   const ts_hlo_attr_t *d;
   TS_CHECK(attr(v, i, op, "distribution", TS_ATTR_IDENT, true, &d));
+  if (strcmp(d->v.s, "rng_uniform") == 0) {
+    if (!is_int(a->elem) && !ts_elem_is_float(a->elem) && a->elem != TS_PRED)
+      return err(v, i, "rng_uniform needs integer, floating-point or pred parameters, got %s", S(v, a));
+  } else if (strcmp(d->v.s, "rng_normal") == 0) {
+    if (!ts_elem_is_float(a->elem)) return err(v, i, "rng_normal needs floating-point parameters, got %s", S(v, a));
+  } else {
+    return ts_vfy_error(v, i, d->loc, "distribution must be rng_uniform or rng_normal, got %s", d->v.s);
+  }
   ts_shape_t *want = copy_array(v, out, a->elem);
   NOMEM_IF(!want);
   return check_result(v, i, out, want);
@@ -1685,8 +1861,7 @@ static ts_status_t dynamic_reshape(ts_vctx_t *v, const ts_hlo_instr_t *i, ts_opc
 }
 
 static ts_status_t tokens(ts_vctx_t *v, const ts_hlo_instr_t *i, ts_opcode_t op, const ts_shape_t *out) {
-  if (op == TS_OP_AFTER_ALL)
-    for (int k = 0; k < i->nops; k++) TS_CHECK(want_token(v, i, k));
+  /* after-all: XLA checks only the result is a token, whatever the operands */
   if (op == TS_OP_OUTFEED) {
     TS_CHECK(want_nops(v, i, op, 2));
     TS_CHECK(want_token(v, i, 1));
@@ -1715,9 +1890,32 @@ static ts_status_t done_op(ts_vctx_t *v, const ts_hlo_instr_t *i, ts_opcode_t op
   return check_result(v, i, out, s->tuple[k]);
 }
 
+/* XLA's CheckAsyncOpComputationShapes: an async value is ((operands...),
+ * result, context...), and with calls= its first two elements are the wrapped
+ * computation's parameters and root. */
+static ts_status_t async_shape(ts_vctx_t *v, const ts_hlo_instr_t *i, const char *what, const ts_shape_t *s) {
+  if (s->elem != TS_TUPLE || s->ntuple < 2 || s->tuple[0]->elem != TS_TUPLE)
+    return err(v, i, "%s needs an async value ((operands...), result, context...), got %s", what, S(v, s));
+  const ts_hlo_attr_t *a = ts_hlo_instr_attr(i, "calls");
+  const ts_hlo_comp_t *c = a && a->kind == TS_ATTR_COMP && a->v.comps.n == 1 ? a->v.comps.comps[0] : NULL;
+  if (!c || !c->root) return TS_OK;
+  ts_shape_t *params = new_tuple(v, c->nparams);
+  NOMEM_IF(!params);
+  for (int k = 0; k < c->nparams; k++) {
+    if (!c->params[k]) return TS_OK; /* reported with the computation */
+    params->tuple[k] = (ts_shape_t *)c->params[k]->shape;
+  }
+  if (!same_shape_x(s->tuple[0], params, false, false))
+    return err(v, i, "%s: async value element {0} %s does not match the parameters %s of '%s'", what,
+               S(v, s->tuple[0]), S(v, params), c->name);
+  if (!same_shape_x(s->tuple[1], c->root->shape, false, false))
+    return err(v, i, "%s: async value element {1} %s does not match the root %s of '%s'", what, S(v, s->tuple[1]),
+               S(v, c->root->shape), c->name);
+  return TS_OK;
+}
+
 static ts_status_t async_start(ts_vctx_t *v, const ts_hlo_instr_t *i, ts_opcode_t op, const ts_shape_t *out) {
-  /* ((operands...), result, context...) */
-  if (out->elem != TS_TUPLE || out->ntuple < 2 || out->tuple[0]->elem != TS_TUPLE) return TS_OK;
+  TS_CHECK(async_shape(v, i, "async-start", out));
   ts_shape_t *ops = operands_shape(v, i, true);
   NOMEM_IF(!ops);
   if (!same_shape_x(out->tuple[0], ops, false, false))
@@ -1725,12 +1923,7 @@ static ts_status_t async_start(ts_vctx_t *v, const ts_hlo_instr_t *i, ts_opcode_
                S(v, ops));
   const ts_hlo_comp_t *c;
   TS_CHECK(get_comp(v, i, op, "calls", false, &c));
-  if (c) {
-    const ts_shape_t **params = ts_arena_alloc(v->scratch, sizeof *params * (size_t)(i->nops + 1));
-    NOMEM_IF(!params);
-    for (int k = 0; k < i->nops; k++) params[k] = i->ops[k]->shape;
-    return check_sig(v, i, "calls", c, i->nops, params, out->tuple[1], false, "an async-start");
-  }
+  if (c) return TS_OK; /* async_shape checked it against the operands and result */
   if (i->async_wrapped < TS_OP_COUNT && i->async_wrapped != TS_OP_ASYNC_START)
     return dispatch(v, i, i->async_wrapped, out->tuple[1]);
   return TS_OK;
@@ -1883,12 +2076,21 @@ static ts_status_t dispatch(ts_vctx_t *v, const ts_hlo_instr_t *i, ts_opcode_t o
   case TS_OP_COLLECTIVE_BROADCAST: return collective_broadcast(v, i, op, out);
   case TS_OP_ALL_REDUCE_DONE: return passthrough(v, i, op, out);
   case TS_OP_ALL_GATHER_DONE:
-  case TS_OP_COLLECTIVE_PERMUTE_DONE:
-  case TS_OP_ASYNC_DONE: return done_op(v, i, op, out, 1);
+  case TS_OP_COLLECTIVE_PERMUTE_DONE: return done_op(v, i, op, out, 1);
+  case TS_OP_ASYNC_DONE:
+    TS_CHECK(want_nops(v, i, op, 1));
+    TS_CHECK(async_shape(v, i, "async-done's operand", i->ops[0]->shape));
+    return done_op(v, i, op, out, 1);
   case TS_OP_COPY_START: return copy_start(v, i, op, out);
   case TS_OP_COPY_DONE: return done_op(v, i, op, out, 0);
   case TS_OP_ASYNC_START: return async_start(v, i, op, out);
-  case TS_OP_ASYNC_UPDATE: TS_CHECK(want_nops(v, i, op, 1)); return check_result(v, i, out, i->ops[0]->shape);
+  case TS_OP_ASYNC_UPDATE:
+    TS_CHECK(want_nops(v, i, op, 1));
+    /* as XLA: the form, then operand == result, then the wrapped computation */
+    if (out->elem != TS_TUPLE || out->ntuple < 2 || out->tuple[0]->elem != TS_TUPLE)
+      return async_shape(v, i, "async-update", out);
+    TS_CHECK(check_result(v, i, out, i->ops[0]->shape));
+    return async_shape(v, i, "async-update", out);
   case TS_OP_PARTITION_ID:
   case TS_OP_REPLICA_ID: return scalar_u32(v, i, op, out);
   case TS_OP_CONSTANT: return constant_op(v, i, op, out);
@@ -1912,5 +2114,9 @@ static ts_status_t dispatch(ts_vctx_t *v, const ts_hlo_instr_t *i, ts_opcode_t o
 }
 
 ts_status_t ts_vfy_instr_shape(ts_vctx_t *v, const ts_hlo_instr_t *i) {
+  /* XLA's verifier takes `?` dimensions only with allow_unbounded_dynamism */
+  if (any_unbounded(i->shape))
+    return err(v, i, "unbounded dynamic dimension in %s: XLA's verifier allows them only when asked to",
+               S(v, i->shape));
   return dispatch(v, i, i->op, i->shape);
 }

@@ -8,16 +8,11 @@
 #ifndef TS_HLO_H
 #define TS_HLO_H
 
+#include "ts_collective.h"
 #include "ts_common.h"
+#include "ts_elem.h"
 
-/* ---- element types and opcodes ------------------------------------------ */
-
-typedef enum {
-#define X(e, s, bits) TS_##e,
-#include "elemtypes.def"
-#undef X
-  TS_ELEM_COUNT
-} ts_elem_t;
+/* ---- opcodes ------------------------------------------------------------ */
 
 typedef enum {
 #define X(e, s, arity) TS_OP_##e,
@@ -26,29 +21,17 @@ typedef enum {
   TS_OP_COUNT
 } ts_opcode_t;
 
-const char *ts_elem_name(ts_elem_t t);
-int ts_elem_bits(ts_elem_t t); /* storage bits of one element; 0 for token/tuple/opaque */
-bool ts_elem_is_array(ts_elem_t t); /* not tuple, token or opaque */
-bool ts_elem_is_float(ts_elem_t t); /* f*, bf16, f8*, f6*, f4* (not complex) */
-bool ts_elem_is_complex(ts_elem_t t);
-bool ts_elem_is_signed_int(ts_elem_t t);
-bool ts_elem_is_unsigned_int(ts_elem_t t);
-/* Looks up a type spelling; returns false when `s[0..n)` is not a type. */
-bool ts_elem_from_name(const char *s, size_t n, ts_elem_t *out);
-
 const char *ts_opcode_name(ts_opcode_t op);
 int ts_opcode_arity(ts_opcode_t op); /* -1: variadic */
 bool ts_opcode_from_name(const char *s, size_t n, ts_opcode_t *out);
+/* The collective kind of an opcode: a collective's synchronous form, its
+ * -start and -done forms, send and recv. False for any other opcode. */
+bool ts_opcode_coll_kind(ts_opcode_t op, ts_coll_kind_t *out);
 
 /* ---- shapes and layouts ------------------------------------------------- */
 
 /* A dimension of unbounded dynamic size (`?`). */
 #define TS_DIM_UNBOUNDED INT64_C(-1)
-
-typedef struct {
-  int n;
-  int64_t *v;
-} ts_i64_list_t;
 
 /* Layout: `{minor_to_major : extensions}`. The extensions a CPU executor
  * ignores are kept as their own text so they print back as read. */
@@ -84,6 +67,14 @@ int ts_shape_leaf_count(const ts_shape_t *s);
  * only when `layouts` is true and both shapes carry one. */
 bool ts_shape_equal(const ts_shape_t *a, const ts_shape_t *b, bool layouts);
 bool ts_shape_is_array(const ts_shape_t *s);
+/* Bytes of a shape as the HLO types say, sub-byte types packed
+ * (ceil(elements * bits / 8)); tuples sum their elements; token and opaque
+ * (and NULL) are 0. */
+uint64_t ts_shape_bytes(const ts_shape_t *s);
+/* Bytes a shape takes in memory: elements * ts_elem_storage_bytes (one
+ * storage unit per element); tuples sum their elements; token and opaque
+ * (and NULL) are 0. */
+uint64_t ts_shape_storage_bytes(const ts_shape_t *s);
 /* Prints `f32[2,3]{1,0}` (layout only if `layouts`) / `(s32[], f32[4])`. */
 void ts_shape_print(ts_buf_t *b, const ts_shape_t *s, bool layouts);
 
@@ -177,13 +168,15 @@ typedef struct {
 } ts_conv_dnums_t;
 
 /* `replica_groups=`: the explicit `{{0,1},{2,3}}` form or the iota form
- * `[G,S]<=[dims]T(perm)`. `groups` is filled in both cases. */
+ * `[G,S]<=[dims]T(perm)`, or the mesh form `mesh['x'=2,'y'=2] {'y'}` (groups
+ * span the named axes). `groups` is filled in every case. */
 typedef struct {
   bool iota;
   int64_t iota_groups, iota_group_size;
   ts_i64_list_t iota_reshape, iota_perm;
   int ngroups;
   ts_i64_list_t *groups;
+  const char *mesh; /* the `mesh[...] {...}` text it was written as, or NULL */
 } ts_replica_groups_t;
 
 /* `input_output_alias={ {0}: (0, {}, may-alias), ... }` */
@@ -330,6 +323,11 @@ struct ts_hlo_module {
 ts_hlo_module_t *ts_hlo_module_create(const char *name); /* NULL on OOM */
 void ts_hlo_module_destroy(ts_hlo_module_t *m);          /* NULL is a no-op */
 
+/* XLA's group mode (ts_coll_group_mode) of collective i from its
+ * channel_id and use_global_device_ids=true. `op` is the collective's
+ * opcode: i's own, or the one its async wrapper runs (TS_OP_COUNT: i's). */
+ts_coll_group_mode_t ts_hlo_group_mode(const ts_hlo_instr_t *i, ts_opcode_t op);
+
 /* Adds a computation; the name must be unique (else TS_ERR_INVALID_ARGUMENT). */
 ts_status_t ts_hlo_comp_add(ts_hlo_module_t *m, const char *name, ts_hlo_comp_t **out);
 ts_hlo_comp_t *ts_hlo_module_find_comp(const ts_hlo_module_t *m, const char *name);
@@ -339,6 +337,9 @@ ts_hlo_comp_t *ts_hlo_module_find_comp(const ts_hlo_module_t *m, const char *nam
  * in text order; iterative, since chains in real modules are deep.
  * order[0..c->ninstrs) is filled (order has room for c->ninstrs). */
 ts_status_t ts_hlo_comp_post_order(const ts_hlo_comp_t *c, const ts_hlo_instr_t **order);
+/* The same walk over operands alone (control predecessors ignored): the
+ * order of a pass that follows data dependencies only. */
+ts_status_t ts_hlo_comp_operand_post_order(const ts_hlo_comp_t *c, const ts_hlo_instr_t **order);
 
 /* Appends an instruction with the given operands (users are updated). The
  * name is made unique in the module (`name`, else `name.N`); NULL names it
@@ -414,52 +415,5 @@ typedef struct {
  * returns TS_ERR_VERIFY. opts may be NULL. */
 ts_status_t ts_hlo_verify(const ts_hlo_module_t *m, const ts_hlo_verify_opts_t *opts,
                           ts_diag_t *diag);
-
-/* ---- element conversion (elemconv.c) ------------------------------------ */
-
-/* Storage: one element per unit of ts_elem_bits rounded up to 8/16/32/64
- * bits (c64: two f32, c128: two f64, real part first); sub-byte types one
- * per byte, signed ones sign-extended, unsigned ones and f4/f6 in the low
- * bits. Returns 0 for token/tuple/opaque. */
-int ts_elem_storage_bytes(ts_elem_t t);
-
-/* True for the float types of <= 32 bits that ts_elem_from_double and
- * ts_elem_to_double handle (f32, f16, bf16, every f8, f6 and f4). */
-bool ts_elem_is_storage_float(ts_elem_t t);
-
-/* double -> bits of float type t (in the low bits), round to nearest even,
- * subnormals kept. What does not fit (0 for a non-float type):
- *   f32 f16 bf16 f8e5m2 f8e4m3 f8e3m4 (IEEE): overflow -> +-inf; NaN keeps
- *     its sign and top payload bits, quiet bit set.
- *   f8e4m3fn: no inf; overflow and +-inf -> NaN with the sign (0x7F / 0xFF),
- *     as ml_dtypes' non-saturating convert does.
- *   f8e4m3fnuz f8e5m2fnuz f8e4m3b11fnuz: NaN is 0x80 only, no -0 (-0 and
- *     negative underflow -> 0x00); overflow and +-inf -> 0x80.
- *   f8e8m0fnu (2^(e-127), unsigned): 0xFF is NaN; negative, overflow, inf
- *     -> 0xFF; +-0 and underflow -> 0x00 (2^-127: no zero exists); ties
- *     go to the even exponent field.
- *   f4e2m1fn f6e2m3fn f6e3m2fn (no inf/NaN): overflow and +-inf saturate
- *     to +-max (OCP MX); NaN -> +0. */
-uint32_t ts_elem_from_double(ts_elem_t t, double v);
-
-/* Bits (low bits used, the rest ignored) of float type t -> double; exact. */
-double ts_elem_to_double(ts_elem_t t, uint32_t bits);
-
-/* XLA's convert over n elements (storage as above; src and dst must not
- * overlap unless from == to). Float -> float: one rounding to nearest even.
- * Int -> float: to nearest even (64-bit integers too: no double rounding).
- * Float -> int: toward zero, NaN -> 0, out of range saturates to the
- * target's min/max (XLA's fptosi.sat). Int -> int: wraps (two's
- * complement truncation). Anything -> pred: != 0. Complex -> real: the real
- * part; real -> complex: imaginary part 0. TS_ERR_INVALID_ARGUMENT for
- * token/tuple/opaque or n < 0. */
-ts_status_t ts_elem_convert(ts_elem_t from, const void *src, ts_elem_t to, void *dst, int64_t n);
-
-/* Whether bitcast-convert from -> to is allowed: both array types, both or
- * neither complex, one bit width a multiple of the other. When wider to
- * narrower the result gets a new minor dimension of *out_minor elements;
- * when narrower to wider the operand's last dimension must be *in_minor and
- * is dropped (both 1 when widths are equal; either pointer may be NULL). */
-bool ts_elem_bitcast_ok(ts_elem_t from, ts_elem_t to, int *out_minor, int *in_minor);
 
 #endif

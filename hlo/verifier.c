@@ -663,17 +663,27 @@ static int cmp_i64(const void *a, const void *b) {
   return (x > y) - (x < y);
 }
 
-static ts_status_t check_groups(ts_vctx_t *v, const ts_hlo_instr_t *i, const ts_hlo_attr_t *a) {
+/* How a collective's replica_groups are read (XLA's CollectiveOpGroupMode,
+ * hlo_text_format.md section 7). */
+
+/* XLA's CheckReplicaGroups: no group empty, no id twice, the ids are exactly
+ * 0..n-1, n is the count the mode names (unless that count is 1: unset), and
+ * every group has one size except for all-reduce. All-reduce groups of
+ * different sizes that fail another rule are reported by their sizes. */
+static ts_status_t check_groups(ts_vctx_t *v, const ts_hlo_instr_t *i, const ts_hlo_attr_t *a, ts_coll_group_mode_t mode,
+                                bool uniform) {
   const ts_replica_groups_t *rg = a->v.rg;
   size_t total = 0;
+  int odd = -1; /* a group whose size differs from group 0's */
   for (int g = 0; g < rg->ngroups; g++) {
     const ts_i64_list_t *l = &rg->groups[g];
     if (l->n <= 0 || !l->v) return ts_vfy_error(v, i, a->loc, "replica group %d is empty", g);
-    if (l->n != rg->groups[0].n)
-      return ts_vfy_error(v, i, a->loc, "replica groups differ in size: group 0 has %d ids, group %d has %d",
-                          rg->groups[0].n, g, l->n);
+    if (l->n != rg->groups[0].n && odd < 0) odd = g;
     total += (size_t)l->n;
   }
+  if (odd >= 0 && uniform)
+    return ts_vfy_error(v, i, a->loc, "replica groups differ in size: group 0 has %d ids, group %d has %d",
+                        rg->groups[0].n, odd, rg->groups[odd].n);
   int64_t *ids = ts_malloc(sizeof *ids * (total + 1));
   if (!ids) return TS_ERR_NOMEM;
   size_t n = 0;
@@ -686,8 +696,30 @@ static ts_status_t check_groups(ts_vctx_t *v, const ts_hlo_instr_t *i, const ts_
   for (size_t k = 1; st == TS_OK && k < n; k++)
     if (ids[k] == ids[k - 1])
       st = ts_vfy_error(v, i, a->loc, "replica_groups name id %lld more than once", (long long)ids[k]);
+  int64_t missing = -1;
+  for (size_t k = 0; st == TS_OK && k < n && missing < 0; k++)
+    if (ids[k] != (int64_t)k) missing = (int64_t)k;
   ts_free(ids);
-  return st;
+  TS_CHECK(st);
+  int64_t rc = v->replica_count, np = v->num_partitions;
+  int64_t want = mode == TS_COLL_CROSS_PARTITION ? np : mode == TS_COLL_FLATTENED_ID ? rc * np : rc;
+  bool count_ok = want == 1 || (int64_t)n == want;
+  if (odd >= 0 && (missing >= 0 || !count_ok))
+    return ts_vfy_error(v, i, a->loc, "replica groups differ in size: group 0 has %d ids, group %d has %d",
+                        rg->groups[0].n, odd, rg->groups[odd].n);
+  if (missing >= 0)
+    return ts_vfy_error(v, i, a->loc, "replica_groups do not name id %lld: they must name 0..%zu once each",
+                        (long long)missing, n - 1);
+  if (!count_ok) {
+    static const char *const what[] = {"replicas (replica_count=", "partitions (num_partitions=",
+                                       "replicas (replica_count=",
+                                       "flattened ids (replica_count*num_partitions="};
+    static const char *const name[] = {"cross-replica", "cross-partition", "cross-replica-and-partition",
+                                       "flattened-id"};
+    return ts_vfy_error(v, i, a->loc, "in %s mode replica_groups must name %lld %s%lld), but they name %zu",
+                        name[mode], (long long)want, what[mode], (long long)want, n);
+  }
+  return TS_OK;
 }
 
 ts_status_t ts_vfy_group_size(ts_vctx_t *v, const ts_hlo_instr_t *i, ts_vgroup_t *g) {
@@ -707,16 +739,15 @@ ts_status_t ts_vfy_group_size(ts_vctx_t *v, const ts_hlo_instr_t *i, ts_vgroup_t
     return ts_vfy_error(v, i, ug->loc, "attribute use_global_device_ids must be a bool");
   bool global = ug && ug->v.b;
   if (global && !ch) return ts_vfy_error(v, i, ug->loc, "use_global_device_ids=true needs a channel_id");
-  /* the mode table: cross-replica, cross-partition, cross-replica-and-partition, flattened ids */
-  bool by_partition =
-      ch && !global &&
-      (op == TS_OP_ALL_TO_ALL || op == TS_OP_COLLECTIVE_PERMUTE || op == TS_OP_COLLECTIVE_PERMUTE_START ||
-       op == TS_OP_COLLECTIVE_BROADCAST || op == TS_OP_RAGGED_ALL_TO_ALL);
-  bool both = ch && !global && !by_partition;
+  ts_coll_group_mode_t mode = ts_hlo_group_mode(i, op);
+  bool by_partition = mode == TS_COLL_CROSS_PARTITION, both = mode == TS_COLL_CROSS_REPLICA_AND_PARTITION;
+  bool uniform = op != TS_OP_ALL_REDUCE && op != TS_OP_ALL_REDUCE_START;
   int64_t rc = v->replica_count, np = v->num_partitions, all = rc * np;
   *g = (ts_vgroup_t){0};
+  if (global && (!rg || rg->v.rg->ngroups == 0))
+    return ts_vfy_error(v, i, ug->loc, "use_global_device_ids=true needs replica_groups (flattened-id mode)");
   if (rg && rg->v.rg->ngroups > 0) {
-    TS_CHECK(check_groups(v, i, rg));
+    TS_CHECK(check_groups(v, i, rg, mode, uniform));
     int64_t s = rg->v.rg->groups[0].n;
     g->size = g->alt = s;
     g->why = "from replica_groups";
@@ -835,6 +866,302 @@ static ts_status_t check_sharding(ts_vctx_t *v, const ts_hlo_instr_t *i) {
   return check_tuple_leaves(v, i, s, shape, &next, 0);
 }
 
+/* ---- async chains, threads, channels ------------------------------------ */
+
+static bool is_send_recv(ts_opcode_t op) {
+  return op == TS_OP_SEND || op == TS_OP_RECV || op == TS_OP_SEND_DONE || op == TS_OP_RECV_DONE;
+}
+
+static const char *thread_of(const ts_hlo_comp_t *c) {
+  return c && c->execution_thread ? c->execution_thread : "main";
+}
+
+/* The printed opcode: `custom-call-start` for async sugar. */
+static const char *op_str(ts_vctx_t *v, const ts_hlo_instr_t *i) {
+  if (i->async_wrapped >= TS_OP_COUNT) return ts_opcode_name(i->op);
+  const char *suffix = i->op == TS_OP_ASYNC_START ? "start" : i->op == TS_OP_ASYNC_UPDATE ? "update" : "done";
+  const char *r = ts_arena_printf(v->scratch, "%s-%s", ts_opcode_name(i->async_wrapped), suffix);
+  return r ? r : ts_opcode_name(i->op);
+}
+
+static const ts_hlo_comp_t *calls_of(const ts_hlo_instr_t *i) {
+  const ts_hlo_attr_t *a = ts_hlo_instr_attr(i, "calls");
+  return a && a->kind == TS_ATTR_COMP && a->v.comps.n == 1 ? a->v.comps.comps[0] : NULL;
+}
+
+static const char *async_thread(const ts_hlo_instr_t *i) {
+  const ts_hlo_attr_t *a = ts_hlo_instr_attr(i, "async_execution_thread");
+  return a && (a->kind == TS_ATTR_STRING || a->kind == TS_ATTR_IDENT) && a->v.s ? a->v.s : NULL;
+}
+
+/* XLA's VerifyAsynchronousInstructionPairs: a start has one user, its update
+ * or done; an update or done has a start (or update) for operand. */
+static ts_status_t check_pair(ts_vctx_t *v, const ts_hlo_instr_t *i, bool users_half) {
+  ts_opcode_t users[2] = {TS_OP_COUNT, TS_OP_COUNT}, operand[2] = {TS_OP_COUNT, TS_OP_COUNT};
+  switch (i->op) {
+  case TS_OP_ASYNC_START: users[0] = TS_OP_ASYNC_UPDATE, users[1] = TS_OP_ASYNC_DONE; break;
+  case TS_OP_ASYNC_UPDATE:
+    users[0] = TS_OP_ASYNC_UPDATE, users[1] = TS_OP_ASYNC_DONE;
+    operand[0] = TS_OP_ASYNC_START, operand[1] = TS_OP_ASYNC_UPDATE;
+    break;
+  case TS_OP_ASYNC_DONE: operand[0] = TS_OP_ASYNC_START, operand[1] = TS_OP_ASYNC_UPDATE; break;
+  case TS_OP_ALL_REDUCE_START: users[0] = TS_OP_ALL_REDUCE_DONE; break;
+  case TS_OP_ALL_REDUCE_DONE: operand[0] = TS_OP_ALL_REDUCE_START; break;
+  case TS_OP_COPY_START: users[0] = TS_OP_COPY_DONE; break;
+  case TS_OP_COPY_DONE: operand[0] = TS_OP_COPY_START; break;
+  case TS_OP_COLLECTIVE_PERMUTE_START: users[0] = TS_OP_COLLECTIVE_PERMUTE_DONE; break;
+  case TS_OP_COLLECTIVE_PERMUTE_DONE: operand[0] = TS_OP_COLLECTIVE_PERMUTE_START; break;
+  case TS_OP_SEND:
+  case TS_OP_RECV:
+    /* a send or recv may end an async computation; else its done or a tuple
+     * (a pipelined loop) takes it */
+    if (i->is_root && i->parent != v->m->entry) return TS_OK;
+    users[0] = i->op == TS_OP_SEND ? TS_OP_SEND_DONE : TS_OP_RECV_DONE, users[1] = TS_OP_TUPLE;
+    break;
+  case TS_OP_SEND_DONE:
+  case TS_OP_RECV_DONE:
+    operand[0] = i->op == TS_OP_SEND_DONE ? TS_OP_SEND : TS_OP_RECV, operand[1] = TS_OP_GET_TUPLE_ELEMENT;
+    break;
+  default: return TS_OK;
+  }
+  if (operand[0] != TS_OP_COUNT && !users_half) {
+    if (i->nops != 1) return ts_vfy_error(v, i, (ts_loc_t){0, 0}, "%s takes 1 operand, got %d", op_str(v, i), i->nops);
+    const ts_hlo_instr_t *o = i->ops[0];
+    if (o->op != operand[0] && o->op != operand[1])
+      return ts_vfy_error(v, i, (ts_loc_t){0, 0}, "the operand of %s must be %s%s%s, found %s '%s'", op_str(v, i),
+                          ts_opcode_name(operand[0]), operand[1] != TS_OP_COUNT ? " or " : "",
+                          operand[1] != TS_OP_COUNT ? ts_opcode_name(operand[1]) : "", op_str(v, o), o->name);
+  }
+  if (users[0] != TS_OP_COUNT && users_half) {
+    if (i->nusers != 1)
+      return ts_vfy_error(v, i, (ts_loc_t){0, 0}, "%s needs exactly one user (its %s%s%s), found %d", op_str(v, i),
+                          ts_opcode_name(users[0]), users[1] != TS_OP_COUNT ? " or " : "",
+                          users[1] != TS_OP_COUNT ? ts_opcode_name(users[1]) : "", i->nusers);
+    const ts_hlo_instr_t *u = i->users[0];
+    if (u->op != users[0] && u->op != users[1])
+      return ts_vfy_error(v, i, (ts_loc_t){0, 0}, "the user of %s must be %s%s%s, found %s '%s'", op_str(v, i),
+                          ts_opcode_name(users[0]), users[1] != TS_OP_COUNT ? " or " : "",
+                          users[1] != TS_OP_COUNT ? ts_opcode_name(users[1]) : "", op_str(v, u), u->name);
+  }
+  return TS_OK;
+}
+
+/* An async-update or -done continues its operand's chain: the same wrapped
+ * opcode (sugar), the same wrapped computation, the same thread. */
+static ts_status_t check_async_chain(ts_vctx_t *v, const ts_hlo_instr_t *i) {
+  if (i->op != TS_OP_ASYNC_UPDATE && i->op != TS_OP_ASYNC_DONE) return TS_OK;
+  const ts_hlo_instr_t *start = i->ops[0];
+  while (start->op == TS_OP_ASYNC_UPDATE && start->nops == 1) start = start->ops[0];
+  const ts_hlo_instr_t *o = i->ops[0];
+  bool real_i = i->async_wrapped < TS_OP_COUNT, real_o = o->async_wrapped < TS_OP_COUNT;
+  if (real_i && real_o && i->async_wrapped != o->async_wrapped)
+    return ts_vfy_error(v, i, (ts_loc_t){0, 0}, "%s continues %s '%s': the wrapped opcodes differ", op_str(v, i),
+                        op_str(v, o), o->name);
+  const ts_hlo_comp_t *mine = calls_of(i), *theirs = calls_of(start);
+  if (mine && theirs && mine != theirs)
+    return ts_vfy_error(v, i, (ts_loc_t){0, 0},
+                        "%s calls '%s' but its async-start '%s' calls '%s': one computation per async chain",
+                        op_str(v, i), mine->name, start->name, theirs->name);
+  const char *t = async_thread(i), *want = async_thread(start);
+  if (!want) want = theirs ? thread_of(theirs) : "main";
+  if (t && strcmp(t, want) != 0)
+    return ts_vfy_error(v, i, (ts_loc_t){0, 0},
+                        "async_execution_thread=\"%s\" but its async-start '%s' runs on thread \"%s\"", t,
+                        start->name, want);
+  return TS_OK;
+}
+
+/* The computation an async-start wraps: on its thread, called by no other
+ * async-start, and (XLA's VerifyAsyncComputation) only parameters and the
+ * root, unless it is a collectives group or only sends and receives. Tuple
+ * plumbing (get-tuple-element, tuple) is allowed too: XLA's own parser tests
+ * verify such a module (AsyncStartWithAliasing). */
+static ts_status_t check_async_start(ts_vctx_t *v, const ts_hlo_instr_t *i, ptrmap_t *callers) {
+  if (i->op != TS_OP_ASYNC_START) return TS_OK;
+  const ts_hlo_comp_t *c = calls_of(i);
+  if (!c) return TS_OK;
+  const char *t = async_thread(i);
+  if (!t) t = "main";
+  if (strcmp(t, thread_of(c)) != 0)
+    return ts_vfy_error(v, i, (ts_loc_t){0, 0},
+                        "async_execution_thread is \"%s\" but the wrapped computation '%s' runs on \"%s\"", t,
+                        c->name, thread_of(c));
+  int prev = ptrmap_put(callers, c, i->id);
+  if (prev >= 0 && prev != i->id)
+    return ts_vfy_error(v, i, (ts_loc_t){0, 0}, "computation '%s' is called by more than one async op", c->name);
+  const ts_hlo_attr_t *fa = ts_hlo_instr_attr(i, "frontend_attributes");
+  if (fa && fa->kind == TS_ATTR_BLOB && fa->v.s && strstr(fa->v.s, "_collectives_group")) return TS_OK;
+  bool send_recv = true;
+  for (int k = 0; k < c->ninstrs; k++) {
+    ts_opcode_t o = c->instrs[k]->op;
+    send_recv &= o == TS_OP_PARAMETER || o == TS_OP_TUPLE || o == TS_OP_GET_TUPLE_ELEMENT || is_send_recv(o);
+  }
+  if (send_recv) return TS_OK;
+  for (int k = 0; k < c->ninstrs; k++)
+    if (c->instrs[k] != c->root && c->instrs[k]->op != TS_OP_PARAMETER &&
+        c->instrs[k]->op != TS_OP_GET_TUPLE_ELEMENT && c->instrs[k]->op != TS_OP_TUPLE)
+      return ts_vfy_error(v, i, (ts_loc_t){0, 0},
+                          "the async computation '%s' must hold only parameters and its root, but holds '%s'",
+                          c->name, c->instrs[k]->name);
+  return TS_OK;
+}
+
+/* XLA's CheckCallableInstructionThreadName: call, fusion, while and
+ * conditional run their computations on their own thread; so does every
+ * to_apply. async-* may move work to another thread. */
+static ts_status_t check_threads(ts_vctx_t *v, const ts_hlo_instr_t *i) {
+  if (i->op == TS_OP_ASYNC_START || i->op == TS_OP_ASYNC_UPDATE || i->op == TS_OP_ASYNC_DONE) return TS_OK;
+  const char *mine = thread_of(i->parent);
+  bool all = i->op == TS_OP_CALL || i->op == TS_OP_FUSION || i->op == TS_OP_WHILE || i->op == TS_OP_CONDITIONAL;
+  for (int a = 0; a < i->nattrs; a++) {
+    const ts_hlo_attr_t *at = &i->attrs[a];
+    if (at->kind != TS_ATTR_COMP && at->kind != TS_ATTR_COMP_LIST) continue;
+    if (!all && strcmp(at->name, "to_apply") != 0) continue;
+    for (int j = 0; j < at->v.comps.n; j++) {
+      const ts_hlo_comp_t *c = at->v.comps.comps[j];
+      if (strcmp(thread_of(c), mine) != 0)
+        return ts_vfy_error(v, i, at->loc,
+                            "%s '%s' runs on thread \"%s\" but %s '%s' is on \"%s\"", at->name, c->name,
+                            thread_of(c), ts_opcode_name(i->op), i->name, mine);
+    }
+  }
+  return TS_OK;
+}
+
+/* The sharding as text, "" when unannotated: XLA compares shardings whole. */
+static const char *sharding_or_empty(ts_vctx_t *v, const ts_hlo_instr_t *i) {
+  return i && i->sharding ? sharding_str(v, i->sharding) : "";
+}
+
+/* The sharding's text without its metadata={...} parts: XLA's sharding
+ * equality ignores metadata (op names differ between a while and its body). */
+static const char *sharding_key(ts_vctx_t *v, const ts_hlo_instr_t *i) {
+  const char *s = sharding_or_empty(v, i);
+  char *r = ts_arena_strdup(v->scratch, s), *w = r;
+  if (!r) return s;
+  for (const char *p = s; *p;) {
+    if (strncmp(p, " metadata={", 11) == 0) {
+      int depth = 0;
+      p += 10;
+      do {
+        depth += *p == '{' ? 1 : *p == '}' ? -1 : 0;
+        p++;
+      } while (*p && depth > 0);
+      continue;
+    }
+    *w++ = *p++;
+  }
+  *w = 0;
+  return r;
+}
+
+/* XLA's VerifyConsistentSharding: a while, its body's root and parameter and
+ * its condition's parameter; a conditional and its branches' roots: all of
+ * them that have a sharding have the same one. */
+static ts_status_t check_loop_sharding(ts_vctx_t *v, const ts_hlo_instr_t *i) {
+  const ts_hlo_instr_t *set[64];
+  int n = 0;
+  set[n++] = i;
+  if (i->op == TS_OP_WHILE) {
+    for (int a = 0; a < i->nattrs; a++) {
+      const ts_hlo_attr_t *at = &i->attrs[a];
+      if (at->kind != TS_ATTR_COMP || at->v.comps.n != 1) continue;
+      const ts_hlo_comp_t *c = at->v.comps.comps[0];
+      if (strcmp(at->name, "body") == 0) set[n++] = c->root;
+      if ((strcmp(at->name, "body") == 0 || strcmp(at->name, "condition") == 0) && c->nparams == 1)
+        set[n++] = c->params[0];
+    }
+  } else if (i->op == TS_OP_CONDITIONAL) {
+    for (int j = 0; j < i->ncalled && n < 64; j++) set[n++] = i->called[j]->root;
+  } else {
+    return TS_OK;
+  }
+  const ts_hlo_instr_t *first = NULL;
+  const char *want = NULL;
+  for (int k = 0; k < n; k++) {
+    if (!set[k] || !set[k]->sharding) continue;
+    const char *s = sharding_key(v, set[k]);
+    if (!first) {
+      first = set[k], want = s;
+    } else if (strcmp(s, want) != 0) {
+      return ts_vfy_error(v, i, (ts_loc_t){0, 0},
+                          "inconsistent %s sharding: '%s' has %s but '%s' (computation '%s') has %s",
+                          ts_opcode_name(i->op), first->name, want, set[k]->name, set[k]->parent->name, s);
+    }
+  }
+  return TS_OK;
+}
+
+/* XLA's VerifyChannels (the ChannelVerifier test): a channel_id of a send or
+ * recv (or their dones) names no collective. Collectives of different opcodes
+ * may share one: XLA accepts real dumps that do (the llama modules in
+ * shared/corpus/xla_tests/real). Also XLA's VerifyLayoutConstrainedAllReduce:
+ * all-reduces are all layout-constrained or none is. */
+static ts_status_t check_channels(walk_t *w) {
+  ts_vctx_t *v = w->v;
+  ts_strmap_t first = {0};
+  ts_status_t st = TS_OK;
+  const ts_hlo_instr_t *ar = NULL;
+  for (int k = 0; k < w->n && st == TS_OK; k++) {
+    const ts_hlo_instr_t *i = w->instrs[k];
+    if (i->op == TS_OP_ALL_REDUCE || i->op == TS_OP_ALL_REDUCE_START) {
+      const ts_hlo_attr_t *cl = ts_hlo_instr_attr(i, "constrain_layout");
+      bool c = cl && cl->kind == TS_ATTR_BOOL && cl->v.b;
+      const ts_hlo_attr_t *rcl = ar ? ts_hlo_instr_attr(ar, "constrain_layout") : NULL;
+      bool rc = rcl && rcl->kind == TS_ATTR_BOOL && rcl->v.b;
+      if (!ar)
+        ar = i;
+      else if (c != rc)
+        st = ts_vfy_error(v, i, (ts_loc_t){0, 0},
+                          "the module mixes layout-constrained and unconstrained all-reduces ('%s' is %s)",
+                          ar->name, rc ? "constrained" : "unconstrained");
+    }
+    const ts_hlo_attr_t *ch = ts_hlo_instr_attr(i, "channel_id");
+    if (st != TS_OK || !ch || ch->kind != TS_ATTR_INT) continue;
+    /* the done of an async collective carries no channel of its own */
+    if (i->op == TS_OP_ALL_REDUCE_DONE || i->op == TS_OP_ALL_GATHER_DONE || i->op == TS_OP_COLLECTIVE_PERMUTE_DONE ||
+        i->op == TS_OP_ASYNC_UPDATE || i->op == TS_OP_ASYNC_DONE)
+      continue;
+    char key[32];
+    int kn = snprintf(key, sizeof key, "%lld", (long long)ch->v.i);
+    const ts_hlo_instr_t *f = ts_strmap_get(&first, key, (size_t)kn);
+    if (!f) {
+      const char *k = ts_arena_strdup(v->scratch, key); /* the map keeps the key */
+      if (!k || !ts_strmap_put(&first, k, (size_t)kn, (void *)i)) st = TS_ERR_NOMEM;
+      continue;
+    }
+    if (is_send_recv(f->op) != is_send_recv(i->op))
+      st = ts_vfy_error(v, i, ch->loc, "channel_id=%lld is used for different kinds of channel instructions: %s '%s' and %s",
+                        (long long)ch->v.i, op_str(v, f), f->name, op_str(v, i));
+  }
+  ts_strmap_free(&first);
+  return st;
+}
+
+static ts_status_t check_module_rules(walk_t *w) {
+  ts_vctx_t *v = w->v;
+  ptrmap_t callers = {0};
+  if (!ptrmap_init(&callers, (size_t)v->m->ncomps)) {
+    ptrmap_free(&callers);
+    return TS_ERR_NOMEM;
+  }
+  ts_status_t st = TS_OK;
+  /* every done's operand before any start's users: a done without its
+   * start is named as such, not as a start without its done */
+  for (int k = 0; k < w->n && st == TS_OK; k++) st = check_pair(v, w->instrs[k], false);
+  for (int k = 0; k < w->n && st == TS_OK; k++) {
+    const ts_hlo_instr_t *i = w->instrs[k];
+    st = check_pair(v, i, true);
+    if (st == TS_OK) st = check_async_chain(v, i);
+    if (st == TS_OK) st = check_async_start(v, i, &callers);
+    if (st == TS_OK) st = check_threads(v, i);
+    if (st == TS_OK) st = check_loop_sharding(v, i);
+  }
+  ptrmap_free(&callers);
+  TS_CHECK(st);
+  return check_channels(w);
+}
+
 /* ---- driver ------------------------------------------------------------- */
 
 static ts_status_t verify(ts_vctx_t *v) {
@@ -853,6 +1180,8 @@ static ts_status_t verify(ts_vctx_t *v) {
     goto done;
   TS_CHECK_GOTO(check_structure(&w), st, done);
   TS_CHECK_GOTO(check_entry_layout(v), st, done);
+  /* as XLA: async pairs and channels before shapes */
+  TS_CHECK_GOTO(check_module_rules(&w), st, done);
   for (int k = 0; k < w.n; k++) {
     TS_CHECK_GOTO(ts_vfy_instr_shape(v, w.instrs[k]), st, done);
     TS_CHECK_GOTO(check_sharding(v, w.instrs[k]), st, done);

@@ -18,61 +18,33 @@ void ts_interp_print_bytes(FILE *f, uint64_t b) {
 
 /* ---- static counts ------------------------------------------------------ */
 
-/* Bytes of a shape as the HLO types say (sub-byte types packed). */
-static uint64_t shape_bytes(const ts_shape_t *s) {
-  if (s->elem == TS_TUPLE) {
-    uint64_t b = 0;
-    for (int i = 0; i < s->ntuple; i++) b += shape_bytes(s->tuple[i]);
-    return b;
-  }
-  if (!ts_elem_is_array(s->elem)) return 0;
-  return ((uint64_t)ts_shape_elements(s) * (uint64_t)ts_elem_bits(s->elem) + 7) / 8;
-}
-
-/* Bytes the interpreter holds for a value of the shape (one storage unit
- * per element). */
-static uint64_t storage_bytes(const ts_shape_t *s) {
-  if (s->elem == TS_TUPLE) {
-    uint64_t b = 0;
-    for (int i = 0; i < s->ntuple; i++) b += storage_bytes(s->tuple[i]);
-    return b;
-  }
-  if (!ts_elem_is_array(s->elem)) return 0;
-  return (uint64_t)ts_shape_elements(s) * (uint64_t)ts_elem_storage_bytes(s->elem);
-}
-
 /* The run's memory bound (tessera check's usage): entry parameters plus every result. */
 uint64_t ts_interp_memory_bound(const ts_hlo_module_t *m) {
   uint64_t b = 0;
-  for (int p = 0; p < m->entry->nparams; p++) b += storage_bytes(m->entry->params[p]->shape);
+  for (int p = 0; p < m->entry->nparams; p++) b += ts_shape_storage_bytes(m->entry->params[p]->shape);
   for (int c = 0; c < m->ncomps; c++) {
     const ts_hlo_comp_t *comp = m->comps[c];
     for (int k = 0; k < comp->ninstrs; k++) {
       const ts_hlo_instr_t *i = comp->instrs[k];
       if (i->op == TS_OP_PARAMETER || i->op == TS_OP_TUPLE || i->op == TS_OP_GET_TUPLE_ELEMENT) continue;
-      b += storage_bytes(i->shape);
+      b += ts_shape_storage_bytes(i->shape);
     }
   }
   return b;
 }
 
-static const char *const coll_kinds[] = {
-    "all-reduce", "all-gather", "reduce-scatter", "all-to-all", "collective-permute",
-    "collective-broadcast", "ragged-all-to-all", "collective-reduce",
-};
 enum { NKINDS = TS_INTERP_COLL_KINDS };
-_Static_assert(sizeof coll_kinds / sizeof coll_kinds[0] == NKINDS, "one name per kind");
 
 static int coll_kind_of(ts_opcode_t op) {
   switch (op) {
-  case TS_OP_ALL_REDUCE: case TS_OP_ALL_REDUCE_DONE: return 0;
-  case TS_OP_ALL_GATHER: case TS_OP_ALL_GATHER_DONE: return 1;
-  case TS_OP_REDUCE_SCATTER: return 2;
-  case TS_OP_ALL_TO_ALL: return 3;
-  case TS_OP_COLLECTIVE_PERMUTE: case TS_OP_COLLECTIVE_PERMUTE_DONE: return 4;
-  case TS_OP_COLLECTIVE_BROADCAST: return 5;
-  case TS_OP_RAGGED_ALL_TO_ALL: return 6;
-  case TS_OP_COLLECTIVE_REDUCE: return 7;
+  case TS_OP_ALL_REDUCE: case TS_OP_ALL_REDUCE_DONE: return TS_COLL_ALL_REDUCE;
+  case TS_OP_ALL_GATHER: case TS_OP_ALL_GATHER_DONE: return TS_COLL_ALL_GATHER;
+  case TS_OP_REDUCE_SCATTER: return TS_COLL_REDUCE_SCATTER;
+  case TS_OP_ALL_TO_ALL: return TS_COLL_ALL_TO_ALL;
+  case TS_OP_COLLECTIVE_PERMUTE: case TS_OP_COLLECTIVE_PERMUTE_DONE: return TS_COLL_COLLECTIVE_PERMUTE;
+  case TS_OP_COLLECTIVE_BROADCAST: return TS_COLL_COLLECTIVE_BROADCAST;
+  case TS_OP_RAGGED_ALL_TO_ALL: return TS_COLL_RAGGED_ALL_TO_ALL;
+  case TS_OP_COLLECTIVE_REDUCE: return TS_COLL_COLLECTIVE_REDUCE;
   default: return -1;
   }
 }
@@ -97,8 +69,8 @@ void ts_interp_count_collectives(const ts_hlo_module_t *m, ts_interp_coll_stats_
           start = i->ops[0];
       }
       if (kind < 0) continue;
-      uint64_t in = 0, out = shape_bytes(i->shape);
-      for (int o = 0; o < start->nops; o++) in += shape_bytes(start->ops[o]->shape);
+      uint64_t in = 0, out = ts_shape_bytes(i->shape);
+      for (int o = 0; o < start->nops; o++) in += ts_shape_bytes(start->ops[o]->shape);
       cs->count[kind]++;
       cs->bytes[kind] += in > out ? in : out;
     }
@@ -112,7 +84,7 @@ void ts_interp_print_collectives(const ts_interp_coll_stats_t *cs) {
   printf("  %-22s %8s %16s\n", "kind", "count", "bytes/device");
   for (int k = 0; k < NKINDS; k++) {
     if (!cs->count[k]) continue;
-    printf("  %-22s %8lld %16llu\n", coll_kinds[k], (long long)cs->count[k], (unsigned long long)cs->bytes[k]);
+    printf("  %-22s %8lld %16llu\n", ts_coll_kind_name((ts_coll_kind_t)k), (long long)cs->count[k], (unsigned long long)cs->bytes[k]);
     n += cs->count[k];
     b += cs->bytes[k];
   }

@@ -133,34 +133,16 @@ static void mark_dependent(ts_interp_t *it) {
 
 /* ---- collectives over the simulated devices ----------------------------- */
 
-/* XLA's GetCollectiveOpGroupMode (reference/hlo_text_format.md section 7). */
-typedef enum { MODE_REPLICA, MODE_PARTITION, MODE_REPLICA_AND_PARTITION, MODE_FLATTENED } group_mode_t;
-
-static group_mode_t group_mode(const ts_hlo_instr_t *i) {
-  bool channel = ts_hlo_instr_attr(i, "channel_id") != NULL;
-  const ts_hlo_attr_t *g = ts_hlo_instr_attr(i, "use_global_device_ids");
-  bool global = g && g->kind == TS_ATTR_BOOL && g->v.b;
-  ts_opcode_t op = meaning(i);
-  if (!channel) return MODE_REPLICA;
-  if (op == TS_OP_ALL_TO_ALL || op == TS_OP_COLLECTIVE_PERMUTE ||
-      op == TS_OP_COLLECTIVE_PERMUTE_START || op == TS_OP_COLLECTIVE_BROADCAST)
-    return global ? MODE_FLATTENED : MODE_PARTITION;
-  return global ? MODE_FLATTENED : MODE_REPLICA_AND_PARTITION;
-}
-
 /* The devices (global ids, in group order) of device d's group, and d's
  * position in it. */
 static ts_status_t collective_group(ts_interp_t *it, const ts_hlo_instr_t *i, int d, int64_t *members,
                                     int *n, int *pos) {
   int64_t R = it->replicas, P = it->partitions;
-  int64_t r = d / P, p = d % P;
-  group_mode_t mode = group_mode(i);
+  ts_coll_group_mode_t mode = ts_hlo_group_mode(i, meaning(i));
   const ts_hlo_attr_t *a = ts_hlo_instr_attr(i, "replica_groups");
   const ts_replica_groups_t *rg = a && a->kind == TS_ATTR_REPLICA_GROUPS ? a->v.rg : NULL;
-  int64_t space = mode == MODE_REPLICA || mode == MODE_REPLICA_AND_PARTITION ? R
-                  : mode == MODE_PARTITION                                   ? P
-                                                                             : R * P;
-  int64_t self = mode == MODE_PARTITION ? p : mode == MODE_FLATTENED ? d : r;
+  int64_t space = ts_coll_group_id_space(mode, R, P);
+  int64_t self = ts_coll_group_id_of(mode, P, d);
   /* The ids of self's group in the mode's id space. */
   const int64_t *ids = NULL;
   int64_t nids = 0;
@@ -189,19 +171,11 @@ static ts_status_t collective_group(ts_interp_t *it, const ts_hlo_instr_t *i, in
       return fail(it, i, TS_ERR_INVALID_ARGUMENT,
                   "replica group names id %lld, but only %lld %s run here (%lld device%s); run it on "
                   "more devices",
-                  (long long)ids[k], (long long)space,
-                  mode == MODE_PARTITION ? "partitions" : mode == MODE_FLATTENED ? "devices" : "replicas",
+                  (long long)ids[k], (long long)space, ts_coll_group_id_noun(mode),
                   (long long)(R * P), R * P == 1 ? "" : "s");
-    if (cnt + (mode == MODE_REPLICA_AND_PARTITION ? P : 1) > 1024)
+    if (cnt + ts_coll_group_devices_per_id(mode, P) > 1024)
       return fail(it, i, TS_ERR_INVALID_ARGUMENT, "group larger than 1024 devices");
-    switch (mode) {
-    case MODE_REPLICA: members[cnt++] = ids[k] * P + p; break;
-    case MODE_PARTITION: members[cnt++] = r * P + ids[k]; break;
-    case MODE_REPLICA_AND_PARTITION:
-      for (int64_t q = 0; q < P; q++) members[cnt++] = ids[k] * P + q;
-      break;
-    case MODE_FLATTENED: members[cnt++] = ids[k]; break;
-    }
+    cnt += (int)ts_coll_group_devices(mode, P, d, &ids[k], 1, members + cnt);
   }
   *n = cnt;
   *pos = -1;
@@ -345,13 +319,13 @@ static ts_status_t run_collective(ts_interp_t *it, const ts_hlo_instr_t *i, ts_v
   case TS_OP_COLLECTIVE_PERMUTE:
   case TS_OP_COLLECTIVE_PERMUTE_START: {
     const ts_hlo_attr_t *a = ts_hlo_instr_attr(i, "source_target_pairs");
-    group_mode_t mode = group_mode(i);
-    int64_t P = it->partitions, self = mode == MODE_PARTITION ? d % P : mode == MODE_FLATTENED ? d : d / P;
+    ts_coll_group_mode_t mode = ts_hlo_group_mode(i, meaning(i));
+    int64_t P = it->partitions, self = ts_coll_group_id_of(mode, P, d);
     for (int k = 0; a && a->kind == TS_ATTR_INT_LISTS && k < a->v.lists.n; k++) {
       const ts_i64_list_t *pr = &a->v.lists.lists[k];
       if (pr->n != 2 || pr->v[1] != self) continue;
       int64_t src = pr->v[0];
-      int64_t sdev = mode == MODE_PARTITION ? (d / P) * P + src : mode == MODE_FLATTENED ? src : src * P + d % P;
+      int64_t sdev = ts_coll_group_device(mode, P, d, src);
       if (sdev < 0 || sdev >= it->ndev) {
         st = fail(it, i, TS_ERR_INVALID_ARGUMENT, "source %lld is not one of the %d devices that run",
                   (long long)src, it->ndev);

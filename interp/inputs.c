@@ -3,6 +3,7 @@
 #include "interp_internal.h"
 #include "ts_npy.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <limits.h>
 #include <math.h>
@@ -237,6 +238,16 @@ ts_status_t ts_interp_load_args(const ts_hlo_module_t *m, const char *dir, ts_va
   return st;
 }
 
+/* out<i>.npy: the names an output set owns in its folder. */
+static bool is_output_name(const char *name) {
+  if (strncmp(name, "out", 3) != 0 || !isdigit((unsigned char)name[3])) return false;
+  const char *p = name + 3;
+  while (isdigit((unsigned char)*p)) p++;
+  return strcmp(p, ".npy") == 0;
+}
+
+ts_status_t ts_interp_check_outputs(const char *dir, ts_diag_t *diag) { return ts_file_set_check(dir, diag); }
+
 ts_status_t ts_interp_write_outputs(const char *dir, ts_value_t *result, ts_diag_t *diag) {
   ts_array_t leaves[4096];
   int n = ts_value_leaves(result, leaves, 4096);
@@ -244,14 +255,20 @@ ts_status_t ts_interp_write_outputs(const char *dir, ts_value_t *result, ts_diag
     ts_diag_plain(diag, "%d outputs: at most 4096 are written", n);
     return TS_ERR_INVALID_ARGUMENT;
   }
-  if (mkdir(dir, 0777) != 0 && errno != EEXIST) {
-    ts_diag_plain(diag, "%s: cannot create the output folder: %s", dir, strerror(errno));
-    return TS_ERR_INVALID_ARGUMENT;
+  /* Staged, then put in place as a set: a full disk midway leaves the
+   * previous outputs whole, never old and new mixed. */
+  ts_file_set_t set;
+  TS_CHECK(ts_file_set_open(&set, dir, is_output_name, diag));
+  ts_status_t st = TS_OK;
+  for (int k = 0; k < n && st == TS_OK; k++) {
+    char name[32];
+    snprintf(name, sizeof name, "out%d.npy", k);
+    ts_atomic_file_t af;
+    if ((st = ts_file_set_file(&set, name, &af, diag)) != TS_OK) break;
+    st = ts_npy_write_file(af.f, af.path, leaves[k].elem, leaves[k].rank, leaves[k].dims, leaves[k].data, diag);
+    ts_status_t cst = ts_atomic_file_close(&af, st == TS_OK, diag);
+    if (st == TS_OK) st = cst;
   }
-  for (int k = 0; k < n; k++) {
-    char path[PATH_MAX];
-    snprintf(path, sizeof path, "%s/out%d.npy", dir, k);
-    TS_CHECK(ts_npy_write(path, leaves[k].elem, leaves[k].rank, leaves[k].dims, leaves[k].data, diag));
-  }
-  return TS_OK;
+  ts_status_t cst = ts_file_set_close(&set, st == TS_OK, diag);
+  return st != TS_OK ? st : cst;
 }

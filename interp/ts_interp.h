@@ -111,8 +111,12 @@ ts_status_t ts_interp_load_args(const ts_hlo_module_t *m, const char *dir, ts_va
 ts_status_t ts_interp_load_param(const ts_hlo_module_t *m, const char *path, int p, ts_value_t **out,
                                  ts_diag_t *diag);
 
+/* Whether --outputs DIR can receive the outputs, asked before the run
+ * (TS_ERR_INVALID_ARGUMENT, "DIR: error: ..."). NULL passes. */
+ts_status_t ts_interp_check_outputs(const char *dir, ts_diag_t *diag);
 /* Writes leaf k of the flattened result as DIR/out<k>.npy (creating DIR),
- * each file atomically. */
+ * the files as one set (ts_file_set_t): the out<k>.npy files DIR held
+ * before are replaced whole, or, on an error, left as they were. */
 ts_status_t ts_interp_write_outputs(const char *dir, ts_value_t *result, ts_diag_t *diag);
 
 /* ---- shards ------------------------------------------------------------- */
@@ -186,7 +190,8 @@ uint64_t ts_interp_memory_bound(const ts_hlo_module_t *m);
 
 /* Collectives of a module, counted statically (each instruction once, at its
  * synchronous form or its -done). */
-enum { TS_INTERP_COLL_KINDS = 8 };
+/* per kind: the HLO collectives of ts_coll_kind_t, all-reduce to collective-reduce */
+enum { TS_INTERP_COLL_KINDS = TS_COLL_COLLECTIVE_REDUCE + 1 };
 typedef struct {
   int64_t count[TS_INTERP_COLL_KINDS];
   uint64_t bytes[TS_INTERP_COLL_KINDS]; /* per device: the larger of operands and result */

@@ -156,9 +156,9 @@ static int parse_kinds(ts_bench_pt_coll_opts_t *o, const char *list) {
   if (!copy) return 4;
   int rc = 0, n = 0;
   for (char *t = strtok_r(copy, ",", &save); t && rc == 0; t = strtok_r(NULL, ",", &save), n++) {
-    ts_cost_coll_t k;
+    ts_coll_kind_t k;
     /* exact names only (the cost model also takes the "-start" forms) */
-    if (!ts_cost_coll_from_name(t, &k) || strcmp(t, ts_cost_coll_name(k)) != 0)
+    if (!ts_cost_coll_from_name(t, &k) || strcmp(t, ts_coll_kind_name(k)) != 0)
       rc = ts_bench_pt_error("unknown collective '%s' (all-reduce, all-gather, reduce-scatter, all-to-all, collective-permute)",
                   t);
     else

@@ -5,6 +5,8 @@
  * outputs with the reference interpreter. --devices 1 on a module written
  * for several devices (or --reference) runs the reference interpreter. */
 #include "run_internal.h"
+#include "ts_env.h"
+#include "ts_checkpoint.h"
 #include "ts_hang.h"
 #include "ts_hlo.h"
 #include "ts_interp.h"
@@ -87,7 +89,8 @@ static void usage(FILE *f) {
           "  --slices S            the mesh as S slices (multislice; default: one per\n"
           "                        host); collectives that span slices run hierarchically\n"
           "  --backend B           the collectives' data path under mpirun: mpi (default) or ucx\n"
-          "  --timeout SEC         deadline of every collective (default 300)\n"
+          "  --timeout SEC         deadline of every collective (default\n"
+          "                        TESSERA_COLL_TIMEOUT, else 300)\n"
           "  --no-bind             do not bind ranks or device threads to cores\n"
           "  --num-partitions N    override the module's num_partitions\n"
           "  --replica-count N     override the module's replica_count\n"
@@ -104,6 +107,8 @@ static void usage(FILE *f) {
           "                        NaN or infinity out of finite operands\n"
           "  -h, --help            this help\n"
           "\n"
+          "checkpoints (need --loop):\n%s"
+          "\n"
           "partitioner flags (named after XLA's):\n%s"
           "\n"
           "A rank that fails aborts the job: the collectives of every rank stop and\n"
@@ -112,7 +117,7 @@ static void usage(FILE *f) {
           "module:rank=R, fingerprint:rank=R, input-stall:rank=R:step=K,\n"
           "slow:rank=R[:step=K][:seconds=S]). Exit codes: 0 ok, 1 --check mismatch, 2 bad\n"
           "input or usage, 3 cannot run here, 4 a runtime or peer failure.\n",
-          ts_partition_flags_help);
+          ts_ckpt_flags_help, ts_partition_flags_help);
 }
 
 typedef struct {
@@ -125,6 +130,7 @@ typedef struct {
   ts_coll_backend_t backend;
   ts_partition_opts_t popts;
   ts_sched_opts_t sched; /* overlap limits; the cost model is set at scheduling */
+  ts_ckpt_flags_t ckpt;  /* --checkpoint-dir, --checkpoint-every, --keep, --resume */
 } run_flags_t;
 
 static double now_ms(void) {
@@ -262,6 +268,7 @@ typedef struct {
   int nlocal, first;   /* this process's devices: first .. first + nlocal */
   ts_coll_comm_t **comms;
   int slices;
+  int hosts; /* run_count_hosts: distinct host names, 1 for threads */
   atomic_bool failed;
 
   /* The hang detector (rank 0 spawns the coordinator). */
@@ -283,6 +290,10 @@ typedef struct {
   double *step_ms, *loss;
   ts_rt_step_times_t steady; /* summed over steps 2..K */
   int64_t steady_steps;
+
+  /* Checkpoints (checkpoint/): NULL without --checkpoint-dir / --resume. */
+  ts_ckpt_t *ckpt;
+  int64_t start_step; /* 1, or the step after the resumed checkpoint */
 } job_t;
 
 /* Copies parameter p of `full` (its device's shard when partitioned) into the
@@ -419,6 +430,7 @@ static ts_status_t device_work(job_t *j, int local, ts_diag_t *diag) {
   int64_t dev = j->first + local;
   ts_coll_comm_t *world = j->comms[local];
   ts_rt_device_t *d = NULL;
+  ts_array_t **ckpt_state = NULL;
   ts_status_t st = TS_OK;
   if (j->env.mode == RUN_THREADS && f->bind) run_bind(local, j->nlocal, false);
   ts_hang_progress_t *prog = &j->progress[local];
@@ -442,15 +454,36 @@ static ts_status_t device_work(job_t *j, int local, ts_diag_t *diag) {
     wo.abort_arg = &abort_arg;
     wo.abort_exit_s = 10;
     wo.abort_exit_code = 4;
-    TS_CHECK_GOTO(ts_hang_worker_start(&wo, &hw, diag), st, done);
+    wo.connect_timeout_s = 10;
+    ts_diag_t hd = {0};
+    if (ts_hang_worker_start(&wo, &hw, &hd) != TS_OK) {
+      /* Losing the watchdog must not stop the workload: warn once. */
+      static atomic_flag warned = ATOMIC_FLAG_INIT;
+      if (!atomic_flag_test_and_set(&warned))
+        fprintf(stderr, "tessera run: warning: running without the hang detector: %s\n",
+                hd.text ? hd.text : "cannot reach the coordinator");
+      hw = NULL;
+    }
+    ts_diag_free(&hd);
   }
+  /* ---- checkpoint: this device's state buffers; the resumed state ---- */
+  if (j->ckpt) {
+    if (!(ckpt_state = ts_calloc((size_t)ts_ckpt_narrays(j->ckpt) + 1, sizeof *ckpt_state))) {
+      st = TS_ERR_NOMEM;
+      goto done;
+    }
+    for (int k = 0; k < ts_ckpt_narrays(j->ckpt); k++)
+      ckpt_state[k] = ts_rt_device_input(d, j->first_leaf[ts_ckpt_array_param(j->ckpt, k)]);
+    TS_CHECK_GOTO(ts_ckpt_restore(j->ckpt, local, world, ckpt_state, diag), st, done);
+  }
+  /* ---- */
   {
     ts_coll_req_t *req;
     TS_CHECK_GOTO(ts_coll_barrier_post(world, &req), st, done);
     TS_CHECK_GOTO(ts_coll_wait(req, -1), st, done);
   }
   uint64_t t0 = now_ns();
-  for (int64_t step = 1; step <= f->steps; step++) {
+  for (int64_t step = j->start_step; step <= f->steps; step++) {
     double s0 = now_ms();
     ts_value_t *const *data = NULL;
     TS_CHECK_GOTO(ts_hang_fault_before_input(&hook, step), st, done);
@@ -466,6 +499,8 @@ static ts_status_t device_work(job_t *j, int local, ts_diag_t *diag) {
     if (data) ts_interp_feeder_release(j->feeder, step);
     if (st != TS_OK) goto done;
     TS_CHECK_GOTO(ts_rt_device_run(d, step, diag), st, done);
+    /* checkpoint: snapshot / commit at the step boundary (inside the step's time) */
+    if (j->ckpt) TS_CHECK_GOTO(ts_ckpt_step_end(j->ckpt, local, world, step, ckpt_state, diag), st, done);
     if (dev == 0) {
       double ms = now_ms() - s0;
       int nout = ts_rt_program_noutputs(j->prog);
@@ -474,7 +509,7 @@ static ts_status_t device_work(job_t *j, int local, ts_diag_t *diag) {
       j->step_ms[step - 1] = ms;
       j->loss[step - 1] = loss;
       print_step(step, ms, loss);
-      if (step > 1 || f->steps == 1) {
+      if (step > j->start_step || f->steps == j->start_step) {
         ts_rt_step_times_t t;
         ts_rt_device_step_times(d, &t);
         j->steady.total_ns += t.total_ns;
@@ -485,6 +520,9 @@ static ts_status_t device_work(job_t *j, int local, ts_diag_t *diag) {
       }
     }
   }
+  /* The output gather is collectives too: a rank frozen after its last
+   * step leaves its peers waiting here, which the hang detector must see. */
+  atomic_store_explicit(&prog->activity, TS_HANG_COLLECTIVE, memory_order_relaxed);
   TS_CHECK_GOTO(gather_outputs(j, d, world, dev), st, done);
   if (f->trace) TS_CHECK_GOTO(gather_trace(j, d, world, dev, t0), st, done);
 done:
@@ -514,6 +552,7 @@ done:
     ts_hang_worker_destroy(hw);
   }
   ts_hang_fault_hook_fini(&hook);
+  ts_free(ckpt_state);
   ts_rt_device_destroy(d);
   ts_interp_release_buffers();
   return st;
@@ -634,7 +673,7 @@ static ts_status_t finish_rank0(job_t *j, ts_diag_t *diag) {
   if (j->steady_steps > 0 && j->steady.total_ns > 0) {
     /* The median step (after the first, which pays for first touches):
      * a shared machine makes the mean follow its worst hiccup. */
-    int64_t first = f->steps > 1 ? 1 : 0, n = f->steps - first;
+    int64_t first = f->steps > j->start_step ? j->start_step : j->start_step - 1, n = f->steps - first;
     double *t = ts_calloc((size_t)n, sizeof *t);
     if (t) {
       memcpy(t, j->step_ms + first, (size_t)n * sizeof *t);
@@ -722,7 +761,7 @@ static ts_status_t hang_rendezvous(job_t *j, ts_diag_t *diag) {
   memset(&j->rv, 0, sizeof j->rv);
   if (j->first == 0 && f->hang) {
     if (f->hang_coordinator) {
-      const char *secret = getenv("TESSERA_HANG_SECRET");
+      const char *secret = ts_env_get(TS_ENV_HANG_SECRET);
       if (!secret || !*secret) {
         ts_diag_plain(diag, "--hang-coordinator needs the job's secret in TESSERA_HANG_SECRET");
         return TS_ERR_INVALID_USAGE;
@@ -733,8 +772,9 @@ static ts_status_t hang_rendezvous(job_t *j, ts_diag_t *diag) {
       char secret[33];
       ts_hang_coord_opts_t co;
       ts_hang_coord_opts_default(&co);
-      bool one_host = j->slices <= 1 && j->env.mode != RUN_TCP;
-      /* Across hosts: the address the ranks are told (this host's name), not every interface. */
+      /* Every rank on this host (--slices only emulates several): loopback. Across hosts:
+       * the address the ranks are told (this host's name), never every interface. */
+      bool one_host = j->hosts <= 1 && j->env.mode != RUN_TCP;
       char listen[sizeof j->env.host + 4];
       snprintf(listen, sizeof listen, "%s:0", j->env.host);
       co.listen = one_host ? "127.0.0.1:0" : listen;
@@ -743,6 +783,7 @@ static ts_status_t hang_rendezvous(job_t *j, ts_diag_t *diag) {
       co.hang_timeout_s = f->hang_timeout;
       co.digest_path = f->hang_digest;
       co.abort_on_hang = f->abort_on_hang;
+      co.checkpoint_dir = f->ckpt.dir ? f->ckpt.dir : f->ckpt.resume;
       co.quiet = true;
       ts_diag_t cd = {0};
       char addr[128];
@@ -761,6 +802,10 @@ static ts_status_t hang_rendezvous(job_t *j, ts_diag_t *diag) {
       if (st == TS_OK) snprintf(j->rv.secret, sizeof j->rv.secret, "%s", secret);
     }
   }
+  if (j->first == 0) {
+    char id[33];
+    if (ts_hang_secret_generate(id) == TS_OK) memcpy(j->rv.launch_id, id, 16);
+  }
   if (j->env.mode != RUN_THREADS) {
     ts_coll_req_t *req;
     ts_hang_rendezvous_t got;
@@ -770,10 +815,9 @@ static ts_status_t hang_rendezvous(job_t *j, ts_diag_t *diag) {
     j->rv.addr[sizeof j->rv.addr - 1] = 0;
     j->rv.secret[sizeof j->rv.secret - 1] = 0;
   }
-  /* One launch, one id: the secret's first 16 hex digits. */
-  char id[17] = {0};
-  memcpy(id, j->rv.secret, 16);
-  j->launch_id = strtoull(id, NULL, 16);
+  /* One launch, one id: random, of its own (rank 0's). */
+  j->rv.launch_id[sizeof j->rv.launch_id - 1] = 0;
+  j->launch_id = strtoull(j->rv.launch_id, NULL, 16);
   for (int l = 0; l < j->nlocal; l++) {
     ts_hang_progress_t *p = &j->progress[l];
     ts_hang_identity_fill(p, j->m->name ? j->m->name : "", j->fingerprint, j->launch_id, j->first + l,
@@ -787,11 +831,18 @@ static ts_status_t hang_rendezvous(job_t *j, ts_diag_t *diag) {
 static ts_status_t prepare(job_t *j, ts_diag_t *diag) {
   const run_flags_t *f = j->f;
   ts_hlo_verify_opts_t vopts = {.replica_count = f->replicas, .num_partitions = f->partitions};
-  if (f->reference && f->devices > 1 && !f->partitions && !f->replicas) vopts.num_partitions = f->devices;
+  /* --reference --devices N without counts: the devices the header's
+   * replicas leave are partitions (verified once the header is read) */
+  bool defer = f->reference && f->devices > 1 && !f->partitions && !f->replicas;
   ts_pipeline_init(&j->pipe, &(ts_pipeline_opts_t){.purpose = TS_PIPELINE_RUN, .path = f->path, .verify = vopts});
-  TS_CHECK(ts_pipeline_run_to(&j->pipe, TS_STAGE_VERIFIED, diag));
+  TS_CHECK(ts_pipeline_run_to(&j->pipe, defer ? TS_STAGE_PARSED : TS_STAGE_VERIFIED, diag));
   j->m = j->pipe.m;
   ts_hlo_module_t *m = j->m;
+  if (defer) {
+    int64_t rc = m->replica_count > 0 ? m->replica_count : 1;
+    j->pipe.o.verify.num_partitions = m->num_partitions > 1 ? m->num_partitions : f->devices / rc > 1 ? f->devices / rc : 1;
+    TS_CHECK(ts_pipeline_run_to(&j->pipe, TS_STAGE_VERIFIED, diag));
+  }
   bool any;
   int64_t named = sharding_devices(m, &any);
   j->R = f->replicas ? f->replicas : m->replica_count > 0 ? m->replica_count : 1;
@@ -942,6 +993,7 @@ static ts_status_t make_world(job_t *j, ts_diag_t *diag) {
   /* Slices: hosts by default. */
   int hosts = 1;
   if (j->env.mode != RUN_THREADS) TS_CHECK(run_count_hosts(j->comms[0], j->env.host, &hosts));
+  j->hosts = hosts;
   j->slices = f->slices ? (int)f->slices : hosts;
   if (j->env.ndevices % j->slices != 0) {
     ts_diag_plain(diag, "--slices %d does not divide the %d devices", j->slices, j->env.ndevices);
@@ -978,7 +1030,8 @@ static ts_status_t run_job(job_t *j, ts_diag_t *diag) {
   if (f->steps > 1) {
     bool any_data = false;
     for (int p = 0; p < j->np; p++) any_data |= !j->is_weight[p];
-    if (any_data) TS_CHECK(ts_interp_feeder_start(&j->inputs, 2, f->steps, 2, j->nlocal, &j->feeder));
+    int64_t from = j->start_step > 2 ? j->start_step : 2; /* resumed: the checkpoint's next step */
+    if (any_data) TS_CHECK(ts_interp_feeder_start(&j->inputs, from, f->steps, 2, j->nlocal, &j->feeder));
   }
   if (j->env.mode == RUN_THREADS) {
     pthread_t *th = ts_calloc((size_t)j->nlocal, sizeof *th);
@@ -1042,6 +1095,7 @@ static void job_free(job_t *j) {
   if (j->comms)
     for (int l = 0; l < j->nlocal; l++) ts_coll_comm_destroy(j->comms[l]);
   ts_free(j->comms);
+  ts_ckpt_destroy(j->ckpt);
   if (j->init)
     for (int p = 0; p < j->np; p++) ts_value_unref(j->init[p]);
   ts_free(j->init);
@@ -1122,13 +1176,15 @@ static int parse_flags(int argc, char **argv, run_flags_t *f) {
       {"memory-limit", required_argument, NULL, OPT_MEMORY_LIMIT},
       {"help", no_argument, NULL, 'h'},
       TS_PARTITION_FLAG_OPTIONS,
+      TS_CKPT_FLAG_OPTIONS,
       {NULL, 0, NULL, 0},
   };
-  *f = (run_flags_t){.steps = 1, .task_id = -1, .tolerance = 1e-4, .timeout = 300, .bind = true,
+  *f = (run_flags_t){.steps = 1, .task_id = -1, .tolerance = 1e-4, .bind = true,
                      .backend = TS_COLL_BACKEND_MPI, .hang = true, .abort_on_hang = true, .hang_timeout = 60,
                      .schedule = true};
   ts_partition_opts_default(&f->popts);
   ts_sched_opts_default(&f->sched);
+  ts_ckpt_flags_default(&f->ckpt);
   int c;
   opterr = 0;
   while ((c = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
@@ -1195,7 +1251,11 @@ static int parse_flags(int argc, char **argv, run_flags_t *f) {
       usage(stderr);
       return 2;
     default:
-      if (!ts_partition_flag_parse("run", c, optarg, &f->popts)) return 2;
+      if (ts_ckpt_flag_is(c)) {
+        if (!ts_ckpt_flag_parse("run", c, optarg, &f->ckpt)) return 2;
+      } else if (!ts_partition_flag_parse("run", c, optarg, &f->popts)) {
+        return 2;
+      }
       break;
     }
   }
@@ -1213,6 +1273,9 @@ static int parse_flags(int argc, char **argv, run_flags_t *f) {
     fprintf(stderr, "tessera run: error: --devices %lld: one process runs at most 1024 devices\n", (long long)f->devices);
     return 2;
   }
+  /* --timeout wins; without it, TESSERA_COLL_TIMEOUT (as every communicator
+   * reads it), else 300 s. */
+  if (f->timeout == 0) f->timeout = ts_env_positive(TS_ENV_COLL_TIMEOUT, 300);
   return -1;
 }
 
@@ -1235,16 +1298,27 @@ int ts_cmd_run(int argc, char **argv) {
   int rc = parse_flags(argc, argv, &f);
   if (rc >= 0) return rc;
   ts_diag_t diag = {0};
-  job_t j = {.f = &f};
+  job_t j = {.f = &f, .start_step = 1};
   bool mpi = false;
   ts_status_t st;
-  TS_CHECK_GOTO(ts_hang_fault_parse(getenv("TESSERA_FAULT"), &j.fault, &diag), st, done);
+  TS_CHECK_GOTO(ts_hang_fault_parse(ts_env_get(TS_ENV_FAULT), &j.fault, &diag), st, done);
   TS_CHECK_GOTO(run_env_detect(f.devices, f.task_id, f.num_nodes, f.address, f.compile_only, &j.env, &diag), st, done);
+  /* Every output target before any compute: a run must not lose its result at the end. */
+  if (!f.compile_only && j.env.rank == 0 &&
+      ((st = ts_interp_check_outputs(f.outputs, &diag)) != TS_OK || (st = ts_file_check_writable(f.trace, &diag)) != TS_OK ||
+       (st = ts_file_check_writable(f.hang_digest, &diag)) != TS_OK))
+    goto done;
   TS_CHECK_GOTO(prepare(&j, &diag), st, done);
   bool reference = f.reference || (j.env.mode == RUN_THREADS && j.env.ndevices == 1 && j.R * j.P > 1 && !f.compile_only);
   /* Step 1's inputs (everything after is the feeder's, or the loop's). */
   if (!f.compile_only)
     for (int p = 0; p < j.np; p++) TS_CHECK_GOTO(ts_interp_param_value(&j.inputs, p, 1, &j.init[p], &diag), st, done);
+  if (reference && ts_ckpt_flags_any(&f.ckpt)) {
+    ts_diag_plain(&diag, "--checkpoint-dir and --resume need the runtime (not --reference, nor --devices 1 on a "
+                  "module written for several devices)");
+    st = TS_ERR_INVALID_USAGE;
+    goto done;
+  }
   if (reference) {
     st = run_reference_mode(&j, &diag);
     goto done;
@@ -1255,6 +1329,19 @@ int ts_cmd_run(int argc, char **argv) {
     st = TS_OK;
     goto done;
   }
+  /* ---- checkpoint: what to resume from, the writer ---- */
+  if (ts_ckpt_flags_any(&f.ckpt) || f.ckpt.every) {
+    ts_ckpt_opts_t co = {.m = j.m, .is_weight = j.is_weight, .param_sv = j.partitioned ? j.param_sv : NULL,
+                         .partitions = j.P, .ndevices = j.env.ndevices,
+                         .first = j.env.mode == RUN_THREADS ? 0 : j.env.rank,
+                         .nlocal = j.env.mode == RUN_THREADS ? j.env.ndevices : 1, .loop = f.loop, .steps = f.steps,
+                         .flags = f.ckpt, .seed = f.seed, .seeded = f.seeded, .inputs_dir = f.inputs,
+                         .quiet = j.env.rank != 0, .timeout_s = f.timeout};
+    TS_CHECK_GOTO(ts_ckpt_create(&co, &j.ckpt, &diag), st, done);
+    j.start_step = ts_ckpt_first_step(j.ckpt);
+    j.inputs.seed = ts_ckpt_seed(j.ckpt, j.inputs.seed);
+  }
+  /* ---- */
   if (j.env.mode == RUN_MPI) {
     if ((st = ts_coll_mpi_init(&argc, &argv)) != TS_OK) {
       ts_diag_plain(&diag, "cannot start MPI: %s", st == TS_ERR_UNSUPPORTED ? "this build has no MPI" : ts_status_string(st));

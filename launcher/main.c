@@ -1,4 +1,5 @@
 /* tessera: one binary, subcommands. */
+#include "ts_env.h"
 #include "ts_hang.h"
 #include "ts_launcher.h"
 
@@ -17,11 +18,12 @@ static const struct {
     {"check", ts_cmd_check, "partition a module, run it on N simulated devices, compare with the reference"},
     {"perf-table", ts_cmd_perf_table, "measure collectives or GEMMs and write an XLA performance table"},
     {"diagnose", ts_cmd_diagnose, "print hang digests and the hosts that recur in them"},
+    {"checkpoint", ts_cmd_checkpoint, "inspect a checkpoint folder, assemble a step's full arrays"},
 };
 
 static void usage(FILE *f) {
   fprintf(f,
-          "usage: tessera [--help] [--version] <command> [<args>]\n"
+          "usage: tessera [--help] [--help-env] [--version] <command> [<args>]\n"
           "\n"
           "Tessera runs one XLA HLO program, written for one big logical device with\n"
           "sharding annotations, across many devices and hosts.\n"
@@ -31,7 +33,8 @@ static void usage(FILE *f) {
     fprintf(f, "  %-10s %s\n", commands[i].name, commands[i].summary);
   fprintf(f,
           "\n"
-          "Run 'tessera <command> --help' for a command's flags.\n"
+          "Run 'tessera <command> --help' for a command's flags, 'tessera --help-env'\n"
+          "for the TESSERA_* environment variables.\n"
           "Exit codes: 0 success, 1 a check ran and failed, 2 bad input or usage,\n"
           "3 a check that cannot run here.\n");
 }
@@ -39,6 +42,7 @@ static void usage(FILE *f) {
 int main(int argc, char **argv) {
   static const struct option opts[] = {
       {"help", no_argument, NULL, 'h'},
+      {"help-env", no_argument, NULL, 'E'},
       {"version", no_argument, NULL, 'V'},
       {NULL, 0, NULL, 0},
   };
@@ -48,6 +52,7 @@ int main(int argc, char **argv) {
   while ((c = getopt_long(argc, argv, "+hV", opts, NULL)) != -1) {
     switch (c) {
     case 'h': usage(stdout); return 0;
+    case 'E': ts_env_print_help(stdout); return 0;
     case 'V': printf("tessera %s\n", TS_VERSION); return 0;
     default:
       fprintf(stderr, "tessera: error: unknown option '%s'\n", argv[optind - 1]);

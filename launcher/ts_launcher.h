@@ -17,6 +17,7 @@ int ts_cmd_bench(int argc, char **argv);
 int ts_cmd_check(int argc, char **argv);
 int ts_cmd_perf_table(int argc, char **argv); /* cmd_perftable.c */
 int ts_cmd_diagnose(int argc, char **argv);   /* cmd_diagnose.c */
+int ts_cmd_checkpoint(int argc, char **argv); /* cmd_checkpoint.c */
 
 /* Parses --random-inputs' seed (a non-negative integer); prints a usage
  * error naming `cmd` and returns false when `s` is not one. */

@@ -519,8 +519,8 @@ static bool write_data(FILE *f, ts_elem_t elem, const void *data, int64_t count)
   return true;
 }
 
-ts_status_t ts_npy_write(const char *path, ts_elem_t elem, int rank, const int64_t *dims,
-                         const void *data, ts_diag_t *diag) {
+ts_status_t ts_npy_write_file(FILE *f, const char *path, ts_elem_t elem, int rank, const int64_t *dims,
+                              const void *data, ts_diag_t *diag) {
   const char *descr = ts_npy_descr(elem);
   if (!descr)
     return ts_diag_path_error(diag, path, TS_ERR_INVALID_ARGUMENT, "cannot write %s to .npy", ts_elem_name(elem));
@@ -537,17 +537,21 @@ ts_status_t ts_npy_write(const char *path, ts_elem_t elem, int rank, const int64
 
   ts_buf_t hdr = {0};
   ts_status_t st = build_header(&hdr, descr, rank, dims);
-  if (st < 0) {
-    ts_buf_free(&hdr);
-    return st;
-  }
-  ts_atomic_file_t af;
-  st = ts_atomic_file_open(&af, path, diag);
   if (st == TS_OK) {
-    bool ok = fwrite(hdr.data, 1, hdr.len, af.f) == hdr.len && write_data(af.f, elem, data, count);
-    st = ts_atomic_file_close(&af, ok, diag);
-    if (!ok && st == TS_OK) st = ts_diag_path_error(diag, path, TS_ERR_SYSTEM, "cannot write the data");
+    errno = 0;
+    /* A failed write leaves f's error flag and errno for the close to report. */
+    if (fwrite(hdr.data, 1, hdr.len, f) == hdr.len && !write_data(f, elem, data, count) && !ferror(f))
+      st = ts_diag_path_error(diag, path, TS_ERR_INVALID_ARGUMENT, "cannot convert %s", ts_elem_name(elem));
   }
   ts_buf_free(&hdr);
   return st;
+}
+
+ts_status_t ts_npy_write(const char *path, ts_elem_t elem, int rank, const int64_t *dims,
+                         const void *data, ts_diag_t *diag) {
+  ts_atomic_file_t af;
+  TS_CHECK(ts_atomic_file_open(&af, path, diag));
+  ts_status_t st = ts_npy_write_file(af.f, path, elem, rank, dims, data, diag);
+  ts_status_t cst = ts_atomic_file_close(&af, st == TS_OK, diag);
+  return st != TS_OK ? st : cst;
 }

@@ -61,6 +61,12 @@ void ts_npy_free(ts_npy_array_t *a);
 ts_status_t ts_npy_write(const char *path, ts_elem_t elem, int rank, const int64_t *dims,
                          const void *data, ts_diag_t *diag);
 
+/* The same into an open stream (a file of a ts_file_set_t): errors about
+ * the array name `path`; a failed write is left in f's error flag and
+ * errno, for ts_atomic_file_close to report with the cause. */
+ts_status_t ts_npy_write_file(FILE *f, const char *path, ts_elem_t elem, int rank, const int64_t *dims,
+                              const void *data, ts_diag_t *diag);
+
 /* The numpy dtype string an element type is written with ("<f4", "|b1"),
  * after the mapping above; NULL when it cannot be written. */
 const char *ts_npy_descr(ts_elem_t elem);

@@ -115,15 +115,13 @@ static bool custom_call(part_t *p, const ts_hlo_instr_t *i, const ts_sharding_va
  * group of every device (*all). Without a channel_id it is cross-replica:
  * with one replica each device is its own group. */
 static bool partition_groups(const ts_hlo_instr_t *i, int64_t *ng, const ts_i64_list_t **groups, bool *all) {
-  const ts_hlo_attr_t *ch = ts_hlo_instr_attr(i, "channel_id");
-  const ts_hlo_attr_t *g = ts_hlo_instr_attr(i, "use_global_device_ids");
+  ts_coll_group_mode_t mode = ts_hlo_group_mode(i, TS_OP_COUNT);
   const ts_hlo_attr_t *rg = ts_hlo_instr_attr(i, "replica_groups");
-  bool global = g && g->kind == TS_ATTR_BOOL && g->v.b;
   *ng = 0;
   *groups = NULL;
   *all = false;
-  if (!ch) return false;
-  if (global && rg && rg->kind == TS_ATTR_REPLICA_GROUPS && rg->v.rg->ngroups > 0) {
+  if (mode == TS_COLL_CROSS_REPLICA) return false;
+  if (mode == TS_COLL_FLATTENED_ID && rg && rg->kind == TS_ATTR_REPLICA_GROUPS && rg->v.rg->ngroups > 0) {
     *ng = rg->v.rg->ngroups;
     *groups = rg->v.rg->groups;
   } else {

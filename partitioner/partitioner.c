@@ -327,44 +327,14 @@ static void partition_instr(part_t *p, const ts_hlo_instr_t *i, ts_sharding_valu
 }
 
 /* Topological order over operands (source text order need not be). */
-static ts_status_t order(part_t *p, const ts_hlo_comp_t *c, const ts_hlo_instr_t ***out) {
+static ts_status_t order(const ts_hlo_comp_t *c, const ts_hlo_instr_t ***out) {
   const ts_hlo_instr_t **ord = ts_calloc((size_t)c->ninstrs + 1, sizeof *ord);
-  uint8_t *state = ts_calloc((size_t)p->src->next_id + 1, 1);
-  const ts_hlo_instr_t **stack = ts_calloc((size_t)c->ninstrs + 1, sizeof *stack);
-  int *next = ts_calloc((size_t)c->ninstrs + 1, sizeof *next);
-  if (!ord || !state || !stack || !next) {
+  if (!ord) return TS_ERR_NOMEM;
+  ts_status_t st = ts_hlo_comp_operand_post_order(c, ord);
+  if (st != TS_OK) {
     ts_free(ord);
-    ts_free(state);
-    ts_free(stack);
-    ts_free(next);
-    return TS_ERR_NOMEM;
+    return st;
   }
-  int n = 0;
-  for (int k = 0; k < c->ninstrs; k++) {
-    if (state[c->instrs[k]->id]) continue;
-    int sp = 0;
-    stack[sp] = c->instrs[k];
-    next[sp++] = 0;
-    state[c->instrs[k]->id] = 1;
-    while (sp) {
-      const ts_hlo_instr_t *t = stack[sp - 1];
-      int e = next[sp - 1]++;
-      if (e < t->nops) {
-        const ts_hlo_instr_t *d = t->ops[e];
-        if (!state[d->id]) {
-          state[d->id] = 1;
-          stack[sp] = d;
-          next[sp++] = 0;
-        }
-      } else {
-        ord[n++] = t;
-        sp--;
-      }
-    }
-  }
-  ts_free(state);
-  ts_free(stack);
-  ts_free(next);
   *out = ord;
   return TS_OK;
 }
@@ -386,7 +356,7 @@ static ts_hlo_comp_t *partition_comp(part_t *p, const ts_hlo_comp_t *c, ts_shard
   p->cur = out;
   p->pid = NULL;
   const ts_hlo_instr_t **ord = NULL;
-  if ((st = order(p, c, &ord)) != TS_OK) {
+  if ((st = order(c, &ord)) != TS_OK) {
     p->st = st;
     return NULL;
   }

@@ -56,10 +56,9 @@ ts_hlo_instr_t *ts_part_reducer_identity(part_t *p, const ts_hlo_comp_t *comp, t
   switch (r->op) {
   case TS_OP_ADD: case TS_OP_OR: case TS_OP_XOR: f = 0, v = 0; break;
   case TS_OP_MULTIPLY: f = 1, v = 1; break;
-  case TS_OP_AND:
-    if (is_float) return NULL;
-    f = 0, v = is_pred || is_signed ? (is_pred ? 1 : -1) : (bits >= 64 ? -1 : ((int64_t)1 << bits) - 1);
-    if (!is_pred && !is_signed && bits >= 64) return NULL;
+  case TS_OP_AND: /* all ones: true, -1, or the unsigned maximum */
+    if (is_float || (!is_pred && !is_signed && bits >= 64)) return NULL;
+    f = 0, v = is_pred ? 1 : is_signed ? -1 : ((int64_t)1 << bits) - 1;
     break;
   case TS_OP_MAXIMUM: f = -INFINITY, v = is_signed ? -smax - 1 : 0; break;
   case TS_OP_MINIMUM:

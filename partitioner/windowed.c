@@ -221,10 +221,6 @@ static int64_t threshold_bytes(const part_t *p) {
   return (mib < 0 ? DEFAULT_THRESHOLD_MIB : mib) * 1024 * 1024;
 }
 
-static int64_t global_bytes(const ts_shape_t *s) {
-  return (int64_t)ts_elem_storage_bytes(s->elem) * ts_shape_elements(s);
-}
-
 /* ---- gathering an operand block by block -------------------------------- */
 
 typedef struct {
@@ -279,7 +275,7 @@ static bool probe_gather(part_t *p, const ts_hlo_instr_t *i, const dot_plan_t *p
   for (int side = 0; side < 2; side++) {
     const ts_hlo_instr_t *w = i->ops[side], *o = i->ops[1 - side];
     const ts_sharding_value_t *F = p->sh[w->id], *T = side ? pl->rs : pl->ls, *OT = side ? pl->ls : pl->rs;
-    if (!F || F->kind != TS_SHARD_TILED || !T || global_bytes(w->shape) < threshold_bytes(p)) continue;
+    if (!F || F->kind != TS_SHARD_TILED || !T || (int64_t)ts_shape_storage_bytes(w->shape) < threshold_bytes(p)) continue;
     if (ts_part_reshard_bytes(p, o->shape, p->sh[o->id], OT) != 0) continue;
     bool even = true;
     for (int d = 0; d < w->shape->rank; d++) even &= w->shape->dims[d] % F->dims[d] == 0;
@@ -374,7 +370,7 @@ static ts_hlo_instr_t *scatter_dot(scatter_t *S, ts_hlo_instr_t *const *ops, ts_
  * partial sums round instead. */
 static bool probe_scatter(part_t *p, const ts_hlo_instr_t *i, const dot_space_t *sp, const dot_plan_t *pl,
                           const ts_sharding_value_t *s, window_t *win) {
-  if (!pl->partial || global_bytes(i->shape) < threshold_bytes(p)) return false;
+  if (!pl->partial || (int64_t)ts_shape_storage_bytes(i->shape) < threshold_bytes(p)) return false;
   bool mask[2 * TS_PART_MAX_RANK] = {false};
   for (int c = sp->nout; c < sp->rank; c++) mask[c] = true;
   int64_t ng, g, *groups, *ordered;
@@ -461,7 +457,7 @@ static double transfer_seconds(int64_t bytes) { return bytes > 0 ? bytes / NOMIN
 
 static int64_t local_bytes(part_t *p, const ts_shape_t *shape, const ts_sharding_value_t *s) {
   const ts_shape_t *l = ts_part_local_shape(p, shape, s);
-  return l ? global_bytes(l) : 0;
+  return l ? (int64_t)ts_shape_storage_bytes(l) : 0;
 }
 
 /* One device's share of the plan's multiply-adds, in seconds. */
@@ -506,7 +502,7 @@ static double window_seconds(part_t *p, const ts_hlo_instr_t *i, const dot_space
   /* Partial-sum blocks of the result; unrolled: two per step the same way,
    * bidirectional: one each way; both then bring the second sums home. */
   const ts_shape_t *ps = ts_part_local_shape(p, i->shape, pl->ps);
-  int64_t blk = ps ? global_bytes(ps) / ps->dims[w->t] * ((ps->dims[w->t] + g - 1) / g) : 0;
+  int64_t blk = ps ? (int64_t)ts_shape_storage_bytes(ps) / ps->dims[w->t] * ((ps->dims[w->t] + g - 1) / g) : 0;
   int64_t n = w->bidir || w->unroll ? g / 2 : g;
   double last = w->bidir || w->unroll ? transfer_seconds(blk) : 0;
   return term[0] + term[1] + loop_seconds(dot, n, w->unroll ? 2 * blk : blk) + last;

@@ -11,6 +11,7 @@
  * a collective that crosses slices completes no earlier than its post time
  * plus the link's latency and transfer time (ts_runtime.h). */
 #include "rt_internal.h"
+#include "ts_env.h"
 
 #include <errno.h>
 #include <math.h>
@@ -26,17 +27,6 @@ uint64_t rt_now_ns(void) {
 
 /* ---- group sets (compile time) ---------------------------------------------- */
 
-/* XLA's GetCollectiveOpGroupMode (reference/hlo_text_format.md section 7). */
-static ts_coll_group_mode_t group_mode(const ts_hlo_instr_t *i, ts_opcode_t kind) {
-  bool channel = ts_hlo_instr_attr(i, "channel_id") != NULL;
-  const ts_hlo_attr_t *g = ts_hlo_instr_attr(i, "use_global_device_ids");
-  bool global = g && g->kind == TS_ATTR_BOOL && g->v.b;
-  if (!channel) return TS_COLL_CROSS_REPLICA;
-  if (kind == TS_OP_ALL_TO_ALL || kind == TS_OP_COLLECTIVE_PERMUTE || kind == TS_OP_COLLECTIVE_BROADCAST)
-    return global ? TS_COLL_FLATTENED_ID : TS_COLL_CROSS_PARTITION;
-  return global ? TS_COLL_FLATTENED_ID : TS_COLL_CROSS_REPLICA_AND_PARTITION;
-}
-
 static void groupset_free(rt_groupset_t *g) {
   if (g->members)
     for (int k = 0; k < g->ngroups; k++) ts_free(g->members[k]);
@@ -50,7 +40,7 @@ static void groupset_free(rt_groupset_t *g) {
 static ts_status_t groupset_build(const ts_rt_program_t *p, const ts_hlo_instr_t *i, ts_coll_group_mode_t mode,
                                   const ts_replica_groups_t *rg, ts_diag_t *diag, rt_groupset_t *out) {
   int64_t R = p->replicas, P = p->partitions, D = R * P;
-  int64_t space = mode == TS_COLL_CROSS_PARTITION ? P : mode == TS_COLL_FLATTENED_ID ? D : R;
+  int64_t space = ts_coll_group_id_space(mode, R, P);
   memset(out, 0, sizeof *out);
   out->mode = mode;
   out->rg = rg && rg->ngroups > 0 ? rg : NULL;
@@ -70,28 +60,17 @@ static ts_status_t groupset_build(const ts_rt_program_t *p, const ts_hlo_instr_t
       if (id < 0 || id >= space)
         return rt_fail(p->m, i, diag, TS_ERR_INVALID_ARGUMENT,
                     "replica group names id %lld, but only %lld %s run (%lld replicas x %lld partitions)",
-                    (long long)id, (long long)space,
-                    mode == TS_COLL_CROSS_PARTITION ? "partitions" : mode == TS_COLL_FLATTENED_ID ? "devices" : "replicas",
-                    (long long)R, (long long)P);
+                    (long long)id, (long long)space, ts_coll_group_id_noun(mode), (long long)R, (long long)P);
     }
     /* One device group per (id group, the coordinate the mode keeps). */
     int64_t outer = mode == TS_COLL_CROSS_REPLICA ? P : mode == TS_COLL_CROSS_PARTITION ? R : 1;
     for (int64_t c = 0; c < outer; c++) {
-      int64_t cnt = mode == TS_COLL_CROSS_REPLICA_AND_PARTITION ? nids * P : nids;
+      int64_t cnt = nids * ts_coll_group_devices_per_id(mode, P);
       int64_t *mem = ts_calloc((size_t)cnt + 1, sizeof *mem);
       if (!mem) return TS_ERR_NOMEM;
-      int n = 0;
-      for (int64_t k = 0; k < nids; k++) {
-        int64_t id = ids ? ids[k] : k;
-        switch (mode) {
-        case TS_COLL_CROSS_REPLICA: mem[n++] = id * P + c; break;
-        case TS_COLL_CROSS_PARTITION: mem[n++] = c * P + id; break;
-        case TS_COLL_CROSS_REPLICA_AND_PARTITION:
-          for (int64_t q = 0; q < P; q++) mem[n++] = id * P + q;
-          break;
-        case TS_COLL_FLATTENED_ID: mem[n++] = id; break;
-        }
-      }
+      /* a device with coordinate c: partition c (cross-replica), replica c (cross-partition) */
+      int64_t dev = mode == TS_COLL_CROSS_REPLICA ? c : c * P;
+      int n = (int)ts_coll_group_devices(mode, P, dev, ids, nids, mem);
       if (out->ngroups >= maxg) {
         ts_free(mem);
         return rt_fail(p->m, i, diag, TS_ERR_INVALID_ARGUMENT, "replica groups name a device twice");
@@ -148,14 +127,10 @@ static int64_t outer_of(const ts_shape_t *s, int dim) {
   return o;
 }
 
-static size_t shape_bytes(const ts_shape_t *s) {
-  return (size_t)ts_shape_elements(s) * (size_t)ts_elem_storage_bytes(s->elem);
-}
-
 ts_status_t rt_coll_compile(ts_rt_program_t *p, const ts_hlo_instr_t *attrs, const ts_hlo_instr_t *located,
                             ts_opcode_t kind, ts_diag_t *diag, int *out) {
   rt_coll_t c = {.instr = attrs, .kind = kind, .dim = -1, .groupset = -1};
-  ts_coll_group_mode_t mode = group_mode(attrs, kind);
+  ts_coll_group_mode_t mode = ts_hlo_group_mode(attrs, kind);
   const ts_hlo_attr_t *ra = ts_hlo_instr_attr(attrs, "replica_groups");
   const ts_replica_groups_t *rg = ra && ra->kind == TS_ATTR_REPLICA_GROUPS ? ra->v.rg : NULL;
   if (kind == TS_OP_COLLECTIVE_PERMUTE) rg = NULL; /* pairs name ids of the whole space */
@@ -180,7 +155,7 @@ ts_status_t rt_coll_compile(ts_rt_program_t *p, const ts_hlo_instr_t *attrs, con
       if (c.dim < 0 || c.dim >= attrs->ops[0]->shape->rank)
         return rt_fail(p->m, located, diag, TS_ERR_INVALID_ARGUMENT, "reduce-scatter without a valid dimension");
       for (int o = 0; o < nops; o++)
-        if (outer_of(attrs->ops[o]->shape, c.dim) > 1) c.scratch += shape_bytes(attrs->ops[o]->shape);
+        if (outer_of(attrs->ops[o]->shape, c.dim) > 1) c.scratch += (size_t)ts_shape_storage_bytes(attrs->ops[o]->shape);
     }
     break;
   }
@@ -193,11 +168,11 @@ ts_status_t rt_coll_compile(ts_rt_program_t *p, const ts_hlo_instr_t *attrs, con
       if (nops != 1) return rt_fail(p->m, located, diag, TS_ERR_INVALID_ARGUMENT, "array all-to-all with %d operands", nops);
       if (c.dim >= attrs->ops[0]->shape->rank)
         return rt_fail(p->m, located, diag, TS_ERR_INVALID_ARGUMENT, "all-to-all dimension %d out of range", c.dim);
-      if (outer_of(attrs->ops[0]->shape, c.dim) > 1) c.scratch = 2 * shape_bytes(attrs->ops[0]->shape);
+      if (outer_of(attrs->ops[0]->shape, c.dim) > 1) c.scratch = 2 * (size_t)ts_shape_storage_bytes(attrs->ops[0]->shape);
     } else {
-      size_t b0 = nops ? shape_bytes(attrs->ops[0]->shape) : 0;
+      size_t b0 = nops ? (size_t)ts_shape_storage_bytes(attrs->ops[0]->shape) : 0;
       for (int o = 0; o < nops; o++)
-        if (shape_bytes(attrs->ops[o]->shape) != b0 || attrs->ops[o]->shape->elem != attrs->ops[0]->shape->elem)
+        if ((size_t)ts_shape_storage_bytes(attrs->ops[o]->shape) != b0 || attrs->ops[o]->shape->elem != attrs->ops[0]->shape->elem)
           return rt_fail(p->m, located, diag, TS_ERR_INVALID_ARGUMENT, "tuple all-to-all with operands of different shapes");
       c.scratch = 2 * b0 * (size_t)nops;
     }
@@ -207,9 +182,7 @@ ts_status_t rt_coll_compile(ts_rt_program_t *p, const ts_hlo_instr_t *attrs, con
     int n = a && a->kind == TS_ATTR_INT_LISTS ? a->v.lists.n : 0;
     c.pairs = ts_arena_alloc(p->arena, sizeof *c.pairs * (size_t)(n + 1));
     if (!c.pairs) return TS_ERR_NOMEM;
-    int64_t space = mode == TS_COLL_CROSS_PARTITION ? p->partitions
-                    : mode == TS_COLL_FLATTENED_ID  ? p->replicas * p->partitions
-                                                    : p->replicas;
+    int64_t space = ts_coll_group_id_space(mode, p->replicas, p->partitions);
     for (int k = 0; k < n; k++) {
       const ts_i64_list_t *pr = &a->v.lists.lists[k];
       if (pr->n != 2 || pr->v[0] < 0 || pr->v[0] >= space || pr->v[1] < 0 || pr->v[1] >= space)
@@ -254,7 +227,7 @@ ts_status_t rt_coll_compile(ts_rt_program_t *p, const ts_hlo_instr_t *attrs, con
     for (int k = 0; k < g->ngroups; k++)
       if (g->group_size[k] > maxg) maxg = g->group_size[k];
     for (int o = 0; o < nops; o++)
-      if (outer_of(attrs->ops[o]->shape, c.dim) > 1) c.scratch += shape_bytes(attrs->ops[o]->shape) * (size_t)maxg;
+      if (outer_of(attrs->ops[o]->shape, c.dim) > 1) c.scratch += (size_t)ts_shape_storage_bytes(attrs->ops[o]->shape) * (size_t)maxg;
   }
   /* tuple all-to-all: one operand per member */
   if (kind == TS_OP_ALL_TO_ALL && c.dim < 0) {
@@ -375,9 +348,7 @@ static bool xs_crosses(const ts_rt_program_t *p, const rt_coll_t *c, int64_t dev
       int64_t ends[2];
       for (int e = 0; e < 2; e++) {
         int64_t id = c->pairs[k][e];
-        ends[e] = g->mode == TS_COLL_CROSS_PARTITION ? dev / P * P + id
-                  : g->mode == TS_COLL_FLATTENED_ID  ? id
-                                                     : id * P + dev % P;
+        ends[e] = ts_coll_group_device(g->mode, P, dev, id);
       }
       if ((ends[0] == dev || ends[1] == dev) && ends[0] / per_slice != ends[1] / per_slice) return true;
     }
@@ -506,7 +477,8 @@ ts_status_t rt_coll_device_create(const ts_rt_program_t *p, const ts_rt_device_o
       st = TS_ERR_INVALID_ARGUMENT;
       goto fail;
     }
-    st = ts_coll_comm_split(dc->world, g->rg, g->mode, p->replicas, p->partitions, &dc->gs[k].flat);
+    st = ts_coll_comm_split(dc->world, g->rg ? g->rg->groups : NULL, g->rg ? g->rg->ngroups : 0, g->mode, p->replicas,
+                           p->partitions, &dc->gs[k].flat);
     if (st != TS_OK) {
       ts_diag_plain(diag, "cannot create the sub-communicator of group set %d: %s", k, ts_status_string(st));
       goto fail;
@@ -526,7 +498,7 @@ ts_status_t rt_coll_device_create(const ts_rt_program_t *p, const ts_rt_device_o
       goto fail;
     }
   }
-  const char *xs_env = getenv("TESSERA_CROSS_SLICE_DELAY_US");
+  const char *xs_env = ts_env_get(TS_ENV_CROSS_SLICE_DELAY_US);
   if (xs_env && *xs_env) TS_CHECK_GOTO(xs_setup(dc, xs_env, slices, diag), st, fail);
   size_t at = 0;
   for (int c = 0; c < p->ncolls; c++) {
@@ -598,9 +570,7 @@ static char *scratch_of(rt_device_colls_t *dc, int coll) {
 static void run_local(const ts_rt_program_t *p, const rt_coll_t *c, int64_t dev, rt_inflight_t *f) {
   if (c->kind == TS_OP_COLLECTIVE_PERMUTE) {
     int64_t P = p->partitions;
-    int64_t self = c->groupset >= 0 && p->groupsets[c->groupset].mode == TS_COLL_CROSS_PARTITION ? dev % P
-                   : p->groupsets[c->groupset].mode == TS_COLL_FLATTENED_ID                    ? dev
-                                                                                                : dev / P;
+    int64_t self = ts_coll_group_id_of(p->groupsets[c->groupset].mode, P, dev);
     bool got = false;
     for (int k = 0; k < c->npairs; k++) got |= c->pairs[k][0] == self && c->pairs[k][1] == self;
     for (int o = 0; o < f->nops; o++) {

@@ -47,8 +47,7 @@ static int elem_leaf_offset(const ts_shape_t *s, int k) {
 }
 
 static size_t leaf_bytes(const ts_shape_t *s) {
-  if (!ts_elem_is_array(s->elem)) return 0;
-  return (size_t)ts_shape_elements(s) * (size_t)ts_elem_storage_bytes(s->elem);
+  return ts_shape_is_array(s) ? (size_t)ts_shape_storage_bytes(s) : 0;
 }
 
 static bool is_sync_collective(ts_opcode_t op) {
@@ -569,25 +568,92 @@ static int cmp_by_size(const void *a, const void *b) {
 }
 
 /* Interval packing: buffers by decreasing size, each at the lowest offset
- * free for its whole live range (first fit). */
-static ts_status_t assign(rt_comp_t *rc) {
-  int n = 0;
-  order_key_t *ids = ts_calloc((size_t)rc->nbufs + 1, sizeof *ids);
-  int *placed = ts_calloc((size_t)rc->nbufs + 1, sizeof *placed);
-  range_t *busy = ts_calloc((size_t)rc->nbufs + 1, sizeof *busy);
-  if (!ids || !placed || !busy) {
-    ts_free(ids);
-    ts_free(placed);
-    ts_free(busy);
-    return TS_ERR_NOMEM;
+ * free for its whole live range (first fit; the greedy-by-size order of
+ * XLA's heap simulator). The placed buffers live in a segment tree over
+ * order positions, so a buffer meets only those whose live range overlaps
+ * its own: O((n + k) log n) for k overlapping pairs, where the plain scan
+ * over every placed buffer was O(n^2). The offsets are those of the plain
+ * scan. */
+typedef struct {
+  int t0, npos, width;  /* positions [t0, t0 + npos); leaves: width (a power of two) */
+  int *head, *count;    /* per node: first pool entry stored there, buffers stored in its subtree */
+  int *pool_buf, *pool_next;
+  int npool, pool_cap;
+} live_tree_t;
+
+static ts_status_t tree_push(live_tree_t *t, int node, int buf) {
+  if (t->npool == t->pool_cap) {
+    int cap = t->pool_cap ? t->pool_cap * 2 : 1024;
+    int *b = ts_realloc(t->pool_buf, (size_t)cap * sizeof *b);
+    if (!b) return TS_ERR_NOMEM;
+    t->pool_buf = b;
+    int *nx = ts_realloc(t->pool_next, (size_t)cap * sizeof *nx);
+    if (!nx) return TS_ERR_NOMEM;
+    t->pool_next = nx;
+    t->pool_cap = cap;
   }
+  t->pool_buf[t->npool] = buf;
+  t->pool_next[t->npool] = t->head[node];
+  t->head[node] = t->npool++;
+  return TS_OK;
+}
+
+/* Stores `buf` live over [a, b] in the nodes that cover it exactly. */
+static ts_status_t tree_insert(live_tree_t *t, int node, int lo, int hi, int a, int b, int buf) {
+  if (b < lo || hi < a) return TS_OK;
+  t->count[node]++;
+  if (a <= lo && hi <= b) return tree_push(t, node, buf);
+  int mid = lo + (hi - lo) / 2;
+  TS_CHECK(tree_insert(t, 2 * node, lo, mid, a, b, buf));
+  return tree_insert(t, 2 * node + 1, mid + 1, hi, a, b, buf);
+}
+
+/* Appends every stored buffer whose range meets [a, b] to busy, once each
+ * (stamp[buf] == query marks the ones already taken). */
+static void tree_query(const live_tree_t *t, int node, int lo, int hi, int a, int b, const rt_buf_t *bufs, int *stamp,
+                       int query, range_t *busy, int *nb) {
+  if (t->count[node] == 0 || b < lo || hi < a) return;
+  for (int e = t->head[node]; e >= 0; e = t->pool_next[e]) {
+    int id = t->pool_buf[e];
+    if (stamp[id] == query) continue;
+    stamp[id] = query;
+    busy[(*nb)++] = (range_t){bufs[id].offset, bufs[id].offset + (int64_t)align_up(bufs[id].bytes)};
+  }
+  if (lo == hi) return;
+  int mid = lo + (hi - lo) / 2;
+  tree_query(t, 2 * node, lo, mid, a, b, bufs, stamp, query, busy, nb);
+  tree_query(t, 2 * node + 1, mid + 1, hi, a, b, bufs, stamp, query, busy, nb);
+}
+
+static ts_status_t assign(rt_comp_t *rc) {
+  int n = 0, t0 = 0, t1 = 0;
+  for (int b = 0; b < rc->nbufs; b++)
+    if (rc->bufs[b].kind == BUF_ARENA) {
+      if (n == 0 || rc->bufs[b].def < t0) t0 = rc->bufs[b].def;
+      if (n == 0 || rc->bufs[b].last > t1) t1 = rc->bufs[b].last;
+      n++;
+    }
+  live_tree_t t = {.t0 = t0, .npos = t1 - t0 + 1, .width = 1};
+  while (t.width < t.npos) t.width *= 2;
+  order_key_t *ids = ts_calloc((size_t)n + 1, sizeof *ids);
+  range_t *busy = ts_calloc((size_t)n + 1, sizeof *busy);
+  int *stamp = ts_malloc(((size_t)rc->nbufs + 1) * sizeof *stamp);
+  t.head = ts_malloc(2 * (size_t)t.width * sizeof *t.head);
+  t.count = ts_calloc(2 * (size_t)t.width, sizeof *t.count);
+  ts_status_t st = TS_OK;
+  if (!ids || !busy || !stamp || !t.head || !t.count) {
+    st = TS_ERR_NOMEM;
+    goto done;
+  }
+  for (int b = 0; b < rc->nbufs; b++) stamp[b] = -1;
+  for (int v = 0; v < 2 * t.width; v++) t.head[v] = -1;
+  n = 0;
   for (int b = 0; b < rc->nbufs; b++)
     if (rc->bufs[b].kind == BUF_ARENA) {
       ids[n++] = (order_key_t){rc->bufs[b].bytes, rc->bufs[b].def, b};
       rc->naive_bytes += align_up(rc->bufs[b].bytes);
     }
   qsort(ids, (size_t)n, sizeof *ids, cmp_by_size);
-  int nplaced = 0;
   size_t top = 0;
   for (int q = 0; q < n; q++) {
     rt_buf_t *b = &rc->bufs[ids[q].id];
@@ -596,11 +662,8 @@ static ts_status_t assign(rt_comp_t *rc) {
       b->offset = 0;
       continue;
     }
-    int nb = 0;
-    for (int r = 0; r < nplaced; r++) {
-      const rt_buf_t *o = &rc->bufs[placed[r]];
-      if (o->def <= b->last && b->def <= o->last) busy[nb++] = (range_t){o->offset, o->offset + (int64_t)align_up(o->bytes)};
-    }
+    int nb = 0, a = b->def - t0, z = b->last - t0;
+    tree_query(&t, 1, 0, t.width - 1, a, z, rc->bufs, stamp, q, busy, &nb);
     qsort(busy, (size_t)nb, sizeof *busy, cmp_range);
     int64_t at = 0;
     for (int r = 0; r < nb; r++) {
@@ -609,13 +672,18 @@ static ts_status_t assign(rt_comp_t *rc) {
     }
     b->offset = at;
     if ((size_t)at + sz > top) top = (size_t)at + sz;
-    placed[nplaced++] = ids[q].id;
+    if ((st = tree_insert(&t, 1, 0, t.width - 1, a, z, ids[q].id)) != TS_OK) goto done;
   }
   rc->arena_bytes = top;
+done:
   ts_free(ids);
-  ts_free(placed);
   ts_free(busy);
-  return TS_OK;
+  ts_free(stamp);
+  ts_free(t.head);
+  ts_free(t.count);
+  ts_free(t.pool_buf);
+  ts_free(t.pool_next);
+  return st;
 }
 
 /* ---- computations -------------------------------------------------------------- */

@@ -9,20 +9,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-uint64_t ts_sched_shape_bytes(const ts_shape_t *s) {
-  if (!s) return 0;
-  if (s->elem == TS_TUPLE) {
-    uint64_t b = 0;
-    for (int k = 0; k < s->ntuple; k++) b += ts_sched_shape_bytes(s->tuple[k]);
-    return b;
-  }
-  if (!ts_elem_is_array(s->elem)) return 0;
-  return ((uint64_t)ts_shape_elements(s) * (uint64_t)ts_elem_bits(s->elem) + 7) / 8;
-}
-
 static uint64_t operand_bytes(const ts_hlo_instr_t *i) {
   uint64_t b = 0;
-  for (int k = 0; k < i->nops; k++) b += ts_sched_shape_bytes(i->ops[k]->shape);
+  for (int k = 0; k < i->nops; k++) b += ts_shape_bytes(i->ops[k]->shape);
   return b;
 }
 
@@ -45,12 +34,12 @@ static ts_opcode_t collective_op(const ts_hlo_instr_t *i) {
 
 int ts_sched_kind_of(const ts_hlo_instr_t *i) {
   switch (collective_op(i)) {
-  case TS_OP_ALL_REDUCE: return TS_SCHED_ALL_REDUCE;
-  case TS_OP_ALL_GATHER: return TS_SCHED_ALL_GATHER;
-  case TS_OP_REDUCE_SCATTER: return TS_SCHED_REDUCE_SCATTER;
-  case TS_OP_ALL_TO_ALL: return TS_SCHED_ALL_TO_ALL;
-  case TS_OP_COLLECTIVE_PERMUTE: return TS_SCHED_COLLECTIVE_PERMUTE;
-  case TS_OP_COLLECTIVE_BROADCAST: return TS_SCHED_COLLECTIVE_BROADCAST;
+  case TS_OP_ALL_REDUCE: return TS_COLL_ALL_REDUCE;
+  case TS_OP_ALL_GATHER: return TS_COLL_ALL_GATHER;
+  case TS_OP_REDUCE_SCATTER: return TS_COLL_REDUCE_SCATTER;
+  case TS_OP_ALL_TO_ALL: return TS_COLL_ALL_TO_ALL;
+  case TS_OP_COLLECTIVE_PERMUTE: return TS_COLL_COLLECTIVE_PERMUTE;
+  case TS_OP_COLLECTIVE_BROADCAST: return TS_COLL_COLLECTIVE_BROADCAST;
   default: return NO_KIND;
   }
 }
@@ -97,13 +86,13 @@ static void collective_query(const sched_ctx_t *x, const ts_hlo_instr_t *i, ts_c
   q->slices = 1;
   q->scheme = TS_SCHEME_CONTIGUOUS;
   switch (op) {
-  case TS_OP_ALL_REDUCE: q->kind = TS_COST_ALL_REDUCE; break;
-  case TS_OP_ALL_GATHER: q->kind = TS_COST_ALL_GATHER; break;
-  case TS_OP_REDUCE_SCATTER: q->kind = TS_COST_REDUCE_SCATTER; break;
-  case TS_OP_ALL_TO_ALL: q->kind = TS_COST_ALL_TO_ALL; break;
-  default: q->kind = TS_COST_COLLECTIVE_PERMUTE; break; /* permute; broadcast is priced as a pipelined send */
+  case TS_OP_ALL_REDUCE: q->kind = TS_COLL_ALL_REDUCE; break;
+  case TS_OP_ALL_GATHER: q->kind = TS_COLL_ALL_GATHER; break;
+  case TS_OP_REDUCE_SCATTER: q->kind = TS_COLL_REDUCE_SCATTER; break;
+  case TS_OP_ALL_TO_ALL: q->kind = TS_COLL_ALL_TO_ALL; break;
+  default: q->kind = TS_COLL_COLLECTIVE_PERMUTE; break; /* permute; broadcast is priced as a pipelined send */
   }
-  q->tensor_bytes = (int64_t)(op == TS_OP_ALL_GATHER ? ts_sched_shape_bytes(collective_result(i)) : operand_bytes(b));
+  q->tensor_bytes = (int64_t)(op == TS_OP_ALL_GATHER ? ts_shape_bytes(collective_result(i)) : operand_bytes(b));
   if (op == TS_OP_COLLECTIVE_PERMUTE) {
     const ts_hlo_attr_t *a = ts_hlo_instr_attr(b, "source_target_pairs");
     int n = a && a->kind == TS_ATTR_INT_LISTS ? a->v.lists.n : 0;
@@ -210,7 +199,7 @@ static double dot_time(const sched_ctx_t *x, const ts_hlo_instr_t *i) {
   const ts_hlo_attr_t *rb = ts_hlo_instr_attr(i, "rhs_batch_dims"), *rc = ts_hlo_instr_attr(i, "rhs_contracting_dims");
   int64_t b = dims_product(l, lb, false, NULL), k = dims_product(l, lc, false, NULL);
   int64_t m = dims_product(l, lb, true, lc), n = dims_product(r, rb, true, rc);
-  return gemm_time(x, i, b, m, n, k, operand_bytes(i) + ts_sched_shape_bytes(i->shape));
+  return gemm_time(x, i, b, m, n, k, operand_bytes(i) + ts_shape_bytes(i->shape));
 }
 
 static double conv_time(const sched_ctx_t *x, const ts_hlo_instr_t *i) {
@@ -222,7 +211,7 @@ static double conv_time(const sched_ctx_t *x, const ts_hlo_instr_t *i) {
   if (of < 1) of = 1;
   /* As a GEMM: rows = output positions, columns = output features, the
    * contraction = one output's kernel window. */
-  return gemm_time(x, i, 1, out / of, of, kernel / of, operand_bytes(i) + ts_sched_shape_bytes(i->shape));
+  return gemm_time(x, i, 1, out / of, of, kernel / of, operand_bytes(i) + ts_shape_bytes(i->shape));
 }
 
 /* ---- everything else: the roofline ---------------------------------------- */
@@ -236,12 +225,12 @@ static double window_size(const ts_hlo_instr_t *i) {
 }
 
 static double roofline_op(const sched_ctx_t *x, const ts_hlo_instr_t *i) {
-  double out = (double)ts_sched_shape_bytes(i->shape), in = (double)operand_bytes(i);
+  double out = (double)ts_shape_bytes(i->shape), in = (double)operand_bytes(i);
   double elems = i->shape->elem == TS_TUPLE ? 0 : (double)ts_shape_elements(i->shape);
   double flops = elems, bytes = in + out;
   switch (i->op) {
   case TS_OP_DYNAMIC_UPDATE_SLICE: /* in place: read and write the update */
-    bytes = i->nops > 1 ? 2.0 * (double)ts_sched_shape_bytes(i->ops[1]->shape) : out;
+    bytes = i->nops > 1 ? 2.0 * (double)ts_shape_bytes(i->ops[1]->shape) : out;
     flops = 0;
     break;
   case TS_OP_BROADCAST: bytes = out + in; flops = 0; break; /* reads the (small) operand, writes the result */
@@ -349,11 +338,11 @@ ts_status_t ts_sched_cost_comp(sched_ctx_t *x, ts_hlo_comp_t *c) {
     n->kind = NO_KIND;
     n->trips = 1;
     n->alias = is_alias(i);
-    n->bytes = n->alias ? 0 : ts_sched_shape_bytes(i->shape);
+    n->bytes = n->alias ? 0 : ts_shape_bytes(i->shape);
     if (ts_sched_is_async_start(i)) {
       n->kind = ts_sched_kind_of(i);
       n->latency = collective_time(x, i, &n->source);
-      n->bytes = ts_sched_shape_bytes(collective_result(i)); /* the result is allocated at the start */
+      n->bytes = ts_shape_bytes(collective_result(i)); /* the result is allocated at the start */
       for (int u = 0; u < i->nusers; u++)
         if (ts_sched_is_async_done(i->users[u])) n->partner = i->users[u];
       continue;

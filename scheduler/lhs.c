@@ -842,7 +842,7 @@ ts_status_t ts_sched_comp(sched_ctx_t *x, ts_hlo_comp_t *c, int index) {
   /* The limit covers the entry's parameters too: they are live throughout. */
   uint64_t limit = x->o->memory_limit, params = 0;
   if (c->is_entry)
-    for (int k = 0; k < c->nparams; k++) params += ts_sched_shape_bytes(c->params[k]->shape);
+    for (int k = 0; k < c->nparams; k++) params += ts_shape_bytes(c->params[k]->shape);
   if (limit) limit = limit > params ? limit - params : 1;
   bool keep = !limit && x->o->keep_program_peak;
   if (keep) limit = base_peak ? base_peak : 1;

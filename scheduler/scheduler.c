@@ -113,7 +113,7 @@ ts_status_t ts_schedule(ts_hlo_module_t *m, const ts_sched_opts_t *opts, ts_sche
   }
   r->overlap = r->collective_s > 0 ? 1 - r->wasted_s / r->collective_s : 1;
   uint64_t params = 0;
-  for (int k = 0; k < m->entry->nparams; k++) params += ts_sched_shape_bytes(m->entry->params[k]->shape);
+  for (int k = 0; k < m->entry->nparams; k++) params += ts_shape_bytes(m->entry->params[k]->shape);
   int ke = comp_index(m, m->entry);
   r->peak_memory_bytes = params + (ke >= 0 ? x.comp[ke].peak : 0);
   r->program_order_peak_bytes = params + (ke >= 0 ? x.comp[ke].base_peak : 0);
@@ -168,7 +168,7 @@ bool ts_sched_parse_overlap_limit(const char *s, ts_sched_opts_t *o) {
     const char *eq = memchr(p, '=', n);
     int kind = -1;
     for (int k = 0; eq && k < TS_SCHED_KIND_COUNT; k++) {
-      const char *name = ts_sched_kind_name((ts_sched_kind_t)k);
+      const char *name = ts_coll_kind_name((ts_coll_kind_t)k);
       if (strlen(name) == (size_t)(eq - p) && strncmp(name, p, (size_t)(eq - p)) == 0) kind = k;
     }
     errno = 0;

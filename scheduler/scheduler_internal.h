@@ -11,7 +11,7 @@
 typedef struct {
   double cost;              /* seconds the compute stream is busy (0 for async start/done) */
   double latency;           /* async start: the collective's time (the start->done edge) */
-  int kind;                 /* async start/done: its ts_sched_kind_t; else NO_KIND */
+  int kind;                 /* async start/done: its ts_coll_kind_t; else NO_KIND */
   ts_hlo_instr_t *partner;  /* async start <-> done */
   uint64_t bytes;           /* bytes of the buffer it defines (0: aliases its operands) */
   bool alias;               /* defines no buffer: refers to its operands' (gte, tuple, done, ...) */
@@ -52,7 +52,6 @@ typedef struct {
 } sched_ctx_t;
 
 /* cost.c */
-uint64_t ts_sched_shape_bytes(const ts_shape_t *s);
 int ts_sched_kind_of(const ts_hlo_instr_t *i);          /* collective opcode (sync or start) -> kind */
 bool ts_sched_is_async_start(const ts_hlo_instr_t *i);
 bool ts_sched_is_async_done(const ts_hlo_instr_t *i);

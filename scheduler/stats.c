@@ -8,12 +8,6 @@
 #include <cjson/cJSON.h>
 #include <string.h>
 
-const char *ts_sched_kind_name(ts_sched_kind_t k) {
-  static const char *const names[] = {"all-reduce",         "all-gather",         "reduce-scatter",
-                                      "all-to-all",         "collective-permute", "collective-broadcast"};
-  return (unsigned)k < TS_SCHED_KIND_COUNT ? names[k] : "?";
-}
-
 static ts_status_t push_pair(sched_log_t *log, const ts_sched_pair_t *p) {
   if (log->npairs == log->pairs_cap) {
     int cap = log->pairs_cap ? log->pairs_cap * 2 : 16;
@@ -66,7 +60,7 @@ ts_status_t ts_sched_replay(sched_ctx_t *x, const ts_hlo_comp_t *c, double *time
       double covered = t - x->tstart[s->id], wasted = sn->latency > covered ? sn->latency - covered : 0;
       t += wasted;
       if (log) {
-        ts_sched_pair_t p = {s->name,    i->name,    c->name, (ts_sched_kind_t)n->kind, sn->latency, wasted,
+        ts_sched_pair_t p = {s->name,    i->name,    c->name, (ts_coll_kind_t)n->kind, sn->latency, wasted,
                              sn->latency - wasted, executions, sn->source};
         TS_CHECK(push_pair(log, &p));
       }
@@ -120,7 +114,7 @@ void ts_sched_result_print(const ts_sched_result_t *r, ts_buf_t *out) {
                 r->compute_s * 1e6, r->collective_s * 1e6, r->wasted_s * 1e6, r->overlap * 100);
   ts_buf_printf(out, "Total wasted time (us): %.3f\n", r->wasted_s * 1e6);
   for (int k = 0; k < TS_SCHED_KIND_COUNT; k++)
-    ts_buf_printf(out, "Wasted time for %s (us): %.3f\n", ts_sched_kind_name((ts_sched_kind_t)k),
+    ts_buf_printf(out, "Wasted time for %s (us): %.3f\n", ts_coll_kind_name((ts_coll_kind_t)k),
                   r->wasted_by_kind_s[k] * 1e6);
   ts_buf_printf(out, "Total time (us): %.3f\n", r->step_time_s * 1e6);
   ts_buf_printf(out, "Memory pressure peak (bytes): %llu (%s", (unsigned long long)r->peak_memory_bytes,
@@ -138,7 +132,7 @@ void ts_sched_result_print(const ts_sched_result_t *r, ts_buf_t *out) {
   for (int k = 0; k < r->npairs; k++) {
     const ts_sched_pair_t *p = &r->pairs[k];
     ts_buf_printf(out, "  %s -> %s in %%%s: %s, latency %.3f us (%s), hidden %.3f us, wasted %.3f us, x%.0f per step\n",
-                  p->start, p->done, p->computation, ts_sched_kind_name(p->kind), p->latency_s * 1e6,
+                  p->start, p->done, p->computation, ts_coll_kind_name(p->kind), p->latency_s * 1e6,
                   p->source ? p->source : "?", p->hidden_s * 1e6, p->wasted_s * 1e6, p->executions);
   }
 }
@@ -158,7 +152,7 @@ ts_status_t ts_sched_trace_json(const ts_sched_result_t *r, ts_buf_t *out) {
     cJSON_AddNumberToObject(m, "tid", lane);
     args = cJSON_AddObjectToObject(m, "args");
     if (!args) goto nomem;
-    cJSON_AddStringToObject(args, "name", lane == 0 ? "compute" : ts_sched_kind_name((ts_sched_kind_t)(lane - 1)));
+    cJSON_AddStringToObject(args, "name", lane == 0 ? "compute" : ts_coll_kind_name((ts_coll_kind_t)(lane - 1)));
   }
   for (int k = 0; k < r->nevents; k++) {
     const ts_sched_event_t *e = &r->events[k];

@@ -11,18 +11,9 @@
 #include "ts_hlo.h"
 
 /* The resources of the overlap limits: one per collective kind, as XLA's
- * ResourceType. */
-typedef enum {
-  TS_SCHED_ALL_REDUCE,
-  TS_SCHED_ALL_GATHER,
-  TS_SCHED_REDUCE_SCATTER,
-  TS_SCHED_ALL_TO_ALL,
-  TS_SCHED_COLLECTIVE_PERMUTE,
-  TS_SCHED_COLLECTIVE_BROADCAST,
-  TS_SCHED_KIND_COUNT
-} ts_sched_kind_t;
-
-const char *ts_sched_kind_name(ts_sched_kind_t k); /* "all-reduce", ... */
+ * ResourceType: the first TS_SCHED_KIND_COUNT kinds of ts_coll_kind_t
+ * (ts_collective.h), all-reduce to collective-broadcast. */
+#define TS_SCHED_KIND_COUNT (TS_COLL_COLLECTIVE_BROADCAST + 1)
 
 typedef struct {
   /* Async pairs of one kind in flight at once (XLA's *_overlap_limit);
@@ -51,7 +42,7 @@ typedef struct {
 void ts_sched_opts_default(ts_sched_opts_t *o);
 
 /* --overlap-limit's value: "N" (every kind) or "KIND=N,..." (KIND as
- * ts_sched_kind_name). Sets o->overlap_limit and returns true, or returns
+ * ts_coll_kind_name). Sets o->overlap_limit and returns true, or returns
  * false and changes nothing. ts_sched_overlap_limit_syntax says what it
  * takes, for usage errors. */
 bool ts_sched_parse_overlap_limit(const char *s, ts_sched_opts_t *o);
@@ -61,7 +52,7 @@ extern const char ts_sched_overlap_limit_syntax[];
 typedef struct {
   const char *start, *done;   /* instruction names (module arena) */
   const char *computation;
-  ts_sched_kind_t kind;
+  ts_coll_kind_t kind;
   double latency_s;           /* the collective's predicted time */
   double wasted_s;            /* latency not hidden behind compute, per execution */
   double hidden_s;            /* latency_s - wasted_s: the compute it overlaps */

@@ -13,6 +13,9 @@ packages=(
   libprotobuf-c-dev protobuf-c-compiler protobuf-compiler
   libopenblas-dev
   libcjson-dev
+  zlib1g-dev
+  libssl-dev
+  jq
   python3 python3-numpy
   iproute2 util-linux iputils-ping
 )

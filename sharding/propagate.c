@@ -5,7 +5,9 @@
  *   1. A `sharding=` present before the pass is a user annotation (this
  *      includes `custom-call(...), custom_call_target="Sharding"`): it is
  *      never overwritten, only read. One the value library cannot read (the
- *      V3 named form) is kept and propagates nothing.
+ *      V3 named form) is kept and propagates nothing. The exception: with
+ *      allow_spmd_sharding_propagation_to_output={true} in the header, the
+ *      entry root's annotation is open to propagation (XLA's option).
  *   2. Every array leaf of every other instruction holds one candidate at a
  *      time. Rounds run until nothing changes (at most opts->max_rounds, 64
  *      by default): a forward pass (each instruction pulls from its
@@ -18,12 +20,16 @@
  *      2 x (devices tiling data dims) + 1 for manual or maximal, so a 4-way
  *      tiling beats a 2-way one, manual/maximal beat replicated, and partial
  *      replication counts only its data tiles. Ties go to the first
- *      candidate: operands in operand order (a dot's lhs before its rhs),
- *      the caller before the loop back edge.
- *   4. A leaf once set is replaced only by a strictly more specific
- *      candidate; so a forward result wins over a backward one of the same
- *      score (forward passes run first), and every leaf changes a bounded
- *      number of times: the iteration terminates.
+ *      candidate: operands in operand order, the caller before the loop
+ *      back edge. A dot's (and a dot-like convolution's) larger operand
+ *      goes first and the other only merges into its tiling (XLA).
+ *   4. Compatible tilings merge (XLA's MergeSharding, ts_sharding_merge:
+ *      [1,2]+2 replicated and [2,1]+2 replicated give [2,2]), among one
+ *      visit's candidates and with the leaf's value. A leaf once set is
+ *      replaced only by a merge or a strictly more specific candidate;
+ *      so a forward result wins over a backward one of the same score
+ *      (forward passes run first), and every leaf's score only grows: the
+ *      iteration terminates.
  *   5. Whatever still has no sharding at the end gets {replicated}, or
  *      {maximal device=D} when every user annotation is maximal on D.
  * Manual shardings flow like any other (a manual region stays manual);
@@ -62,7 +68,7 @@
  *     caller's (first) result, so their scalar code is placed where the
  *     caller runs; nothing flows back out of them.
  *   - iota: {replicated} forward; a tiled user wins backward.
- *   - sort: the sort dim untiled, every operand and output one sharding.
+ *   - sort: every operand and output one sharding (sort dim included).
  *   - reduce: variadic outputs share one sharding (each input offers to
  *     every output, each output back to every input).
  *   - gather: output batch dims follow the indices (index_vector_dim
@@ -72,12 +78,11 @@
  *     operand (and, weaker, the updates' window dims); updates follow the
  *     result and the indices; indices follow the updates. Indices are
  *     offered first, so at equal score a lookup stays batch-parallel.
- *     Batching dims (operand_/input_batching_dims) are not handled.
- *   - convolution is a dot: lhs batch -> output batch, rhs output feature
- *     -> output feature, the input features contract; a spatial dim keeps
- *     the lhs tiling only for a window of size 1, stride 1, no padding or
- *     dilation (else it would need a halo exchange); grouped convolutions
- *     propagate nothing.
+ *     Parallel dims (explicit batching dims, and indexed dims whose index
+ *     is an iota along an indices dim) tie operand, indices and window.
+ *   - convolution: see conv_dims (XLA's dot-as-convolution reading; a real
+ *     window with a small kernel keeps the lhs tiling, the partitioner
+ *     adds the halo).
  *   - Shardy shard_map boundaries: xla.sdy.GlobalToLocalShape gives its
  *     operands the in_shardings and its results {manual}, so the body runs
  *     manual; xla.sdy.LocalToGlobalShape gives its results the
@@ -132,6 +137,8 @@ typedef struct {
    * derivations memoised by input pointer, so a visit costs O(rank), not
    * O(devices): modules repeat a handful of shardings. */
   ts_sharding_cache_t *cache;
+  ts_status_t err;            /* a failure inside offer() (out of memory) */
+  bool first_wins;            /* offer(): a tiling is not replaced by an incompatible one */
   bool changed;
   uint32_t clock;             /* bumped on every change; orders stamps and visits */
 } ctx_t;
@@ -206,7 +213,7 @@ static ts_status_t remap_build(ts_arena_t *a, const ts_sharding_value_t *v, int 
 }
 
 /* Memo keys: a derivation tag, the input value's address, its arguments. */
-enum { MEMO_REMAP = 1, MEMO_TRANSPOSE, MEMO_RESHAPE, MEMO_SYNTAX };
+enum { MEMO_REMAP = 1, MEMO_TRANSPOSE, MEMO_RESHAPE, MEMO_SYNTAX, MEMO_MERGE };
 #define MEMO_MAX_KEY (2 * SH_MAX_RANK + 8)
 
 static int64_t addr(const void *p) { return (int64_t)(intptr_t)p; }
@@ -269,6 +276,51 @@ static ts_status_t reshape_of(ctx_t *x, ts_sharding_value_t *v, const ts_shape_t
   return memo_store(x, key, n, ts_sharding_reshape(x->a, v, from, to, out), out);
 }
 
+/* ts_sharding_merge of two interned values, memoised. */
+static ts_status_t merge_of(ctx_t *x, const ts_sharding_value_t *p, const ts_sharding_value_t *q,
+                            ts_sharding_value_t **out) {
+  int64_t key[3] = {MEMO_MERGE, addr(p), addr(q)};
+  if (ts_sharding_cache_get(x->cache, key, 3, (void **)out)) return TS_OK;
+  return memo_store(x, key, 3, ts_sharding_merge(x->a, p, q, out), out);
+}
+
+static bool partial_only(const ts_sharding_value_t *v) {
+  if (v->kind != TS_SHARD_TILED) return false;
+  for (int k = 0; k < v->nsubgroups; k++)
+    if (v->subgroups[k] != TS_SUBGROUP_REPLICATED) return false;
+  return true;
+}
+
+/* A reshape that cannot keep the whole tiling keeps the best part of it
+ * (XLA's partial matches): the most specific result of untiling a subset
+ * of the tiled dims (their tiling becomes a replicated subgroup), for up
+ * to 8 tiled dims. *out NULL when nothing survives. */
+static ts_status_t reshape_partial(ctx_t *x, ts_sharding_value_t *v, const ts_shape_t *from, const ts_shape_t *to,
+                                   ts_sharding_value_t **out) {
+  TS_CHECK(reshape_of(x, v, from, to, out));
+  if (*out || v->kind != TS_SHARD_TILED || !ts_shape_is_array(from) || v->data_rank != from->rank) return TS_OK;
+  int tiled[8], nt = 0, map[SH_MAX_RANK];
+  for (int d = 0; d < v->data_rank; d++)
+    if (v->dims[d] > 1) {
+      if (nt == 8) return TS_OK;
+      tiled[nt++] = d;
+    }
+  ts_sharding_value_t *best = NULL;
+  for (int mask = 1; mask < (1 << nt) - 1; mask++) {
+    for (int d = 0; d < v->data_rank; d++) map[d] = d;
+    for (int t = 0; t < nt; t++)
+      if (mask & (1 << t)) map[tiled[t]] = -1;
+    ts_sharding_value_t *u = NULL, *r = NULL;
+    TS_CHECK(remap(x, v, v->data_rank, v->data_rank, map, &u));
+    if (!u) continue;
+    ts_status_t st = u->kind == TS_SHARD_TILED ? reshape_of(x, u, from, to, &r) : TS_OK;
+    if (st == TS_ERR_NOMEM) return st;
+    if (st == TS_OK && r && score(r) > score(best)) best = r;
+  }
+  *out = best;
+  return TS_OK;
+}
+
 /* ---- the graph ---------------------------------------------------------- */
 
 static const ts_hlo_attr_t *list_attr(const ts_hlo_instr_t *i, const char *name) {
@@ -299,7 +351,12 @@ static bool is_elementwise(const ts_hlo_instr_t *i) {
   case TS_OP_SINH: case TS_OP_SQRT: case TS_OP_STOCHASTIC_CONVERT: case TS_OP_SUBTRACT: case TS_OP_TAN:
   case TS_OP_TANH: case TS_OP_XOR:
     return true;
-  default: return is_sharding_call(i) || is_target(i, "xla.sdy.FuncResultSharding");
+  default:
+    /* Custom-calls XLA passes a sharding through (IsPassthroughCustomOps,
+     * and the memory-space / layout annotations). */
+    return is_sharding_call(i) || is_target(i, "xla.sdy.FuncResultSharding") || is_target(i, "X64Combine") ||
+           is_target(i, "LayoutConstraint") || is_target(i, "MoveToHost") || is_target(i, "MoveToDevice") ||
+           is_target(i, "PinToDevice");
   }
 }
 
@@ -341,7 +398,19 @@ static node_t *node(ctx_t *x, const ts_hlo_instr_t *i) { return &x->nodes[i->id]
 static void offer(ctx_t *x, const node_t *n, int leaf, const ts_sharding_value_t *v) {
   if (!v || leaf < 0 || leaf >= n->n) return;
   if (v->kind == TS_SHARD_TILED && (n->shape[leaf]->elem == TS_TOKEN || v->data_rank != n->shape[leaf]->rank)) return;
+  ts_sharding_value_t *c = x->cand[leaf];
+  if (c && c != v && partial_only(c) && partial_only(v)) { /* compatible candidates combine */
+    ts_sharding_value_t *m = NULL;
+    ts_status_t st = merge_of(x, c, v, &m);
+    if (st != TS_OK) x->err = st;
+    if (m) {
+      x->cand[leaf] = m;
+      x->cand_score[leaf] = score(m);
+      return;
+    }
+  }
   int64_t s = score(v);
+  if (x->first_wins && c && c->kind == TS_SHARD_TILED && v->kind == TS_SHARD_TILED) return;
   if (s > x->cand_score[leaf]) {
     x->cand_score[leaf] = s;
     x->cand[leaf] = (ts_sharding_value_t *)v;
@@ -408,35 +477,104 @@ static bool dot_dims(const ts_hlo_instr_t *i, dot_dims_t *d) {
   return ts_shape_is_array(i->shape) && out == i->shape->rank;
 }
 
-/* Convolution as a dot (GSPMD §3.5, simplified): lhs batch -> output
- * batch, rhs output feature -> output feature, lhs input feature and rhs
- * input feature contract; a spatial dim keeps the lhs tiling only for a
- * window of size 1, stride 1, no padding or dilation (else it would need a
- * halo exchange) and is untiled otherwise; rhs spatial dims are untiled.
- * Grouped convolutions (feature/batch_group_count > 1) are not handled. */
-static bool conv_dims(const ts_hlo_instr_t *i, dot_dims_t *d) {
+static int64_t byte_size(const ts_shape_t *s) { return ts_shape_elements(s) * ts_elem_bits(s->elem); }
+
+static const ts_conv_dnums_t *conv_dnums(const ts_hlo_instr_t *i) {
+  const ts_hlo_attr_t *dl = ts_hlo_instr_attr(i, "dim_labels");
+  return dl && dl->kind == TS_ATTR_CONV_DNUMS ? dl->v.conv : NULL;
+}
+static int conv_feature(const ts_hlo_instr_t *i) { return (int)conv_dnums(i)->in_feature; }
+static int conv_batch(const ts_hlo_instr_t *i) { return (int)conv_dnums(i)->in_batch; }
+static bool grouped(const ts_hlo_instr_t *i) {
+  const ts_hlo_attr_t *fg = ts_hlo_instr_attr(i, "feature_group_count");
+  return fg && fg->kind == TS_ATTR_INT && fg->v.i > 1;
+}
+/* Whether v (of the lhs, or the rhs) tiles a spatial dim of convolution i. */
+static bool spatially_tiled(const ts_hlo_instr_t *i, const ts_sharding_value_t *v, bool lhs) {
+  const ts_conv_dnums_t *c = conv_dnums(i);
+  if (!v || v->kind != TS_SHARD_TILED || v->data_rank != c->rank) return false;
+  for (int s = 0; s < c->nspatial; s++)
+    if (v->dims[lhs ? c->in_spatial[s] : c->k_spatial[s]] > 1) return true;
+  return false;
+}
+
+/* Convolution as a dot (XLA's dot_as_convolution_util): lhs batch ->
+ * output batch, rhs output feature -> output feature, the input features
+ * contract (with feature_group_count > 1 they are a batch dim: lhs input
+ * feature, rhs output feature and output feature together). A spatial dim
+ * is
+ *   - lhs non-contracting when the window is 1 wide, stride 1, unpadded,
+ *     undilated: lhs spatial -> output spatial;
+ *   - contracting when the window covers the whole unpadded, undilated
+ *     input and the output is 1 wide;
+ *   - a batch dim of both when window, lhs dilation and output are the
+ *     input's size and the stride one less (lhs, rhs, output spatial);
+ *   - rhs non-contracting when the lhs is 1 wide and the reversed window,
+ *     padded by its size - 1 on both sides, gives an output of the
+ *     kernel's size (rhs spatial -> output spatial);
+ *   - a real convolution dim otherwise (*conv set). Forward (`forward`),
+ *     such a dim follows the lhs when the kernel is small (XLA's
+ *     IsConvolutionKernelSmall: smaller than the output along every
+ *     spatial dim), as XLA does (the partitioner adds the halo); else only
+ *     the batch tiling carries over. Backward it propagates nothing.
+ * batch_group_count > 1 is not handled. */
+static bool conv_dims(const ts_hlo_instr_t *i, dot_dims_t *d, bool forward, bool *conv) {
   const ts_hlo_attr_t *dl = ts_hlo_instr_attr(i, "dim_labels"), *w = ts_hlo_instr_attr(i, "window");
   const ts_hlo_attr_t *fg = ts_hlo_instr_attr(i, "feature_group_count"), *bg = ts_hlo_instr_attr(i, "batch_group_count");
+  *conv = false;
   if (!dl || dl->kind != TS_ATTR_CONV_DNUMS || i->nops != 2) return false;
-  if ((fg && (fg->kind != TS_ATTR_INT || fg->v.i != 1)) || (bg && (bg->kind != TS_ATTR_INT || bg->v.i != 1))) return false;
+  if ((fg && fg->kind != TS_ATTR_INT) || (bg && (bg->kind != TS_ATTR_INT || bg->v.i != 1))) return false;
   const ts_conv_dnums_t *c = dl->v.conv;
-  const ts_shape_t *l = i->ops[0]->shape, *r = i->ops[1]->shape;
-  if (!ts_shape_is_array(l) || !ts_shape_is_array(r) || !ts_shape_is_array(i->shape)) return false;
+  const ts_shape_t *l = i->ops[0]->shape, *r = i->ops[1]->shape, *o = i->shape;
+  if (!ts_shape_is_array(l) || !ts_shape_is_array(r) || !ts_shape_is_array(o)) return false;
   d->lr = l->rank;
   d->rr = r->rank;
   d->nb = 1;
-  if (c->rank != d->lr || c->rank != d->rr || c->rank != i->shape->rank || c->rank > SH_MAX_RANK) return false;
+  if (c->rank != d->lr || c->rank != d->rr || c->rank != o->rank || c->rank > SH_MAX_RANK) return false;
   if (w && (w->kind != TS_ATTR_WINDOW || w->v.window->n != c->nspatial)) return false;
   for (int k = 0; k < c->rank; k++) d->lmap[k] = d->rmap[k] = d->l2r[k] = d->r2l[k] = -1;
   d->lmap[c->in_batch] = (int)c->out_batch;
   d->rmap[c->k_out_feature] = (int)c->out_feature;
-  d->l2r[c->in_feature] = (int)c->k_in_feature;
-  d->r2l[c->k_in_feature] = (int)c->in_feature;
+  if (fg && fg->v.i > 1) {
+    d->lmap[c->in_feature] = (int)c->out_feature;
+    d->l2r[c->in_feature] = (int)c->k_out_feature;
+    d->r2l[c->k_out_feature] = (int)c->in_feature;
+  } else {
+    d->l2r[c->in_feature] = (int)c->k_in_feature;
+    d->r2l[c->k_in_feature] = (int)c->in_feature;
+  }
+  bool small = true;
+  int64_t kprod = 1, oprod = 1;
+  for (int s = 0; s < c->nspatial; s++) {
+    int64_t kd = r->dims[c->k_spatial[s]], od = o->dims[c->out_spatial[s]];
+    kprod *= kd;
+    oprod *= od;
+    if (kd >= od && (s < 2 || kd > 3 || kprod >= oprod)) small = false;
+  }
   for (int s = 0; s < c->nspatial; s++) {
     const ts_window_dim_t *wd = w ? &w->v.window->dims[s] : NULL;
-    bool unit = !wd || (wd->size == 1 && wd->stride == 1 && wd->pad_lo == 0 && wd->pad_hi == 0 &&
-                        wd->lhs_dilate == 1 && wd->rhs_dilate == 1);
-    if (unit) d->lmap[c->in_spatial[s]] = (int)c->out_spatial[s];
+    int64_t ls = l->dims[c->in_spatial[s]], ks = r->dims[c->k_spatial[s]], os = o->dims[c->out_spatial[s]];
+    bool plain = !wd || (wd->stride == 1 && wd->pad_lo == 0 && wd->pad_hi == 0 && wd->lhs_dilate == 1 &&
+                         wd->rhs_dilate == 1 && !wd->reversal);
+    int64_t size = wd ? wd->size : 1;
+    bool plain_window = wd && wd->pad_lo == 0 && wd->pad_hi == 0 && wd->rhs_dilate == 1 && !wd->reversal;
+    if (plain && size == 1 && ks == 1 && ls == os) {
+      d->lmap[c->in_spatial[s]] = (int)c->out_spatial[s];
+    } else if (plain_window && size == ls && ks == ls && os == ls && wd->lhs_dilate == ls &&
+               wd->stride == (ls > 1 ? ls - 1 : 1)) { /* a batch dim of both */
+      d->lmap[c->in_spatial[s]] = d->rmap[c->k_spatial[s]] = (int)c->out_spatial[s];
+      d->l2r[c->in_spatial[s]] = (int)c->k_spatial[s];
+      d->r2l[c->k_spatial[s]] = (int)c->in_spatial[s];
+    } else if (wd && ls == 1 && size == ks && os == ks && wd->pad_lo == ks - 1 && wd->pad_hi == ks - 1 &&
+               wd->stride == 1 && wd->lhs_dilate == 1 && wd->rhs_dilate == 1 && wd->reversal) {
+      d->rmap[c->k_spatial[s]] = (int)c->out_spatial[s]; /* the rhs's own dim */
+    } else if (plain && size == ls && ks == ls && os == 1) {
+      d->l2r[c->in_spatial[s]] = (int)c->k_spatial[s];
+      d->r2l[c->k_spatial[s]] = (int)c->in_spatial[s];
+    } else {
+      *conv = true;
+      if (forward && small) d->lmap[c->in_spatial[s]] = (int)c->out_spatial[s];
+    }
   }
   return true;
 }
@@ -446,8 +584,13 @@ static bool conv_dims(const ts_hlo_instr_t *i, dot_dims_t *d) {
  * update_window_dims, ascending) hold the operand's non-collapsed dims in
  * order, its other dims the indices' dims except index_vector_dim, in
  * order. An operand dim keeps its tiling only when the window covers it
- * whole; collapsed (indexed) operand dims are untiled (the simple rule of
- * GSPMD §3.5: no index-space partitioning). Batching dims are not handled. */
+ * whole; collapsed (indexed) operand dims are untiled, except the
+ * parallel ones: an explicit batching dim (operand_batching_dims /
+ * input_batching_dims with its start_indices_batching_dims /
+ * scatter_indices_batching_dims partner), or an indexed dim whose index is
+ * an iota along an indices dim (XLA's GetGatherScatterBatchParallelDims:
+ * device k then reads only its own rows), which maps to the window dim of
+ * its indices dim. */
 typedef struct {
   int orank, irank, wrank;
   int omap[SH_MAX_RANK]; /* operand dim -> window dim, or -1 */
@@ -456,14 +599,56 @@ typedef struct {
   int wi[SH_MAX_RANK];   /* window dim -> indices dim, or -1 */
 } gather_dims_t;
 
+/* The dim along which `i` counts 0, 1, 2, ... (iota, or a broadcast of
+ * one), or -1. */
+static int iota_dim(const ts_hlo_instr_t *i) {
+  for (int depth = 0; depth < 8; depth++) {
+    if (i->op == TS_OP_IOTA) {
+      const ts_hlo_attr_t *d = ts_hlo_instr_attr(i, "iota_dimension");
+      return d && d->kind == TS_ATTR_INT ? (int)d->v.i : -1;
+    }
+    if (i->op == TS_OP_BROADCAST && i->nops == 1) {
+      const ts_hlo_attr_t *dims = list_attr(i, "dimensions");
+      int d = iota_dim(i->ops[0]);
+      return dims && d >= 0 && d < dims->v.list.n ? (int)dims->v.list.v[d] : -1;
+    }
+    if (i->op != TS_OP_COPY || i->nops != 1) return -1;
+    i = i->ops[0];
+  }
+  return -1;
+}
+
+/* par[c] = the indices dim that index component c counts along (an iota
+ * there), else -1; ncomp components. */
+static void parallel_components(const ts_hlo_instr_t *ix, int64_t ivd, int ncomp, int *par) {
+  for (int c = 0; c < ncomp; c++) par[c] = -1;
+  while (ix->op == TS_OP_COPY && ix->nops == 1) ix = ix->ops[0];
+  const ts_hlo_attr_t *cd = list_attr(ix, "dimensions");
+  if (ix->op == TS_OP_CONCATENATE && cd && cd->v.list.n == 1 && cd->v.list.v[0] == ivd) {
+    for (int k = 0, c = 0; k < ix->nops; k++) {
+      const ts_shape_t *s = ix->ops[k]->shape;
+      int64_t m = ts_shape_is_array(s) && ivd < s->rank ? s->dims[ivd] : 1;
+      int d = iota_dim(ix->ops[k]);
+      for (int64_t j = 0; j < m && c < ncomp; j++, c++) par[c] = d >= 0 && d != ivd ? d : -1;
+    }
+    return;
+  }
+  int d = iota_dim(ix);
+  for (int c = 0; c < ncomp; c++) par[c] = d >= 0 && d != ivd ? d : -1;
+}
+
 static bool gather_dims(const ts_hlo_instr_t *i, const ts_shape_t *o, const ts_shape_t *ix, const ts_shape_t *w,
                         bool scatter, gather_dims_t *g) {
   const ts_hlo_attr_t *off = list_attr(i, scatter ? "update_window_dims" : "offset_dims");
   const ts_hlo_attr_t *col = list_attr(i, scatter ? "inserted_window_dims" : "collapsed_slice_dims");
+  const ts_hlo_attr_t *ob = list_attr(i, scatter ? "input_batching_dims" : "operand_batching_dims");
+  const ts_hlo_attr_t *ib = list_attr(i, scatter ? "scatter_indices_batching_dims" : "start_indices_batching_dims");
+  const ts_hlo_attr_t *imap = list_attr(i, scatter ? "scatter_dims_to_operand_dims" : "start_index_map");
+  const ts_hlo_attr_t *ss = scatter ? NULL : list_attr(i, "slice_sizes");
   const ts_hlo_attr_t *ivd = ts_hlo_instr_attr(i, "index_vector_dim");
-  if (list_attr(i, scatter ? "input_batching_dims" : "operand_batching_dims")) return false;
   if (!off || !ivd || ivd->kind != TS_ATTR_INT) return false;
   if (!ts_shape_is_array(o) || !ts_shape_is_array(ix) || !ts_shape_is_array(w)) return false;
+  if ((ob ? ob->v.list.n : 0) != (ib ? ib->v.list.n : 0)) return false;
   g->orank = o->rank;
   g->irank = ix->rank;
   g->wrank = w->rank;
@@ -473,20 +658,29 @@ static bool gather_dims(const ts_hlo_instr_t *i, const ts_shape_t *o, const ts_s
     if (col->v.list.v[k] < 0 || col->v.list.v[k] >= o->rank) return false;
     collapsed[col->v.list.v[k]] = true;
   }
+  for (int k = 0; ob && k < ob->v.list.n; k++) {
+    if (ob->v.list.v[k] < 0 || ob->v.list.v[k] >= o->rank) return false;
+    collapsed[ob->v.list.v[k]] = true;
+  }
   for (int k = 0; k < off->v.list.n; k++) {
     if (off->v.list.v[k] < 0 || off->v.list.v[k] >= w->rank) return false;
     window[off->v.list.v[k]] = true;
   }
   for (int k = 0; k < w->rank; k++) g->wo[k] = g->wi[k] = -1;
   int wd = 0;
+  int64_t slice[SH_MAX_RANK];
   for (int d = 0; d < o->rank; d++) {
     g->omap[d] = -1;
+    slice[d] = 1;
     if (collapsed[d]) continue;
     while (wd < w->rank && !window[wd]) wd++;
     if (wd == w->rank) return false;
+    slice[d] = w->dims[wd];
     if (w->dims[wd] == o->dims[d]) g->omap[d] = wd, g->wo[wd] = d;
     wd++;
   }
+  if (ss && ss->v.list.n == o->rank)
+    for (int d = 0; d < o->rank; d++) slice[d] = ss->v.list.v[d];
   wd = 0;
   for (int d = 0; d < ix->rank; d++) {
     g->imap[d] = -1;
@@ -495,6 +689,39 @@ static bool gather_dims(const ts_hlo_instr_t *i, const ts_shape_t *o, const ts_s
     if (wd == w->rank) return false;
     g->imap[d] = wd;
     g->wi[wd++] = d;
+  }
+  /* Parallel dims: operand dim od goes with indices dim id (its window dim). */
+  int pairs[2 * SH_MAX_RANK], np = 0;
+  for (int k = 0; ob && k < ob->v.list.n; k++) {
+    int64_t od = ob->v.list.v[k], id = ib->v.list.v[k];
+    if (id < 0 || id >= ix->rank || id == ivd->v.i) return false;
+    pairs[np++] = (int)od;
+    pairs[np++] = (int)id;
+  }
+  if (imap && imap->v.list.n <= SH_MAX_RANK) {
+    int par[SH_MAX_RANK];
+    const ts_hlo_instr_t *ixi = scatter ? i->ops[(i->nops - 1) / 2] : i->ops[1];
+    parallel_components(ixi, ivd->v.i, imap->v.list.n, par);
+    bool seen[SH_MAX_RANK] = {false};
+    for (int c = 0; c < imap->v.list.n; c++) {
+      int64_t od = imap->v.list.v[c];
+      int id = par[c];
+      if (id < 0 || id >= ix->rank || od < 0 || od >= o->rank) continue;
+      if (seen[id]) { np = ob ? 2 * ob->v.list.n : 0; break; } /* one iota dim feeding two: not parallel */
+      seen[id] = true;
+      if (slice[od] != 1 || o->dims[od] != ix->dims[id]) continue;
+      bool batching = false;
+      for (int k = 0; ib && k < ib->v.list.n; k++) batching |= ib->v.list.v[k] == id;
+      if (batching) continue;
+      pairs[np++] = (int)od;
+      pairs[np++] = id;
+    }
+  }
+  for (int k = 0; k < np; k += 2) {
+    int od = pairs[k], w2 = g->imap[pairs[k + 1]];
+    if (w2 < 0 || g->omap[od] >= 0 || g->wo[w2] >= 0) continue;
+    g->omap[od] = w2;
+    g->wo[w2] = od;
   }
   return true;
 }
@@ -536,13 +763,14 @@ static ts_status_t offer_kept(ctx_t *x, const node_t *n, int leaf, const ts_shar
   return offer_remap(x, n, leaf, v, to->rank, to->rank, map);
 }
 
-/* Sort: the sort dimension untiled (its tiling a replicated subgroup). */
+/* Sort: every operand and output one sharding, the sort dim included
+ * (XLA: the partitioner moves a sorted dim's tiling itself). */
 static ts_status_t offer_sort(ctx_t *x, const node_t *n, int leaf, const ts_hlo_instr_t *sort,
                               const ts_sharding_value_t *v, const ts_shape_t *s) {
   const ts_hlo_attr_t *dims = list_attr(sort, "dimensions");
   int map[SH_MAX_RANK];
   if (!dims || dims->v.list.n != 1 || !ts_shape_is_array(s) || s->rank > SH_MAX_RANK) return TS_OK;
-  for (int d = 0; d < s->rank; d++) map[d] = d == dims->v.list.v[0] ? -1 : d;
+  for (int d = 0; d < s->rank; d++) map[d] = d;
   return offer_remap(x, n, leaf, v, s->rank, s->rank, map);
 }
 
@@ -622,7 +850,7 @@ static ts_status_t pull_forward(ctx_t *x, ts_hlo_instr_t *i, const node_t *n) {
   case TS_OP_RESHAPE: {
     ts_sharding_value_t *v = node(x, i->ops[0])->v[0], *r = NULL;
     if (!v || v->kind == TS_SHARD_TUPLE) break;
-    ts_status_t st = reshape_of(x, v, i->ops[0]->shape, i->shape, &r);
+    ts_status_t st = reshape_partial(x, v, i->ops[0]->shape, i->shape, &r);
     if (st == TS_ERR_NOMEM) return st;
     if (st != TS_OK || !r) r = x->replicated;
     offer(x, n, 0, r);
@@ -632,9 +860,30 @@ static ts_status_t pull_forward(ctx_t *x, ts_hlo_instr_t *i, const node_t *n) {
   case TS_OP_DOT:
   case TS_OP_CONVOLUTION: {
     dot_dims_t d;
-    if (!(i->op == TS_OP_DOT ? dot_dims(i, &d) : conv_dims(i, &d))) break;
-    TS_CHECK(offer_remap(x, n, 0, node(x, i->ops[0])->v[0], d.lr, i->shape->rank, d.lmap));
-    TS_CHECK(offer_remap(x, n, 0, node(x, i->ops[1])->v[0], d.rr, i->shape->rank, d.rmap));
+    bool conv = false;
+    if (!(i->op == TS_OP_DOT ? dot_dims(i, &d) : conv_dims(i, &d, true, &conv))) break;
+    ts_sharding_value_t *lv = node(x, i->ops[0])->v[0], *rv = node(x, i->ops[1])->v[0];
+    if (conv && (spatially_tiled(i, lv, true) || spatially_tiled(i, rv, false) || grouped(i))) {
+      /* A real convolution: the output follows the lhs alone (XLA). */
+      bool small = false;
+      for (int k = 0; k < d.lr; k++) small |= d.lmap[k] >= 0 && k != conv_batch(i) && k != conv_feature(i);
+      if (small && lv && lv->kind == TS_SHARD_TILED && lv->dims[conv_feature(i)] > 1) break;
+      if (!small) /* a large kernel: only the batch stays tiled (data parallelism) */
+        for (int k = 0; k < d.lr; k++)
+          if (k != conv_batch(i)) d.lmap[k] = -1;
+      return offer_remap(x, n, 0, lv, d.lr, i->shape->rank, d.lmap);
+    }
+    /* XLA's InferDotShardingFromOperands: the larger operand (in bytes;
+     * ties: the lhs) first; the other only merges into its tiling. */
+    bool rhs_first = byte_size(i->ops[1]->shape) > byte_size(i->ops[0]->shape);
+    x->first_wins = true;
+    ts_status_t st = offer_remap(x, n, 0, rhs_first ? rv : lv, rhs_first ? d.rr : d.lr, i->shape->rank,
+                                 rhs_first ? d.rmap : d.lmap);
+    if (st == TS_OK)
+      st = offer_remap(x, n, 0, rhs_first ? lv : rv, rhs_first ? d.lr : d.rr, i->shape->rank,
+                       rhs_first ? d.lmap : d.rmap);
+    x->first_wins = false;
+    TS_CHECK(st);
     break;
   }
   case TS_OP_TUPLE:
@@ -663,6 +912,9 @@ static ts_status_t pull_forward(ctx_t *x, ts_hlo_instr_t *i, const node_t *n) {
     if (same_dims(i->ops[0]->shape, i->shape)) offer(x, n, 0, node(x, i->ops[0])->v[0]);
     return offer_kept(x, n, 0, node(x, i->ops[1])->v[0], i->ops[1]->shape, i->shape, true);
   case TS_OP_IOTA: offer(x, n, 0, x->replicated); break;
+  case TS_OP_ALL_REDUCE: /* the reduced value keeps its operand's layout (forward only) */
+    if (i->nops == 1 && same_dims(i->ops[0]->shape, i->shape)) offer(x, n, 0, node(x, i->ops[0])->v[0]);
+    break;
   case TS_OP_SORT:
     for (int k = 0; k < i->nops; k++)
       for (int l = 0; l < n->n; l++) TS_CHECK(offer_sort(x, n, l, i, node(x, i->ops[k])->v[0], i->ops[k]->shape));
@@ -699,7 +951,8 @@ static ts_status_t pull_forward(ctx_t *x, ts_hlo_instr_t *i, const node_t *n) {
 static ts_status_t dot_backward(ctx_t *x, const node_t *n, const ts_hlo_instr_t *u, int k) {
   dot_dims_t d;
   int map[SH_MAX_RANK];
-  if (!(u->op == TS_OP_DOT ? dot_dims(u, &d) : conv_dims(u, &d))) return TS_OK;
+  bool conv = false;
+  if (!(u->op == TS_OP_DOT ? dot_dims(u, &d) : conv_dims(u, &d, false, &conv))) return TS_OK;
   int self = k == 0 ? d.lr : d.rr, other = k == 0 ? d.rr : d.lr;
   const int *self_map = k == 0 ? d.lmap : d.rmap, *other_to_self = k == 0 ? d.r2l : d.l2r;
   for (int j = 0; j < u->shape->rank; j++) map[j] = -1;
@@ -778,7 +1031,7 @@ static ts_status_t from_user(ctx_t *x, const node_t *n, const ts_hlo_instr_t *u,
   case TS_OP_RESHAPE: {
     ts_sharding_value_t *v = nu->v[0], *r = NULL;
     if (!v) break;
-    ts_status_t st = reshape_of(x, v, u->shape, s, &r);
+    ts_status_t st = reshape_partial(x, v, u->shape, s, &r);
     if (st == TS_ERR_NOMEM) return st;
     if (st == TS_OK) offer(x, n, 0, r);
     break;
@@ -794,6 +1047,8 @@ static ts_status_t from_user(ctx_t *x, const node_t *n, const ts_hlo_instr_t *u,
     for (int d = 0; d < s->rank; d++)
       if (!reduced[d]) map[out++] = d;
     for (int leaf = 0; leaf < nu->n; leaf++) TS_CHECK(offer_remap(x, n, 0, nu->v[leaf], out, s->rank, map));
+    for (int j = 0; j < nin; j++) /* variadic: the inputs reduce together, one sharding (XLA) */
+      if (j != k && same_dims(u->ops[j]->shape, s)) offer(x, n, 0, node(x, u->ops[j])->v[0]);
     break;
   }
   case TS_OP_DOT:
@@ -900,16 +1155,45 @@ static ts_status_t visit(ctx_t *x, ts_hlo_instr_t *i, bool forward) {
     x->cand_score[k] = -1;
   }
   TS_CHECK(forward ? pull_forward(x, i, n) : pull_backward(x, i, n));
-  for (int k = 0; k < n->n; k++)
-    if (x->cand[k] && x->cand_score[k] > score(n->v[k])) {
-      n->v[k] = x->cand[k];
+  TS_CHECK(x->err);
+  for (int k = 0; k < n->n; k++) {
+    ts_sharding_value_t *c = x->cand[k], *old = n->v[k], *nv = NULL;
+    if (!c) continue;
+    if (old && partial_only(old) && partial_only(c)) {
+      /* A tiling is only refined: merged with a compatible candidate, never
+       * swapped for an incompatible one, however specific. */
+      TS_CHECK(merge_of(x, old, c, &nv));
+      if (!nv) nv = c;
+      if (nv == old || score(nv) <= score(old)) nv = NULL;
+    } else if (x->cand_score[k] > score(old)) {
+      nv = c;
+    }
+    if (nv) {
+      n->v[k] = nv;
       n->stamp = ++x->clock;
       x->changed = true;
     }
+  }
   return TS_OK;
 }
 
 /* ---- setup and result --------------------------------------------------- */
+
+/* The header's allow_spmd_sharding_propagation_to_output (XLA's module
+ * config, as JAX writes it): true, or {true} for every output, lets
+ * propagation replace the entry root's annotation. */
+static bool output_open(const ts_hlo_module_t *m) {
+  const ts_hlo_attr_t *a = ts_hlo_module_attr(m, "allow_spmd_sharding_propagation_to_output");
+  if (!a) return false;
+  if (a->kind == TS_ATTR_BOOL) return a->v.b;
+  if (a->kind == TS_ATTR_BOOL_LIST) {
+    for (int k = 0; k < a->v.list.n; k++)
+      if (!a->v.list.v[k]) return false;
+    return a->v.list.n > 0;
+  }
+  if (a->kind != TS_ATTR_RAW || !a->v.s) return false; /* the parser keeps it as text */
+  return strstr(a->v.s, "true") && !strstr(a->v.s, "false");
+}
 
 static ts_status_t init_node(ctx_t *x, ts_hlo_instr_t *i, int *max_leaves) {
   node_t *n = node(x, i);
@@ -922,6 +1206,7 @@ static ts_status_t init_node(ctx_t *x, ts_hlo_instr_t *i, int *max_leaves) {
   sh_collect_leaves(i->shape, n->shape, &got);
   if (n->n > *max_leaves) *max_leaves = n->n;
   if (!i->sharding) return TS_OK;
+  if (x->m->entry && x->m->entry->root == i && output_open(x->m)) return TS_OK; /* a default, not a constraint */
   n->fixed = true;
   ts_sharding_value_t *v = NULL;
   ts_status_t st = ts_sharding_from_syntax(x->a, i->sharding, i->shape, &v);

@@ -163,6 +163,21 @@ ts_status_t ts_sharding_transpose(ts_arena_t *a, const ts_sharding_value_t *v, i
 ts_status_t ts_sharding_reshape(ts_arena_t *a, const ts_sharding_value_t *v, const ts_shape_t *from,
                                 const ts_shape_t *to, ts_sharding_value_t **out);
 
+/* ---- merging (XLA's hlo_sharding_util::MergeSharding) ------------------- */
+
+/* The sharding that gives each device the intersection of the blocks x and
+ * y give it, when that is a sharding: x and y tile the same array over the
+ * same devices, every dim is tiled alike or untiled in one of them, devices
+ * tiled alike on a dim agree on their tile there, and every merged tile is
+ * held by equally many devices (e.g. [1,2,2] and [2,1,2], both
+ * last_tile_dim_replicate, give [2,2]). Only TILED values without manual or
+ * unreduced subgroups merge. *out is NULL (TS_OK) when they do not. */
+ts_status_t ts_sharding_merge(ts_arena_t *a, const ts_sharding_value_t *x, const ts_sharding_value_t *y,
+                              ts_sharding_value_t **out);
+/* Whether `fine` keeps every device inside the block `coarse` gives it
+ * (merging them gives `fine`); both TILED as for ts_sharding_merge. */
+bool ts_sharding_refines(const ts_sharding_value_t *fine, const ts_sharding_value_t *coarse);
+
 /* ---- resharding --------------------------------------------------------- */
 
 typedef enum {

@@ -3,6 +3,7 @@
 #   check_run.sh TESSERA FILE finite [FLAGS...]   exit 0, every output finite
 #   check_run.sh TESSERA FILE ok [FLAGS...]       exit 0
 #   check_run.sh TESSERA FILE error:TEXT [FLAGS...]  exit 2 and TEXT in stderr
+#   check_run.sh TESSERA FILE cannot:TEXT [FLAGS...] exit 3 (cannot run here) and TEXT in stderr
 set -u
 tessera=$1 file=$2 want=$3
 shift 3
@@ -12,9 +13,10 @@ timeout 600 "$tessera" run "$@" "$file" >"$out" 2>"$err"
 rc=$?
 cat "$out"
 case $want in
-error:*)
-  text=${want#error:}
-  if [ "$rc" != 2 ]; then echo "FAIL: exit code $rc, want 2"; cat "$err"; exit 1; fi
+error:* | cannot:*)
+  text=${want#*:} code=2
+  case $want in cannot:*) code=3 ;; esac
+  if [ "$rc" != "$code" ]; then echo "FAIL: exit code $rc, want $code"; cat "$err"; exit 1; fi
   if ! grep -qF -- "$text" "$err"; then echo "FAIL: stderr lacks '$text':"; cat "$err"; exit 1; fi
   ;;
 *)

@@ -33,3 +33,11 @@ set_tests_properties(cli.stdin_to_output PROPERTIES LABELS unit TIMEOUT 30)
 add_test(NAME cli.stage_propagated
          COMMAND sh -c "out=$($<TARGET_FILE:tessera> opt --stage=propagated ${example}) && echo \"$out\" | grep -q '%dot.6 = .*sharding={devices=\\[4,1\\]<=\\[4\\]}' && ! echo \"$out\" | grep ' = ' | grep -v -e 'sharding=' -e '^HloModule'")
 set_tests_properties(cli.stage_propagated PROPERTIES LABELS unit TIMEOUT 30)
+
+# tessera --help-env: every TESSERA_* knob the sources name is in the table.
+add_test(NAME cli.help_env COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/check_help_env.sh $<TARGET_FILE:tessera> ${CMAKE_SOURCE_DIR})
+set_tests_properties(cli.help_env PROPERTIES LABELS unit TIMEOUT 30)
+# TESSERA_COLL_TIMEOUT sets tessera run's collective deadline unless --timeout is given.
+add_test(NAME cli.run_coll_timeout_env
+         COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/check_coll_timeout.sh $<TARGET_FILE:tessera> ${CMAKE_SOURCE_DIR}/examples/mlp_train_2.hlo)
+set_tests_properties(cli.run_coll_timeout_env PROPERTIES LABELS unit TIMEOUT 150)

@@ -316,8 +316,7 @@ int coll_matrix_run(ts_coll_comm_t *world, const coll_matrix_opts_t *o) {
       l[g].v = ids + 2 * g;
       l[g].n = 2 * g + 1 < n ? 2 : 1;
     }
-    ts_replica_groups_t rg = {.ngroups = np, .groups = l};
-    ts_status_t st = ts_coll_comm_split(world, &rg, TS_COLL_FLATTENED_ID, 1, n, &groups[ngroups]);
+    ts_status_t st = ts_coll_comm_split(world, l, np, TS_COLL_FLATTENED_ID, 1, n, &groups[ngroups]);
     if (st) {
       fprintf(stderr, "split pairs: %s\n", ts_status_string(st));
       failed++;
@@ -333,8 +332,7 @@ int coll_matrix_run(ts_coll_comm_t *world, const coll_matrix_opts_t *o) {
     int64_t reshape[2] = {n / 2, 2}, perm[2] = {1, 0};
     ts_coll_iota_groups(2, n / 2, reshape, 2, perm, 2, ids);
     ts_i64_list_t l[2] = {{.v = ids, .n = n / 2}, {.v = ids + n / 2, .n = n / 2}};
-    ts_replica_groups_t rg = {.iota = true, .ngroups = 2, .groups = l};
-    ts_status_t st = ts_coll_comm_split(world, &rg, TS_COLL_FLATTENED_ID, 1, n, &groups[ngroups]);
+    ts_status_t st = ts_coll_comm_split(world, l, 2, TS_COLL_FLATTENED_ID, 1, n, &groups[ngroups]);
     if (st) {
       fprintf(stderr, "split strided: %s\n", ts_status_string(st));
       failed++;

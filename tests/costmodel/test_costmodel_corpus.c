@@ -84,7 +84,7 @@ int main(int argc, char **argv) {
           for (int s = 0; s < TS_SCHEME_COUNT; s++) {
             if (!k.n[a][s]) continue;
             char what[64];
-            snprintf(what, sizeof what, "%s/%s", ts_cost_coll_name((ts_cost_coll_t)a),
+            snprintf(what, sizeof what, "%s/%s", ts_coll_kind_name((ts_coll_kind_t)a),
                      ts_transfer_scheme_name((ts_transfer_scheme_t)s));
             ts_loo_result_t kr = {k.n[a][s], k.n[a][s], k.sum[a][s] / (double)k.n[a][s], 0};
             printf("  %-14s %-28s %-8s predicted %4zu  MAPE %7.2f%%\n", dev, what, ts_interp_mode_name((ts_interp_mode_t)m),

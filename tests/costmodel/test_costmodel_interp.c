@@ -21,7 +21,7 @@ static ts_coll_interp_t *coll_table_of(const coll_pt_t *pts, size_t n) {
   ts_perf_table_t *t;
   EXPECT(ts_perf_table_create(TS_PERF_TABLE_COLLECTIVES, &t) == TS_OK);
   for (size_t i = 0; i < n; i++) {
-    ts_coll_measurement_t m = {TS_COST_ALL_REDUCE, TS_SCHEME_CONTIGUOUS, 11, pts[i].bytes, pts[i].dev, 1,
+    ts_coll_measurement_t m = {TS_COLL_ALL_REDUCE, TS_SCHEME_CONTIGUOUS, 11, pts[i].bytes, pts[i].dev, 1,
                                pts[i].thr, NULL};
     EXPECT(ts_perf_table_add_collective(t, "dev", &m, NULL) == TS_OK);
   }
@@ -41,7 +41,7 @@ static ts_coll_interp_t *coll_table(void) {
 
 static double ctime_(const ts_coll_interp_t *ci, ts_interp_mode_t mode, int64_t bytes, int64_t dev) {
   double s = -1;
-  EXPECT(ts_coll_interp_time(ci, mode, TS_COST_ALL_REDUCE, TS_SCHEME_CONTIGUOUS, bytes, dev, &s) == TS_OK);
+  EXPECT(ts_coll_interp_time(ci, mode, TS_COLL_ALL_REDUCE, TS_SCHEME_CONTIGUOUS, bytes, dev, &s) == TS_OK);
   return s;
 }
 
@@ -75,9 +75,9 @@ static void test_collective(void) {
   EXPECT(NEAR(ctime_(ci, N, 32768, 4), 32768 / 2e9));
   /* a scheme the table lacks falls back to one it has; a kind it lacks is unsupported */
   double s;
-  EXPECT(ts_coll_interp_time(ci, W, TS_COST_ALL_REDUCE, TS_SCHEME_STRIDED, 2048, 2, &s) == TS_OK &&
+  EXPECT(ts_coll_interp_time(ci, W, TS_COLL_ALL_REDUCE, TS_SCHEME_STRIDED, 2048, 2, &s) == TS_OK &&
          NEAR(s, 1.024e-06));
-  EXPECT(ts_coll_interp_time(ci, W, TS_COST_ALL_GATHER, TS_SCHEME_CONTIGUOUS, 2048, 2, &s) == TS_ERR_UNSUPPORTED);
+  EXPECT(ts_coll_interp_time(ci, W, TS_COLL_ALL_GATHER, TS_SCHEME_CONTIGUOUS, 2048, 2, &s) == TS_ERR_UNSUPPORTED);
   /* leave-one-out, weighted: each count keeps one size; a left-out 1024 takes
    * the 4096's time (0%), a left-out 4096 the 1024's throughput (4x: 300%) */
   ts_loo_result_t r;

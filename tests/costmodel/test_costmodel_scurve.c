@@ -13,7 +13,7 @@
 #include "ts_costmodel.h"
 #include "../ts_test.h"
 
-static double us(const ts_scurve_config_t *c, ts_cost_coll_t k, int64_t bytes, int64_t nodes, int64_t comms) {
+static double us(const ts_scurve_config_t *c, ts_coll_kind_t k, int64_t bytes, int64_t nodes, int64_t comms) {
   int64_t gpus = 0;
   double s = -1;
   EXPECT(ts_scurve_gpus_per_comm(c, k, nodes, comms, &gpus) == TS_OK);
@@ -43,35 +43,35 @@ static void test_times(void) {
   ts_scurve_config_t h, b;
   ts_scurve_preset("h100", &h);
   ts_scurve_preset("b200", &b);
-  EXPECT(NEAR(us(&h, TS_COST_ALL_REDUCE, 256 * MiB, 2, 1), 2830.5874040292774));
-  EXPECT(NEAR(us(&h, TS_COST_ALL_GATHER, 256 * MiB, 2, 1), 1437.7937020146387));
-  EXPECT(NEAR(us(&h, TS_COST_REDUCE_SCATTER, 256 * MiB, 2, 1), 1437.7937020146387));
+  EXPECT(NEAR(us(&h, TS_COLL_ALL_REDUCE, 256 * MiB, 2, 1), 2830.5874040292774));
+  EXPECT(NEAR(us(&h, TS_COLL_ALL_GATHER, 256 * MiB, 2, 1), 1437.7937020146387));
+  EXPECT(NEAR(us(&h, TS_COLL_REDUCE_SCATTER, 256 * MiB, 2, 1), 1437.7937020146387));
   /* latency floor: per = 64 B, 1 chunk: (0.0026 + 6.003 + 31.0005) * 15/8 * 2 + 45 */
-  EXPECT(NEAR(us(&h, TS_COST_ALL_REDUCE, 1024, 2, 1), 183.7729623671849));
+  EXPECT(NEAR(us(&h, TS_COLL_ALL_REDUCE, 1024, 2, 1), 183.7729623671849));
   /* send/recv: G = 2, per = the whole buffer, one step */
-  EXPECT(NEAR(us(&h, TS_COST_COLLECTIVE_PERMUTE, 64 * MiB, 2, 1), 2923.291731788537));
+  EXPECT(NEAR(us(&h, TS_COLL_COLLECTIVE_PERMUTE, 64 * MiB, 2, 1), 2923.291731788537));
   /* all-to-all: 8 off-node peers, 268435456/15 = 17895697 B each, 5 chunks */
-  EXPECT(NEAR(us(&h, TS_COST_ALL_TO_ALL, 256 * MiB, 2, 1), 6402.442869730333));
+  EXPECT(NEAR(us(&h, TS_COLL_ALL_TO_ALL, 256 * MiB, 2, 1), 6402.442869730333));
   /* 4 nodes, 2 communicators: G = 16, g = 4 */
-  EXPECT(NEAR(us(&h, TS_COST_ALL_GATHER, 1024 * MiB, 4, 2), 10838.593994207014));
+  EXPECT(NEAR(us(&h, TS_COLL_ALL_GATHER, 1024 * MiB, 4, 2), 10838.593994207014));
   /* 8 communicators over 4 nodes: G = 4, one GPU per node, 3 peers */
-  EXPECT(NEAR(us(&h, TS_COST_ALL_TO_ALL, MiB, 4, 8), 198.9986330823401));
+  EXPECT(NEAR(us(&h, TS_COLL_ALL_TO_ALL, MiB, 4, 8), 198.9986330823401));
 
-  EXPECT(NEAR(us(&b, TS_COST_ALL_REDUCE, 256 * MiB, 2, 1), 1443.438389428808));
-  EXPECT(NEAR(us(&b, TS_COST_ALL_GATHER, 256 * MiB, 2, 1), 744.219194714404));
-  EXPECT(NEAR(us(&b, TS_COST_REDUCE_SCATTER, 256 * MiB, 2, 1), 744.219194714404));
-  EXPECT(NEAR(us(&b, TS_COST_ALL_REDUCE, 1024, 2, 1), 131.2699167309443));
-  EXPECT(NEAR(us(&b, TS_COST_COLLECTIVE_PERMUTE, 64 * MiB, 2, 1), 1473.6631178626524));
-  EXPECT(NEAR(us(&b, TS_COST_ALL_TO_ALL, 256 * MiB, 2, 1), 3227.7714360095756));
-  EXPECT(NEAR(us(&b, TS_COST_ALL_GATHER, 1024 * MiB, 4, 2), 5402.486691984946));
-  EXPECT(NEAR(us(&b, TS_COST_ALL_TO_ALL, MiB, 4, 8), 135.50606497905153));
+  EXPECT(NEAR(us(&b, TS_COLL_ALL_REDUCE, 256 * MiB, 2, 1), 1443.438389428808));
+  EXPECT(NEAR(us(&b, TS_COLL_ALL_GATHER, 256 * MiB, 2, 1), 744.219194714404));
+  EXPECT(NEAR(us(&b, TS_COLL_REDUCE_SCATTER, 256 * MiB, 2, 1), 744.219194714404));
+  EXPECT(NEAR(us(&b, TS_COLL_ALL_REDUCE, 1024, 2, 1), 131.2699167309443));
+  EXPECT(NEAR(us(&b, TS_COLL_COLLECTIVE_PERMUTE, 64 * MiB, 2, 1), 1473.6631178626524));
+  EXPECT(NEAR(us(&b, TS_COLL_ALL_TO_ALL, 256 * MiB, 2, 1), 3227.7714360095756));
+  EXPECT(NEAR(us(&b, TS_COLL_ALL_GATHER, 1024 * MiB, 4, 2), 5402.486691984946));
+  EXPECT(NEAR(us(&b, TS_COLL_ALL_TO_ALL, MiB, 4, 8), 135.50606497905153));
 
   /* NumGpusPerComm: gpus_per_node must divide by the communicator count */
   int64_t g;
-  EXPECT(ts_scurve_gpus_per_comm(&h, TS_COST_ALL_REDUCE, 2, 3, &g) == TS_ERR_INVALID_ARGUMENT);
+  EXPECT(ts_scurve_gpus_per_comm(&h, TS_COLL_ALL_REDUCE, 2, 3, &g) == TS_ERR_INVALID_ARGUMENT);
   double s;
-  EXPECT(ts_scurve_time(&h, TS_COST_ALL_REDUCE, 1024, 1, 1, &s) == TS_ERR_INVALID_ARGUMENT);
-  EXPECT(ts_scurve_time(&h, TS_COST_ALL_REDUCE, 1024, 4, 8, &s) == TS_ERR_INVALID_ARGUMENT);
+  EXPECT(ts_scurve_time(&h, TS_COLL_ALL_REDUCE, 1024, 1, 1, &s) == TS_ERR_INVALID_ARGUMENT);
+  EXPECT(ts_scurve_time(&h, TS_COLL_ALL_REDUCE, 1024, 4, 8, &s) == TS_ERR_INVALID_ARGUMENT);
 }
 
 static void expect_error(const char *opts, const char *want) {
@@ -99,7 +99,7 @@ static void test_options(void) {
    * G = 8, per = 524288 B, g = 4; transfer = 524288/12.5e9*1e6*1.025 = 42.991616 us,
    * 1 chunk = 2 us, rtt 7 -> step 51.991616; * 7/4 = 90.985328; + 10 = 100.985328 */
   double s;
-  EXPECT(ts_scurve_time(&c, TS_COST_ALL_GATHER, 4 * MiB, 8, 2, &s) == TS_OK && NEAR(s * 1e6, 100.985328));
+  EXPECT(ts_scurve_time(&c, TS_COLL_ALL_GATHER, 4 * MiB, 8, 2, &s) == TS_OK && NEAR(s * 1e6, 100.985328));
 
   expect_error("rtt_us=31.5", "error: analytical option 'rtt_us=31.5': rtt_us takes a positive integer\n");
   expect_error("gpus_per_node=0", "error: analytical option 'gpus_per_node=0': gpus_per_node takes a positive integer\n");

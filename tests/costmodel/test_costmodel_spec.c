@@ -23,8 +23,8 @@ static void write_tables(void) {
   snprintf(multi_path, sizeof multi_path, "%s/multi.pbtxt", dir);
   ts_perf_table_t *c, *g;
   ts_perf_table_create(TS_PERF_TABLE_COLLECTIVES, &c);
-  ts_coll_measurement_t m1 = {TS_COST_ALL_GATHER, TS_SCHEME_CONTIGUOUS, 11, 1024, 2, 1, 1000000000, "a"};
-  ts_coll_measurement_t m2 = {TS_COST_ALL_GATHER, TS_SCHEME_CONTIGUOUS, 11, 1 << 20, 2, 1, 100000000000, "b"};
+  ts_coll_measurement_t m1 = {TS_COLL_ALL_GATHER, TS_SCHEME_CONTIGUOUS, 11, 1024, 2, 1, 1000000000, "a"};
+  ts_coll_measurement_t m2 = {TS_COLL_ALL_GATHER, TS_SCHEME_CONTIGUOUS, 11, 1 << 20, 2, 1, 100000000000, "b"};
   EXPECT(ts_perf_table_add_collective(c, "sm_90", &m1, NULL) == TS_OK);
   EXPECT(ts_perf_table_add_collective(c, "sm_90", &m2, NULL) == TS_OK);
   EXPECT(ts_perf_table_write(c, coll_path, NULL) == TS_OK);
@@ -60,31 +60,31 @@ static void test_combined(void) {
   double s;
   const char *src = NULL;
   /* within a slice: the table (exact hit 1024 B / 1e9 B/s) */
-  ts_coll_query_t q = {TS_COST_ALL_GATHER, 1024, 2, 1, TS_SCHEME_CONTIGUOUS, 1};
+  ts_coll_query_t q = {TS_COLL_ALL_GATHER, 1024, 2, 1, TS_SCHEME_CONTIGUOUS, 1};
   EXPECT(ts_costmodel_collective_time(m, &q, &s, &src) == TS_OK && NEAR(s, 1024e-9) && strcmp(src, "table") == 0);
   /* across 2 slices: the S-curve with H100 defaults and rtt 10 us:
    * G = 16, per = 64 KiB; transfer = 65536/25.0020008e9*1e6*1.025 = 2.6867 us,
    * 1 chunk 6.0030, rtt 10 -> 18.6897 * 15/8 = 35.0432 + 45 = 80.0432 us */
-  q = (ts_coll_query_t){TS_COST_ALL_GATHER, 1 << 20, 16, 1, TS_SCHEME_CONTIGUOUS, 2};
+  q = (ts_coll_query_t){TS_COLL_ALL_GATHER, 1 << 20, 16, 1, TS_SCHEME_CONTIGUOUS, 2};
   EXPECT(ts_costmodel_collective_time(m, &q, &s, &src) == TS_OK && strcmp(src, "analytical") == 0);
   double transfer = 65536 / ((double)(float)(55.56 * 0.45) * 1e9) * 1e6 * 1.025;
   double want = ((transfer + (double)(float)(13.34 * 0.45) + 10) * 15 / 8 + 45) * 1e-6;
   EXPECT(NEAR(s, want) && fabs(s - 80.0432e-6) < 1e-9);
   /* a collective the table lacks, within a slice: nobody covers it */
-  q = (ts_coll_query_t){TS_COST_ALL_TO_ALL, 1024, 2, 1, TS_SCHEME_CONTIGUOUS, 1};
+  q = (ts_coll_query_t){TS_COLL_ALL_TO_ALL, 1024, 2, 1, TS_SCHEME_CONTIGUOUS, 1};
   EXPECT(ts_costmodel_collective_time(m, &q, &s, &src) == TS_ERR_UNSUPPORTED);
   /* dots: the GEMM table */
   ts_dot_query_t dq = {1, 256, 256, 256, "bf16xbf16->bf16"};
   EXPECT(ts_costmodel_dot_time(m, &dq, &s, &src) == TS_OK && NEAR(s, 2.0 * 256 * 256 * 256 / 1e12));
   /* the nearest mode through the model: 1 MiB / 100 GB/s for 600 KiB snaps up */
   ts_costmodel_set_interp_mode(m, TS_INTERP_NEAREST);
-  q = (ts_coll_query_t){TS_COST_ALL_GATHER, 600 << 10, 2, 1, TS_SCHEME_CONTIGUOUS, 1};
+  q = (ts_coll_query_t){TS_COLL_ALL_GATHER, 600 << 10, 2, 1, TS_SCHEME_CONTIGUOUS, 1};
   EXPECT(ts_costmodel_collective_time(m, &q, &s, &src) == TS_OK && NEAR(s, (600 << 10) / 1e11));
   ts_costmodel_destroy(m);
 
   /* a preset alone: the preset's analytical model */
   EXPECT(ts_costmodel_parse_spec(NULL, "b200", &m, NULL) == TS_OK && ts_costmodel_num_sources(m) == 1);
-  q = (ts_coll_query_t){TS_COST_COLLECTIVE_PERMUTE, 64 << 20, 8, 1, TS_SCHEME_TWO_WAY_HAS_NON_MUTUAL, 2};
+  q = (ts_coll_query_t){TS_COLL_COLLECTIVE_PERMUTE, 64 << 20, 8, 1, TS_SCHEME_TWO_WAY_HAS_NON_MUTUAL, 2};
   EXPECT(ts_costmodel_collective_time(m, &q, &s, NULL) == TS_OK && fabs(s * 1e6 - 1473.6631178626524) < 1e-6);
   ts_costmodel_destroy(m);
   /* the preset picks the device of a table with several */

@@ -26,13 +26,13 @@ static ts_perf_table_t *coll_table(void) {
   ts_perf_table_t *t;
   EXPECT(ts_perf_table_create(TS_PERF_TABLE_COLLECTIVES, &t) == TS_OK);
   ts_coll_measurement_t ms[] = {
-      {TS_COST_ALL_REDUCE, TS_SCHEME_CONTIGUOUS, 11, 4096, 4, 2, 123456789, "fp-ar"},
-      {TS_COST_ALL_GATHER, TS_SCHEME_STRIDED, 16, 8192, 2, 4, 987654321, "fp-ag"},
-      {TS_COST_REDUCE_SCATTER, TS_SCHEME_CONTIGUOUS, 11, 8192, 8, 1, 5555, NULL},
-      {TS_COST_ALL_TO_ALL, TS_SCHEME_CONTIGUOUS, 11, 1024, 8, 1, 77, "fp-a2a"},
-      {TS_COST_COLLECTIVE_PERMUTE, TS_SCHEME_TWO_WAY_HAS_NON_MUTUAL, 11, 1024, 8, 1, 42, "fp-ring"},
-      {TS_COST_COLLECTIVE_PERMUTE, TS_SCHEME_ONE_WAY, 11, 1024, 8, 1, 43, "fp-oneway"},
-      {TS_COST_COLLECTIVE_PERMUTE, TS_SCHEME_TWO_WAY_ALL_MUTUAL, 11, 1024, 4, 1, 44, "fp-mutual"},
+      {TS_COLL_ALL_REDUCE, TS_SCHEME_CONTIGUOUS, 11, 4096, 4, 2, 123456789, "fp-ar"},
+      {TS_COLL_ALL_GATHER, TS_SCHEME_STRIDED, 16, 8192, 2, 4, 987654321, "fp-ag"},
+      {TS_COLL_REDUCE_SCATTER, TS_SCHEME_CONTIGUOUS, 11, 8192, 8, 1, 5555, NULL},
+      {TS_COLL_ALL_TO_ALL, TS_SCHEME_CONTIGUOUS, 11, 1024, 8, 1, 77, "fp-a2a"},
+      {TS_COLL_COLLECTIVE_PERMUTE, TS_SCHEME_TWO_WAY_HAS_NON_MUTUAL, 11, 1024, 8, 1, 42, "fp-ring"},
+      {TS_COLL_COLLECTIVE_PERMUTE, TS_SCHEME_ONE_WAY, 11, 1024, 8, 1, 43, "fp-oneway"},
+      {TS_COLL_COLLECTIVE_PERMUTE, TS_SCHEME_TWO_WAY_ALL_MUTUAL, 11, 1024, 4, 1, 44, "fp-mutual"},
   };
   for (size_t i = 0; i < sizeof ms / sizeof ms[0]; i++)
     EXPECT(ts_perf_table_add_collective(t, i < 5 ? "host:test" : "sm_90", &ms[i], NULL) == TS_OK);
@@ -88,10 +88,10 @@ static void test_round_trip(void) {
   size_t n;
   EXPECT(ts_perf_table_num_devices(t) == 2 && strcmp(ts_perf_table_device(t, 1), "sm_90") == 0);
   EXPECT(ts_perf_table_collectives(t, "host:test", &ms, &n, NULL) == TS_OK && n == 5);
-  EXPECT(ms[0].kind == TS_COST_ALL_REDUCE && ms[0].scheme == TS_SCHEME_CONTIGUOUS && ms[0].tensor_bytes == 4096 &&
+  EXPECT(ms[0].kind == TS_COLL_ALL_REDUCE && ms[0].scheme == TS_SCHEME_CONTIGUOUS && ms[0].tensor_bytes == 4096 &&
          ms[0].devices_per_group == 4 && ms[0].num_groups == 2 && ms[0].throughput_bytes_per_sec == 123456789);
   EXPECT(ms[1].scheme == TS_SCHEME_STRIDED && ms[1].element_type == 16 && ms[1].tensor_bytes == 8192);
-  EXPECT(ms[2].kind == TS_COST_REDUCE_SCATTER && ms[2].tensor_bytes == 8192); /* output 1 KiB x 8 */
+  EXPECT(ms[2].kind == TS_COLL_REDUCE_SCATTER && ms[2].tensor_bytes == 8192); /* output 1 KiB x 8 */
   EXPECT(ms[4].scheme == TS_SCHEME_TWO_WAY_HAS_NON_MUTUAL && ms[4].devices_per_group == 8);
   ts_free(ms);
   EXPECT(ts_perf_table_collectives(t, "sm_90", &ms, &n, NULL) == TS_OK && n == 2);

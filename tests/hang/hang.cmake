@@ -98,3 +98,17 @@ if(MPI_C_FOUND)
     set_tests_properties(hang.mpirun.${name} PROPERTIES LABELS "hang;mpi" TIMEOUT 180 SKIP_RETURN_CODE 77)
   endforeach()
 endif()
+
+# The coordinator dies with a job killed before its workers connected, and
+# is visible as tessera-hang-coordinator.
+add_executable(test_hang_lifetime ${CMAKE_CURRENT_SOURCE_DIR}/hang/test_hang_lifetime.c)
+target_include_directories(test_hang_lifetime PRIVATE ${CMAKE_CURRENT_SOURCE_DIR})
+target_link_libraries(test_hang_lifetime PRIVATE ts_hang ts_coll ts_common)
+add_test(NAME hang.lifetime.parent_gone COMMAND test_hang_lifetime)
+set_tests_properties(hang.lifetime.parent_gone PROPERTIES LABELS hang TIMEOUT 60)
+
+# An unreachable coordinator: the job warns once and runs to the end.
+add_test(NAME hang.run.unreachable_coordinator
+         COMMAND sh -c "out=$(TESSERA_HANG_SECRET=x \"$0\" run \"$1\" --devices 4 --steps 3 --hang-coordinator 127.0.0.1:1 2>&1) || { echo \"$out\"; echo 'the job failed'; exit 1; }; echo \"$out\"; [ $(echo \"$out\" | grep -c 'running without the hang detector') = 1 ]"
+                 $<TARGET_FILE:tessera> ${PROJECT_SOURCE_DIR}/examples/mlp_train.hlo)
+set_tests_properties(hang.run.unreachable_coordinator PROPERTIES LABELS hang TIMEOUT 120)

@@ -2,7 +2,7 @@
 # of hand-written grammar modules, located errors for bad input), the
 # verifier, element-type conversion.
 ts_unit_test(test_printer CASES tables unique_names shapes build_and_print)
-# Element-type conversion kernels (hlo/elemconv.c).
+# Element-type conversion kernels (common/elemconv.c).
 ts_unit_test(test_elemconv CASES fast_paths bf16 f16 f8 round_trip ties float_to_int int_to_int pred
              int_to_float float_to_float complex errors_and_bitcast)
 # The HLO verifier on built modules (no parser involved) and on parsed text,

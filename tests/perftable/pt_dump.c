@@ -23,7 +23,7 @@ static int dump_coll(const ts_perf_table_t *t, const char *dev) {
   int rc = 0;
   for (size_t i = 0; i < n; i++) {
     const ts_coll_measurement_t *m = &ms[i];
-    printf("%s %s %lld %lld %s %lld\n", ts_cost_coll_name(m->kind), ts_transfer_scheme_name(m->scheme),
+    printf("%s %s %lld %lld %s %lld\n", ts_coll_kind_name(m->kind), ts_transfer_scheme_name(m->scheme),
            (long long)m->devices_per_group, (long long)m->num_groups, ts_primitive_type_name(m->element_type),
            (long long)m->tensor_bytes);
     if (m->throughput_bytes_per_sec < 1000 || m->throughput_bytes_per_sec > 10000000000000LL) {

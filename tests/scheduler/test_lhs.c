@@ -85,7 +85,7 @@ static void test_hazard(void) {
   ts_sched_result_t *r = NULL;
   ts_sched_opts_t o;
   ts_sched_opts_default(&o);
-  o.overlap_limit[TS_SCHED_COLLECTIVE_PERMUTE] = 2;
+  o.overlap_limit[TS_COLL_COLLECTIVE_PERMUTE] = 2;
   EXPECT(m && schedule(m, &o, &r));
   if (m && r) {
     ts_hlo_comp_t *b = ts_hlo_module_find_comp(m, "body");
@@ -104,7 +104,7 @@ static void test_verify_hazard(void) {
   ts_hlo_module_t *m = load("while_alias.hlo");
   ts_sched_opts_t o;
   ts_sched_opts_default(&o);
-  o.overlap_limit[TS_SCHED_COLLECTIVE_PERMUTE] = 2;
+  o.overlap_limit[TS_COLL_COLLECTIVE_PERMUTE] = 2;
   EXPECT(m && schedule(m, &o, NULL));
   if (!m) return;
   ts_hlo_comp_t *b = ts_hlo_module_find_comp(m, "body");
@@ -227,7 +227,7 @@ static void test_while_limit(void) {
   ts_hlo_module_t *m = load("while_limit.hlo");
   ts_sched_opts_t o;
   ts_sched_opts_default(&o);
-  o.overlap_limit[TS_SCHED_COLLECTIVE_PERMUTE] = 2;
+  o.overlap_limit[TS_COLL_COLLECTIVE_PERMUTE] = 2;
   o.memory_limit = UINT64_C(1) << 30;
   EXPECT(m && schedule(m, &o, NULL));
   if (m) {
@@ -274,7 +274,7 @@ static void test_random_hazards(void) {
   ts_hlo_module_t *m = load("while_alias.hlo");
   ts_sched_opts_t o;
   ts_sched_opts_default(&o);
-  o.overlap_limit[TS_SCHED_COLLECTIVE_PERMUTE] = 2;
+  o.overlap_limit[TS_COLL_COLLECTIVE_PERMUTE] = 2;
   EXPECT(m && schedule(m, &o, NULL));
   if (!m) return;
   mark_scheduled(m);

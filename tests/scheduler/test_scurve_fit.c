@@ -20,15 +20,15 @@ int main(int argc, char **argv) {
   for (int kind = 0; kind < TS_COST_COLL_COUNT && t; kind++)
     for (int64_t dev = 2; dev <= 8; dev *= 2)
       for (int64_t bytes = 1024; bytes <= (INT64_C(1) << 30); bytes *= 4) {
-        if (kind == TS_COST_COLLECTIVE_PERMUTE && dev != 2) continue;
+        if (kind == TS_COLL_COLLECTIVE_PERMUTE && dev != 2) continue;
         double s;
-        int64_t gpus = kind == TS_COST_COLLECTIVE_PERMUTE ? 2 : dev;
-        if (ts_scurve_time(&truth, (ts_cost_coll_t)kind, bytes, gpus, gpus, &s) != TS_OK) continue;
+        int64_t gpus = kind == TS_COLL_COLLECTIVE_PERMUTE ? 2 : dev;
+        if (ts_scurve_time(&truth, (ts_coll_kind_t)kind, bytes, gpus, gpus, &s) != TS_OK) continue;
         char fp[32];
         snprintf(fp, sizeof fp, "fit-%d-%lld-%lld", kind, (long long)dev, (long long)bytes);
         ts_coll_measurement_t m = {
-            .kind = (ts_cost_coll_t)kind,
-            .scheme = kind == TS_COST_COLLECTIVE_PERMUTE ? TS_SCHEME_TWO_WAY_HAS_NON_MUTUAL : TS_SCHEME_CONTIGUOUS,
+            .kind = (ts_coll_kind_t)kind,
+            .scheme = kind == TS_COLL_COLLECTIVE_PERMUTE ? TS_SCHEME_TWO_WAY_HAS_NON_MUTUAL : TS_SCHEME_CONTIGUOUS,
             .element_type = 11,
             .tensor_bytes = bytes,
             .devices_per_group = dev,

@@ -140,9 +140,9 @@ static void test_iota_clamp(void) {
   ts_hlo_module_destroy(m);
 }
 
-/* Sort along dim 1: that dim untiled, the other kept, one sharding for
- * every operand and output: k's [2,2] becomes [2,1] + a replicated
- * subgroup of 2 on both outputs, and reaches v backward. */
+/* Sort along dim 1, which k tiles: XLA keeps a sharded sort dim (the
+ * partitioner sorts it), one sharding for every operand and output: k's
+ * [2,2] on both outputs, and it reaches v backward. */
 static void test_sort(void) {
   ts_hlo_module_t *m = RUN("HloModule m, num_partitions=4\n"
                            "cmp {\n"
@@ -157,9 +157,8 @@ static void test_sort(void) {
                            "  v = s32[8,16] parameter(1)\n"
                            "  ROOT s = (f32[8,16], s32[8,16]) sort(k, v), dimensions={1}, to_apply=cmp\n"
                            "}\n");
-  EXPECT_SHARDING(m, "s", "{{devices=[2,1,2]<=[4] last_tile_dim_replicate}, "
-                          "{devices=[2,1,2]<=[4] last_tile_dim_replicate}}");
-  EXPECT_SHARDING(m, "v", "{devices=[2,1,2]<=[4] last_tile_dim_replicate}");
+  EXPECT_SHARDING(m, "s", "{{devices=[2,2]<=[4]}, {devices=[2,2]<=[4]}}");
+  EXPECT_SHARDING(m, "v", "{devices=[2,2]<=[4]}");
   ts_hlo_module_destroy(m);
 }
 

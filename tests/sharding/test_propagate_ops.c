@@ -188,7 +188,7 @@ static void test_dot(void) {
   EXPECT_SHARDING(m, "d", "{devices=[2,1]<=[2]}");
   EXPECT_SHARDING(m, "d2", "{devices=[1,2]<=[2]}");
   EXPECT_SHARDING(m, "d3", "{replicated}");
-  EXPECT_SHARDING(m, "d4", "{devices=[2,1]<=[2]}");
+  EXPECT_SHARDING(m, "d4", "{devices=[1,2]<=[2]}");
   EXPECT_SHARDING(m, "bd", "{devices=[2,1,1]<=[2]}");
   EXPECT_SHARDING(m, "br", "{devices=[2,1,1]<=[2]}");
   /* l2 gets d2's view of it: only its free dim 0, untiled in d2: replicated */
@@ -229,7 +229,7 @@ static void test_convolution(void) {
                            "  ROOT t = (f32[8,32,32,16], f32[8,30,30,16], f32[8,32,32,16]) tuple(c1, c2, c4)\n"
                            "}\n");
   EXPECT_SHARDING(m, "c1", "{devices=[2,2,1,1]<=[4]}");
-  EXPECT_SHARDING(m, "c2", "{devices=[2,1,1,1,2]<=[4] last_tile_dim_replicate}");
+  EXPECT_SHARDING(m, "c2", "{devices=[2,2,1,1]<=[4]}");
   EXPECT_SHARDING(m, "l4", "{devices=[4,1,1,1]<=[4]}");
   EXPECT_SHARDING(m, "rhs", "{replicated}");
   ts_hlo_module_destroy(m);
@@ -283,7 +283,7 @@ static void test_dot_disagree(void) {
                            "sharding={devices=[2,1,2]<=[4] last_tile_dim_replicate}\n"
                            "  ROOT t = (f32[8,32], f32[4,8,32], f32[8,32]) tuple(d, bd, d2)\n"
                            "}\n");
-  EXPECT_SHARDING(m, "d", "{devices=[2,1,2]<=[4] last_tile_dim_replicate}");
+  EXPECT_SHARDING(m, "d", "{devices=[1,2,2]2,3,0,1 last_tile_dim_replicate}");
   EXPECT_SHARDING(m, "bd", "{devices=[4,1,1]<=[4]}");
   EXPECT_SHARDING(m, "r2", "{devices=[2,1,2]<=[4] last_tile_dim_replicate}");
   ts_hlo_module_destroy(m);

@@ -5,7 +5,7 @@
 #include <math.h>
 #include <string.h>
 
-#include "ts_hlo.h"
+#include "ts_elem.h"
 
 /* How a format spends its top encodings on specials. */
 typedef enum {
