@@ -772,9 +772,12 @@ static ts_status_t hang_rendezvous(job_t *j, ts_diag_t *diag) {
       char secret[33];
       ts_hang_coord_opts_t co;
       ts_hang_coord_opts_default(&co);
-      /* Every rank on this host (--slices only emulates several): loopback. */
+      /* Every rank on this host (--slices only emulates several): loopback. Across hosts:
+       * the address the ranks are told (this host's name), never every interface. */
       bool one_host = j->hosts <= 1 && j->env.mode != RUN_TCP;
-      co.listen = one_host ? "127.0.0.1:0" : "0.0.0.0:0";
+      char listen[sizeof j->env.host + 4];
+      snprintf(listen, sizeof listen, "%s:0", j->env.host);
+      co.listen = one_host ? "127.0.0.1:0" : listen;
       co.world = j->env.ndevices;
       co.secret = secret;
       co.hang_timeout_s = f->hang_timeout;

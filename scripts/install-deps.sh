@@ -17,6 +17,7 @@ packages=(
   libssl-dev
   jq
   python3 python3-numpy
+  iproute2 util-linux iputils-ping
 )
 
 missing=()
