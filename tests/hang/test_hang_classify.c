@@ -42,6 +42,12 @@ static void not_posted(int r, int activity) {
   strcpy(w[r].instr_name, "fusion.2");
 }
 
+/* Rank r failed with `error`. */
+static void failed(int r, ts_status_t error) {
+  w[r].activity = TS_HANG_FAILED;
+  w[r].error = error;
+}
+
 static void check(const char *name, int n, ts_hang_cause_t cause, const char *culprits) {
   ts_hang_verdict_t v;
   EXPECT_EQ(ts_hang_classify(w, n, &v), TS_OK);
@@ -151,24 +157,19 @@ int main(void) {
   /* unrecoverable: rank 0 died; rank 3 failed only because of it. */
   reset(N);
   w[0].status = TS_HANG_WORKER_DEAD;
-  w[3].activity = TS_HANG_FAILED;
-  w[3].error = TS_ERR_REMOTE;
+  failed(3, TS_ERR_REMOTE);
   check("unrecoverable_dead", N, TS_HANG_CAUSE_UNRECOVERABLE_ERROR, "0");
 
   /* unrecoverable: rank 1 failed with its own error. */
   reset(N);
-  w[1].activity = TS_HANG_FAILED;
-  w[1].error = TS_ERR_NOMEM;
-  w[2].activity = TS_HANG_FAILED;
-  w[2].error = TS_ERR_REMOTE;
+  failed(1, TS_ERR_NOMEM);
+  failed(2, TS_ERR_REMOTE);
   check("unrecoverable_failed", N, TS_HANG_CAUSE_UNRECOVERABLE_ERROR, "1");
 
   /* unrecoverable: only timeouts/remote errors: the timed-out one. */
   reset(N);
-  w[2].activity = TS_HANG_FAILED;
-  w[2].error = TS_ERR_TIMEOUT;
-  w[0].activity = TS_HANG_FAILED;
-  w[0].error = TS_ERR_REMOTE;
+  failed(2, TS_ERR_TIMEOUT);
+  failed(0, TS_ERR_REMOTE);
   check("unrecoverable_timeout", N, TS_HANG_CAUSE_UNRECOVERABLE_ERROR, "2");
 
   /* a worker that never connected. */

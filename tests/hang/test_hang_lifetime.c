@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "hang_internal.h"
+#include "hang_test.h"
 #include "ts_test.h"
 
 static bool gone(pid_t pid) {
@@ -45,12 +46,7 @@ int main(int argc, char **argv) {
   if (launcher == 0) {
     /* The job: starts the coordinator for 2 workers, then dies before
      * either connects (tessera run killed during startup). */
-    ts_hang_coord_opts_t o;
-    ts_hang_coord_opts_default(&o);
-    o.world = 2;
-    o.secret = "s";
-    o.hang_timeout_s = 5;
-    o.quiet = true;
+    ts_hang_coord_opts_t o = quiet_coord_opts(2, "s", 5);
     char addr[128];
     pid_t pid = -1;
     ts_diag_t diag = {0};

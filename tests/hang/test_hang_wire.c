@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "hang_internal.h"
+#include "hang_test.h"
 #include "ts_coll.h"
 #include "ts_test.h"
 
@@ -199,12 +200,7 @@ static void hmac_vectors(void) {
 }
 
 static void live(void) {
-  ts_hang_coord_opts_t o;
-  ts_hang_coord_opts_default(&o);
-  o.world = 1;
-  o.secret = "right-secret";
-  o.hang_timeout_s = 30;
-  o.quiet = true;
+  ts_hang_coord_opts_t o = quiet_coord_opts(1, "right-secret", 30);
   ts_hang_coord_t *c;
   ts_diag_t diag = {0};
   EXPECT_EQ(ts_hang_coord_create(&o, &c, &diag), TS_OK);
