@@ -1244,12 +1244,7 @@ static int parse_flags(int argc, char **argv, run_flags_t *f) {
       break;
     case 'h': usage(stdout); return 0;
     case ':':
-      fprintf(stderr, "tessera run: error: option '%s' needs a value\n", argv[optind - 1]);
-      return 2;
-    case '?':
-      fprintf(stderr, "tessera run: error: unknown option '%s'\n", argv[optind - 1]);
-      usage(stderr);
-      return 2;
+    case '?': return ts_cli_getopt_error("run", c, argv[optind - 1], usage);
     default:
       if (ts_ckpt_flag_is(c)) {
         if (!ts_ckpt_flag_parse("run", c, optarg, &f->ckpt)) return 2;
