@@ -942,18 +942,21 @@ static void print_compile_only(job_t *j) {
   printf("%s: %s for %lld devices (%lld replica%s x %lld partitions): %d instructions in %d computations\n",
          j->f->path, j->partitioned ? "partitioned" : "per-device program", (long long)(j->R * j->P),
          (long long)j->R, j->R == 1 ? "" : "s", (long long)j->P, ninstr, j->pm->ncomps);
-  printf("per-device memory (buffer assignment): peak ");
-  ts_interp_print_bytes(stdout, mem.peak);
-  printf(" = inputs ");
-  ts_interp_print_bytes(stdout, mem.inputs);
-  printf(" + outputs ");
-  ts_interp_print_bytes(stdout, mem.outputs);
-  printf(" + temporaries ");
-  ts_interp_print_bytes(stdout, mem.temps);
-  printf("; constants ");
-  ts_interp_print_bytes(stdout, mem.constants);
-  printf("; without buffer reuse ");
-  ts_interp_print_bytes(stdout, mem.naive);
+  const struct {
+    const char *label;
+    uint64_t bytes;
+  } parts[] = {
+      {"per-device memory (buffer assignment): peak ", mem.peak},
+      {" = inputs ", mem.inputs},
+      {" + outputs ", mem.outputs},
+      {" + temporaries ", mem.temps},
+      {"; constants ", mem.constants},
+      {"; without buffer reuse ", mem.naive},
+  };
+  for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++) {
+    printf("%s", parts[i].label);
+    ts_interp_print_bytes(stdout, parts[i].bytes);
+  }
   printf("\n");
   ts_interp_coll_stats_t cs;
   ts_interp_count_collectives(j->pm, &cs);
