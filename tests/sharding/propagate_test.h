@@ -11,7 +11,7 @@
 #include <stdio.h>
 #include <string.h>
 
-/* The f32 sum a reduce applies (to_apply=sum): parameters x and y, root s. */
+/* The f32 sum a reduce or scatter applies (to_apply=sum): parameters x and y, root s. */
 #define SUM_F32                  \
   "sum {\n"                      \
   "  x = f32[] parameter(0)\n"   \

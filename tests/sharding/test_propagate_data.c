@@ -188,21 +188,17 @@ static void test_gather(void) {
  * subgroup: score 4). */
 static void test_scatter(void) {
   EXPECT_PROPAGATION("HloModule m, num_partitions=4\n"
-                     "add {\n"
-                     "  x = f32[] parameter(0)\n"
-                     "  y = f32[] parameter(1)\n"
-                     "  ROOT s = f32[] add(x, y)\n"
-                     "}\n"
+                     SUM_F32
                      "ENTRY e {\n"
                      "  z = f32[32,16] parameter(0)\n"
                      "  ids = s32[4,6,1] parameter(1), sharding={devices=[4,1,1]<=[4]}\n"
                      "  upd = f32[4,6,16] parameter(2)\n"
                      "  z2 = f32[32,16] parameter(3), sharding={devices=[2,1,2]<=[4] last_tile_dim_replicate}\n"
                      "  sc = f32[32,16] scatter(z, ids, upd), update_window_dims={2}, inserted_window_dims={0}, "
-                     "scatter_dims_to_operand_dims={0}, index_vector_dim=2, to_apply=add\n"
+                     "scatter_dims_to_operand_dims={0}, index_vector_dim=2, to_apply=sum\n"
                      "  r = f32[32,16] copy(sc), sharding={devices=[1,2,2]<=[4] last_tile_dim_replicate}\n"
                      "  sc2 = f32[32,16] scatter(z2, ids, upd), update_window_dims={2}, inserted_window_dims={0}, "
-                     "scatter_dims_to_operand_dims={0}, index_vector_dim=2, to_apply=add\n"
+                     "scatter_dims_to_operand_dims={0}, index_vector_dim=2, to_apply=sum\n"
                      "  ROOT t = (f32[32,16], f32[32,16]) tuple(r, sc2)\n"
                      "}\n",
                      {"sc", "{devices=[1,2,2]<=[4] last_tile_dim_replicate}"},
