@@ -4,6 +4,13 @@
 #include "ts_sharding.h"
 
 #include <string.h>
+#include <time.h>
+
+static double now_s(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+}
 
 static ts_status_t parse(ts_pipeline_t *p, ts_diag_t *diag) {
   size_t len = 0;
@@ -131,9 +138,15 @@ ts_status_t ts_pipeline_run_to(ts_pipeline_t *p, ts_stage_t s, ts_diag_t *diag) 
   if (p->done & (1u << s)) return TS_OK;
   const ts_stage_info_t *info = &ts_pipeline_stages[s];
   if (info->after != s) TS_CHECK(ts_pipeline_run_to(p, info->after, diag));
-  TS_CHECK(info->run(p, diag));
+  double t0 = now_s();
+  ts_status_t st = info->run(p, diag);
+  double t1 = now_s();
+  p->run_s[s] = t1 - t0;
+  if (st != TS_OK) return st;
   p->done |= 1u << s;
-  return verify_after(p, s, diag);
+  st = verify_after(p, s, diag);
+  p->verify_s[s] = now_s() - t1;
+  return st;
 }
 
 void ts_pipeline_skip(ts_pipeline_t *p, ts_stage_t s) {
