@@ -569,62 +569,11 @@ static int cmp_by_size(const void *a, const void *b) {
 
 /* Interval packing: buffers by decreasing size, each at the lowest offset
  * free for its whole live range (first fit; the greedy-by-size order of
- * XLA's heap simulator). The placed buffers live in a segment tree over
+ * XLA's heap simulator). The placed buffers live in an interval tree over
  * order positions, so a buffer meets only those whose live range overlaps
  * its own: O((n + k) log n) for k overlapping pairs, where the plain scan
  * over every placed buffer was O(n^2). The offsets are those of the plain
  * scan. */
-typedef struct {
-  int t0, npos, width;  /* positions [t0, t0 + npos); leaves: width (a power of two) */
-  int *head, *count;    /* per node: first pool entry stored there, buffers stored in its subtree */
-  int *pool_buf, *pool_next;
-  int npool, pool_cap;
-} live_tree_t;
-
-static ts_status_t tree_push(live_tree_t *t, int node, int buf) {
-  if (t->npool == t->pool_cap) {
-    int cap = t->pool_cap ? t->pool_cap * 2 : 1024;
-    int *b = ts_realloc(t->pool_buf, (size_t)cap * sizeof *b);
-    if (!b) return TS_ERR_NOMEM;
-    t->pool_buf = b;
-    int *nx = ts_realloc(t->pool_next, (size_t)cap * sizeof *nx);
-    if (!nx) return TS_ERR_NOMEM;
-    t->pool_next = nx;
-    t->pool_cap = cap;
-  }
-  t->pool_buf[t->npool] = buf;
-  t->pool_next[t->npool] = t->head[node];
-  t->head[node] = t->npool++;
-  return TS_OK;
-}
-
-/* Stores `buf` live over [a, b] in the nodes that cover it exactly. */
-static ts_status_t tree_insert(live_tree_t *t, int node, int lo, int hi, int a, int b, int buf) {
-  if (b < lo || hi < a) return TS_OK;
-  t->count[node]++;
-  if (a <= lo && hi <= b) return tree_push(t, node, buf);
-  int mid = lo + (hi - lo) / 2;
-  TS_CHECK(tree_insert(t, 2 * node, lo, mid, a, b, buf));
-  return tree_insert(t, 2 * node + 1, mid + 1, hi, a, b, buf);
-}
-
-/* Appends every stored buffer whose range meets [a, b] to busy, once each
- * (stamp[buf] == query marks the ones already taken). */
-static void tree_query(const live_tree_t *t, int node, int lo, int hi, int a, int b, const rt_buf_t *bufs, int *stamp,
-                       int query, range_t *busy, int *nb) {
-  if (t->count[node] == 0 || b < lo || hi < a) return;
-  for (int e = t->head[node]; e >= 0; e = t->pool_next[e]) {
-    int id = t->pool_buf[e];
-    if (stamp[id] == query) continue;
-    stamp[id] = query;
-    busy[(*nb)++] = (range_t){bufs[id].offset, bufs[id].offset + (int64_t)align_up(bufs[id].bytes)};
-  }
-  if (lo == hi) return;
-  int mid = lo + (hi - lo) / 2;
-  tree_query(t, 2 * node, lo, mid, a, b, bufs, stamp, query, busy, nb);
-  tree_query(t, 2 * node + 1, mid + 1, hi, a, b, bufs, stamp, query, busy, nb);
-}
-
 static ts_status_t assign(rt_comp_t *rc) {
   int n = 0, t0 = 0, t1 = 0;
   for (int b = 0; b < rc->nbufs; b++)
@@ -633,20 +582,13 @@ static ts_status_t assign(rt_comp_t *rc) {
       if (n == 0 || rc->bufs[b].last > t1) t1 = rc->bufs[b].last;
       n++;
     }
-  live_tree_t t = {.t0 = t0, .npos = t1 - t0 + 1, .width = 1};
-  while (t.width < t.npos) t.width *= 2;
+  ts_interval_tree_t *t = NULL;
   order_key_t *ids = ts_calloc((size_t)n + 1, sizeof *ids);
   range_t *busy = ts_calloc((size_t)n + 1, sizeof *busy);
-  int *stamp = ts_malloc(((size_t)rc->nbufs + 1) * sizeof *stamp);
-  t.head = ts_malloc(2 * (size_t)t.width * sizeof *t.head);
-  t.count = ts_calloc(2 * (size_t)t.width, sizeof *t.count);
-  ts_status_t st = TS_OK;
-  if (!ids || !busy || !stamp || !t.head || !t.count) {
-    st = TS_ERR_NOMEM;
-    goto done;
-  }
-  for (int b = 0; b < rc->nbufs; b++) stamp[b] = -1;
-  for (int v = 0; v < 2 * t.width; v++) t.head[v] = -1;
+  int *met = ts_malloc(((size_t)n + 1) * sizeof *met);
+  ts_status_t st = ts_interval_tree_create(t1 - t0 + 1, rc->nbufs, &t);
+  if (st == TS_OK && (!ids || !busy || !met)) st = TS_ERR_NOMEM;
+  if (st != TS_OK) goto done;
   n = 0;
   for (int b = 0; b < rc->nbufs; b++)
     if (rc->bufs[b].kind == BUF_ARENA) {
@@ -662,8 +604,12 @@ static ts_status_t assign(rt_comp_t *rc) {
       b->offset = 0;
       continue;
     }
-    int nb = 0, a = b->def - t0, z = b->last - t0;
-    tree_query(&t, 1, 0, t.width - 1, a, z, rc->bufs, stamp, q, busy, &nb);
+    int a = b->def - t0, z = b->last - t0;
+    int nb = ts_interval_tree_query(t, a, z, met);
+    for (int r = 0; r < nb; r++) {
+      const rt_buf_t *o = &rc->bufs[met[r]];
+      busy[r] = (range_t){o->offset, o->offset + (int64_t)align_up(o->bytes)};
+    }
     qsort(busy, (size_t)nb, sizeof *busy, cmp_range);
     int64_t at = 0;
     for (int r = 0; r < nb; r++) {
@@ -672,17 +618,14 @@ static ts_status_t assign(rt_comp_t *rc) {
     }
     b->offset = at;
     if ((size_t)at + sz > top) top = (size_t)at + sz;
-    if ((st = tree_insert(&t, 1, 0, t.width - 1, a, z, ids[q].id)) != TS_OK) goto done;
+    if ((st = ts_interval_tree_insert(t, a, z, ids[q].id)) != TS_OK) goto done;
   }
   rc->arena_bytes = top;
 done:
   ts_free(ids);
   ts_free(busy);
-  ts_free(stamp);
-  ts_free(t.head);
-  ts_free(t.count);
-  ts_free(t.pool_buf);
-  ts_free(t.pool_next);
+  ts_free(met);
+  ts_interval_tree_destroy(t);
   return st;
 }
 

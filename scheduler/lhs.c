@@ -657,8 +657,10 @@ static ts_status_t arena_bytes(const graph_t *g, const int *order, uint64_t *out
   int *pos = ts_malloc(sizeof *pos * (size_t)(n + 1)), *last = ts_malloc(sizeof *last * (size_t)(n + 1));
   span_t *sp = ts_malloc(sizeof *sp * (size_t)(n + 1));
   uint64_t *busy = ts_malloc(sizeof *busy * 2 * (size_t)(n + 1)), *off = ts_malloc(sizeof *off * (size_t)(n + 1));
+  int *met = ts_malloc(sizeof *met * (size_t)(n + 1));
+  ts_interval_tree_t *placed = NULL;
   ts_status_t st = TS_OK;
-  if (!pos || !last || !sp || !busy || !off) {
+  if (!pos || !last || !sp || !busy || !off || !met) {
     st = TS_ERR_NOMEM;
     goto out;
   }
@@ -677,11 +679,13 @@ static ts_status_t arena_bytes(const graph_t *g, const int *order, uint64_t *out
   for (int k = 0; k < n; k++)
     if (N(g, k)->bytes) sp[ns++] = (span_t){(N(g, k)->bytes + 63) / 64 * 64, pos[k], last[k]};
   qsort(sp, (size_t)ns, sizeof *sp, span_cmp);
+  /* The spans placed so far, by live range: a span meets only those that
+   * overlap it (the plain scan over every placed span was O(n^2)). */
+  TS_CHECK_GOTO(ts_interval_tree_create(n + 1, ns, &placed), st, out);
   uint64_t top = 0;
   for (int q = 0; q < ns; q++) {
-    int nb = 0;
-    for (int r = 0; r < q; r++)
-      if (sp[r].def <= sp[q].last && sp[q].def <= sp[r].last) busy[2 * nb] = off[r], busy[2 * nb + 1] = off[r] + sp[r].bytes, nb++;
+    int nb = ts_interval_tree_query(placed, sp[q].def, sp[q].last, met);
+    for (int r = 0; r < nb; r++) busy[2 * r] = off[met[r]], busy[2 * r + 1] = off[met[r]] + sp[met[r]].bytes;
     qsort(busy, (size_t)nb, 2 * sizeof *busy, range_cmp);
     uint64_t at = 0;
     for (int r = 0; r < nb; r++) {
@@ -690,9 +694,12 @@ static ts_status_t arena_bytes(const graph_t *g, const int *order, uint64_t *out
     }
     off[q] = at;
     if (at + sp[q].bytes > top) top = at + sp[q].bytes;
+    TS_CHECK_GOTO(ts_interval_tree_insert(placed, sp[q].def, sp[q].last, q), st, out);
   }
   *out = top;
 out:
+  ts_interval_tree_destroy(placed);
+  ts_free(met);
   ts_free(pos);
   ts_free(last);
   ts_free(sp);
