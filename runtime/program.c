@@ -8,6 +8,7 @@
  * bitcast, copy, opt-barrier, add-dependency, sharding annotations,
  * parameters) share their operand's buffers instead of copying. */
 #include "rt_internal.h"
+#include "ts_hlo_buffers.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -517,115 +518,74 @@ static size_t align_up(size_t n) { return (n + RT_ALIGN - 1) / RT_ALIGN * RT_ALI
 
 /* ---- liveness and assignment --------------------------------------------------- */
 
-static void liveness(ts_rt_program_t *p, rt_comp_t *rc) {
-  for (int k = 0; k < rc->n; k++) {
-    const ts_hlo_instr_t *i = rc->order[k];
-    for (int o = 0; o < i->nops; o++) {
-      int s0 = rc->slot_base[p->pos[i->ops[o]->id]], c = ts_shape_leaf_count(i->ops[o]->shape);
-      for (int j = 0; j < c; j++) {
-        rt_buf_t *b = &rc->bufs[rc->slot_buf[s0 + j]];
-        if (b->last < k) b->last = k;
-      }
-    }
-    /* An async operation reads its start's operands until its done. */
-    if (i->op == TS_OP_ALL_REDUCE_DONE || i->op == TS_OP_ALL_GATHER_DONE || i->op == TS_OP_COLLECTIVE_PERMUTE_DONE ||
-        i->op == TS_OP_ASYNC_DONE || i->op == TS_OP_COPY_DONE || i->op == TS_OP_ASYNC_UPDATE) {
-      const ts_hlo_instr_t *st = start_of(i);
-      for (int o = 0; st && st->parent == rc->comp && o < st->nops; o++) {
-        int s0 = rc->slot_base[p->pos[st->ops[o]->id]], c = ts_shape_leaf_count(st->ops[o]->shape);
-        for (int j = 0; j < c; j++) {
-          rt_buf_t *b = &rc->bufs[rc->slot_buf[s0 + j]];
-          if (b->last < k) b->last = k;
-        }
-      }
-    }
+/* Live ranges come from the one definition of liveness (ts_hlo_liveness,
+ * which the scheduler's memory model uses too): the lowering's buffers must
+ * be its buffers, leaf for leaf; a disagreement is our bug. */
+static ts_status_t liveness(const ts_rt_program_t *p, rt_comp_t *rc, ts_diag_t *diag) {
+  ts_hlo_liveness_t lv;
+  TS_CHECK(ts_hlo_liveness(rc->comp, rc->order, &lv));
+  int *shared = ts_malloc(((size_t)rc->nbufs + 1) * sizeof *shared); /* our buffer -> its buffer */
+  int *ours = ts_malloc(((size_t)lv.nbufs + 1) * sizeof *ours);      /* and back */
+  ts_status_t st = TS_OK;
+  if (!shared || !ours) {
+    st = TS_ERR_NOMEM;
+    goto out;
   }
-  for (int j = 0; j < rc->nroot; j++) {
-    rt_buf_t *b = &rc->bufs[rc->slot_buf[rc->root_slot + j]];
-    if (b->last < rc->n) b->last = rc->n;
-  }
+  for (int b = 0; b < rc->nbufs; b++) shared[b] = -1;
+  for (int h = 0; h < lv.nbufs; h++) ours[h] = -1;
+  for (int k = 0; k < rc->n && st == TS_OK; k++)
+    for (int j = 0; j < lv.leaf_start[k + 1] - lv.leaf_start[k] && st == TS_OK; j++) {
+      int ob = rc->slot_buf[rc->slot_base[k] + j], h = lv.leaf_buf[lv.leaf_start[k] + j];
+      rt_buf_t *b = &rc->bufs[ob];
+      bool same;
+      if (h >= 0) {
+        same = b->kind == BUF_ARENA && (shared[ob] < 0 || shared[ob] == h) && (ours[h] < 0 || ours[h] == ob) &&
+               b->bytes == lv.bufs[h].bytes && b->def == lv.bufs[h].first;
+        shared[ob] = h;
+        ours[h] = ob;
+        b->last = lv.bufs[h].last;
+      } else if (h == TS_HLO_CONSTANT_LEAF) {
+        same = b->kind == BUF_CONST;
+      } else {
+        int q = TS_HLO_PARAM_LEAF(0) - h;
+        same = (b->kind == BUF_PARAM || b->kind == BUF_INPUT) && b->index == q;
+        b->last = lv.param_last[q];
+      }
+      if (!same)
+        st = rt_fail(p->m, rc->order[k], diag, TS_ERR_INTERNAL,
+                     "leaf %d: the lowering's buffer is not the one liveness defines", j);
+    }
+out:
+  ts_free(shared);
+  ts_free(ours);
+  ts_hlo_liveness_free(&lv);
+  return st;
 }
 
-typedef struct {
-  int64_t lo, hi;
-} range_t;
-
-static int cmp_range(const void *a, const void *b) {
-  const range_t *x = a, *y = b;
-  return x->lo < y->lo ? -1 : x->lo > y->lo;
-}
-
-typedef struct {
-  size_t bytes;
-  int def, id;
-} order_key_t;
-
-static int cmp_by_size(const void *a, const void *b) {
-  const order_key_t *x = a, *y = b;
-  if (x->bytes != y->bytes) return x->bytes > y->bytes ? -1 : 1;
-  if (x->def != y->def) return x->def < y->def ? -1 : 1;
-  return x->id - y->id;
-}
-
-/* Interval packing: buffers by decreasing size, each at the lowest offset
- * free for its whole live range (first fit; the greedy-by-size order of
- * XLA's heap simulator). The placed buffers live in an interval tree over
- * order positions, so a buffer meets only those whose live range overlaps
- * its own: O((n + k) log n) for k overlapping pairs, where the plain scan
- * over every placed buffer was O(n^2). The offsets are those of the plain
- * scan. */
+/* The arena: first fit over the live ranges (ts_hlo_first_fit, as the
+ * scheduler's model packs them). */
 static ts_status_t assign(rt_comp_t *rc) {
-  int n = 0, t0 = 0, t1 = 0;
+  int n = 0;
+  ts_hlo_buffer_t *hb = ts_malloc(((size_t)rc->nbufs + 1) * sizeof *hb);
+  int *id = ts_malloc(((size_t)rc->nbufs + 1) * sizeof *id);
+  ts_status_t st = TS_OK;
+  if (!hb || !id) {
+    st = TS_ERR_NOMEM;
+    goto done;
+  }
   for (int b = 0; b < rc->nbufs; b++)
     if (rc->bufs[b].kind == BUF_ARENA) {
-      if (n == 0 || rc->bufs[b].def < t0) t0 = rc->bufs[b].def;
-      if (n == 0 || rc->bufs[b].last > t1) t1 = rc->bufs[b].last;
-      n++;
-    }
-  ts_interval_tree_t *t = NULL;
-  order_key_t *ids = ts_calloc((size_t)n + 1, sizeof *ids);
-  range_t *busy = ts_calloc((size_t)n + 1, sizeof *busy);
-  int *met = ts_malloc(((size_t)n + 1) * sizeof *met);
-  ts_status_t st = ts_interval_tree_create(t1 - t0 + 1, rc->nbufs, &t);
-  if (st == TS_OK && (!ids || !busy || !met)) st = TS_ERR_NOMEM;
-  if (st != TS_OK) goto done;
-  n = 0;
-  for (int b = 0; b < rc->nbufs; b++)
-    if (rc->bufs[b].kind == BUF_ARENA) {
-      ids[n++] = (order_key_t){rc->bufs[b].bytes, rc->bufs[b].def, b};
+      hb[n] = (ts_hlo_buffer_t){NULL, 0, rc->bufs[b].bytes, rc->bufs[b].def, rc->bufs[b].last, -1};
+      id[n++] = b;
       rc->naive_bytes += align_up(rc->bufs[b].bytes);
     }
-  qsort(ids, (size_t)n, sizeof *ids, cmp_by_size);
-  size_t top = 0;
-  for (int q = 0; q < n; q++) {
-    rt_buf_t *b = &rc->bufs[ids[q].id];
-    size_t sz = align_up(b->bytes);
-    if (sz == 0) {
-      b->offset = 0;
-      continue;
-    }
-    int a = b->def - t0, z = b->last - t0;
-    int nb = ts_interval_tree_query(t, a, z, met);
-    for (int r = 0; r < nb; r++) {
-      const rt_buf_t *o = &rc->bufs[met[r]];
-      busy[r] = (range_t){o->offset, o->offset + (int64_t)align_up(o->bytes)};
-    }
-    qsort(busy, (size_t)nb, sizeof *busy, cmp_range);
-    int64_t at = 0;
-    for (int r = 0; r < nb; r++) {
-      if (busy[r].lo >= at + (int64_t)sz) break;
-      if (busy[r].hi > at) at = busy[r].hi;
-    }
-    b->offset = at;
-    if ((size_t)at + sz > top) top = (size_t)at + sz;
-    if ((st = ts_interval_tree_insert(t, a, z, ids[q].id)) != TS_OK) goto done;
-  }
-  rc->arena_bytes = top;
+  uint64_t top;
+  TS_CHECK_GOTO(ts_hlo_first_fit(hb, n, &top), st, done);
+  for (int q = 0; q < n; q++) rc->bufs[id[q]].offset = hb[q].offset;
+  rc->arena_bytes = (size_t)top;
 done:
-  ts_free(ids);
-  ts_free(busy);
-  ts_free(met);
-  ts_interval_tree_destroy(t);
+  ts_free(hb);
+  ts_free(id);
   return st;
 }
 
@@ -700,8 +660,7 @@ static ts_status_t build_comp(ts_rt_program_t *p, int ci, bool scheduled, ts_dia
   rc->stage_buf = ts_calloc((size_t)rc->nroot + 1, sizeof *rc->stage_buf);
   if (!rc->stage_buf) return TS_ERR_NOMEM;
   for (int j = 0; j < rc->nroot; j++) rc->stage_buf[j] = -1;
-  liveness(p, rc);
-  return TS_OK;
+  return liveness(p, rc, diag);
 }
 
 /* While bodies: a root leaf that is another parameter leaf is copied aside
