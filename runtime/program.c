@@ -129,9 +129,18 @@ typedef struct {
 static int op_slot(lower_t *L, const ts_hlo_instr_t *op) { return L->rc->slot_base[L->p->pos[op->id]]; }
 static int op_nslots(const ts_hlo_instr_t *op) { return ts_shape_leaf_count(op->shape); }
 
-static ts_status_t alias_slots(lower_t *L, int k, int from, int src, int count) {
+/* Leaves [from, to) of instruction k are the operands' buffers that the one
+ * buffer definition names (ts_hlo_leaf_source): the lowering takes which
+ * operand leaf from there rather than working it out again. */
+static ts_status_t shared_slots(lower_t *L, int k, int from, int to) {
   rt_comp_t *rc = L->rc;
-  for (int j = 0; j < count; j++) rc->slot_buf[rc->slot_base[k] + from + j] = rc->slot_buf[src + j];
+  const ts_hlo_instr_t *i = rc->order[k];
+  for (int j = from; j < to; j++) {
+    ts_leaf_source_t src = ts_hlo_leaf_source(i, j);
+    if (src.kind != TS_LEAF_ALIASED)
+      return rt_fail(L->p->m, i, L->diag, TS_ERR_INTERNAL, "leaf %d is not an operand's buffer", j);
+    rc->slot_buf[rc->slot_base[k] + j] = rc->slot_buf[op_slot(L, i->ops[src.op]) + src.op_leaf];
+  }
   return TS_OK;
 }
 
@@ -219,7 +228,7 @@ static ts_status_t lower_coll_start(lower_t *L, int k, const ts_hlo_instr_t *att
   } else {
     int r0 = elem_leaf_offset(sh, 1), r1 = elem_leaf_offset(sh, 2);
     if (r0 == i->nops) {
-      for (int o = 0; o < i->nops; o++) TS_CHECK(alias_slots(L, k, o, op_slot(L, i->ops[o]), 1));
+      TS_CHECK(shared_slots(L, k, 0, i->nops));
     } else {
       TS_CHECK(fresh_slots(L, k, 0, r0));
     }
@@ -277,45 +286,30 @@ static ts_status_t lower_instr(lower_t *L, int k) {
     }
     break;
   }
-  case TS_OP_TUPLE: {
-    int at = 0;
-    for (int o = 0; o < i->nops; o++) {
-      int c = op_nslots(i->ops[o]);
-      TS_CHECK(alias_slots(L, k, at, op_slot(L, i->ops[o]), c));
-      at += c;
-    }
-    break;
-  }
+  case TS_OP_TUPLE: TS_CHECK(shared_slots(L, k, 0, nl)); break;
   case TS_OP_GET_TUPLE_ELEMENT: {
     const ts_hlo_attr_t *a = ts_hlo_instr_attr(i, "index");
     int64_t idx = a ? a->v.i : 0;
     const ts_shape_t *ts = i->ops[0]->shape;
     if (ts->elem != TS_TUPLE || idx < 0 || idx >= ts->ntuple)
       return rt_fail(m, i, L->diag, TS_ERR_INVALID_ARGUMENT, "bad tuple index");
-    TS_CHECK(alias_slots(L, k, 0, op_slot(L, i->ops[0]) + elem_leaf_offset(ts, (int)idx), nl));
+    TS_CHECK(shared_slots(L, k, 0, nl));
     break;
   }
-  case TS_OP_BITCAST:
-    if (op_nslots(i->ops[0]) == 1 && nl == 1 && leaf_bytes(i->ops[0]->shape) == leaf_bytes(i->shape) &&
-        ts_elem_is_array(i->shape->elem)) {
-      TS_CHECK(alias_slots(L, k, 0, op_slot(L, i->ops[0]), 1));
-      break;
-    }
-    goto kernel;
+  case TS_OP_BITCAST: /* the same bytes where the buffer definition says so, else a kernel */
+    if (ts_hlo_leaf_source(i, 0).kind != TS_LEAF_ALIASED) goto kernel;
+    TS_CHECK(shared_slots(L, k, 0, nl));
+    break;
   case TS_OP_RESHAPE: /* row-major logical order: the same bytes */
   case TS_OP_COPY:    /* values are never written in place: a copy can share */
   case TS_OP_ADD_DEPENDENCY:
   case TS_OP_OPT_BARRIER:
   case TS_OP_DOMAIN:
   case TS_OP_ASYNC_UPDATE:
+  case TS_OP_ALL_REDUCE_DONE:
     if (op_nslots(i->ops[0]) != nl) return rt_fail(m, i, L->diag, TS_ERR_INVALID_ARGUMENT, "result does not match operand");
-    TS_CHECK(alias_slots(L, k, 0, op_slot(L, i->ops[0]), nl));
+    TS_CHECK(shared_slots(L, k, 0, nl));
     break;
-  case TS_OP_ALL_REDUCE_DONE: {
-    if (op_nslots(i->ops[0]) != nl) return rt_fail(m, i, L->diag, TS_ERR_INVALID_ARGUMENT, "result does not match operand");
-    TS_CHECK(alias_slots(L, k, 0, op_slot(L, i->ops[0]), nl));
-    break;
-  }
   case TS_OP_ALL_GATHER_DONE:
   case TS_OP_COLLECTIVE_PERMUTE_DONE:
   case TS_OP_ASYNC_DONE:
@@ -324,7 +318,7 @@ static ts_status_t lower_instr(lower_t *L, int k) {
     int e = op == TS_OP_COPY_DONE ? 0 : 1;
     if (ts->elem != TS_TUPLE || ts->ntuple < 2 || ts_shape_leaf_count(ts->tuple[e]) != nl)
       return rt_fail(m, i, L->diag, TS_ERR_INVALID_ARGUMENT, "operand is not an async tuple");
-    TS_CHECK(alias_slots(L, k, 0, op_slot(L, i->ops[0]) + elem_leaf_offset(ts, e), nl));
+    TS_CHECK(shared_slots(L, k, 0, nl));
     break;
   }
   case TS_OP_CUSTOM_CALL: {
@@ -351,9 +345,9 @@ static ts_status_t lower_instr(lower_t *L, int k) {
             return rt_fail(m, i, L->diag, TS_ERR_VERIFY,
                            "custom-call target \"%s\" changes the shape; a per-device program has no manual region "
                            "boundaries (partition the module first)", t);
-        TS_CHECK(alias_slots(L, k, at, op_slot(L, i->ops[o]), c));
         at += c;
       }
+      TS_CHECK(shared_slots(L, k, 0, nl));
       break;
     }
     return rt_fail(m, i, L->diag, TS_ERR_INVALID_ARGUMENT, "custom-call target \"%s\" has no meaning in the runtime", t);
@@ -375,7 +369,7 @@ static ts_status_t lower_instr(lower_t *L, int k) {
         ts_shape_leaf_count(sh->tuple[1]) != 1)
       return rt_fail(m, i, L->diag, TS_ERR_INVALID_ARGUMENT, "copy-start shape is not (destination, source, context)");
     TS_CHECK(fresh_slots(L, k, 0, 1));
-    TS_CHECK(alias_slots(L, k, 1, op_slot(L, i->ops[0]), 1));
+    TS_CHECK(shared_slots(L, k, 1, 2));
     TS_CHECK(fresh_slots(L, k, 2, nl));
     rt_step_t *s = add_step(L, k, ST_COPY_START);
     TS_CHECK(operand_slots(L, i, 0, s));
