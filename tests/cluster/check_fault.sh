@@ -88,8 +88,11 @@ PY
   fi
 fi
 # Nothing left on any host (killed if so, so the next test has a clean cluster).
-sleep 1
-left=$("$C" pids "$cluster" | grep -v ': *$' || true)
+for _ in 1 2 3 4 5 6 7 8 9 10; do
+  sleep 0.5
+  left=$("$C" pids "$cluster" | grep -v ': *$' || true)
+  [ -z "$left" ] && break
+done
 if [ -n "$left" ]; then
   echo "FAIL: processes left: $left"
   for h in $(seq 1 "$("$C" hosts "$cluster")"); do kill -KILL $(ip netns pids "$cluster-h$h") 2>/dev/null; done

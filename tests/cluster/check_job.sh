@@ -45,7 +45,12 @@ tcp)
 esac
 cat "$tmp/out"
 echo "$hosts hosts x $per ranks, $mode: exit $rc in $((SECONDS - start)) s"
-left=$("$C" pids "$cluster" | grep -v ': *$' || true)
+# Every process on every host gone (a daemon may take a moment to exit).
+for _ in 1 2 3 4 5 6 7 8 9 10; do
+  left=$("$C" pids "$cluster" | grep -v ': *$' || true)
+  [ -z "$left" ] && break
+  sleep 0.5
+done
 [ -z "$left" ] || { echo "FAIL: processes left on the hosts: $left"; rc=1; }
 [ $rc = 0 ] || { echo "FAIL: exit code $rc"; cat "$tmp/err"; exit 1; }
 grep -q '^check: match' "$tmp/out" || { echo "FAIL: no 'check: match' line"; cat "$tmp/err"; exit 1; }

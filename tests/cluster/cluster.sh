@@ -200,6 +200,16 @@ mpirun_on() {
   local d=$state/$name n x
   n=$(cat "$d/hosts_n")
   x=$(cat "$d/subnet")
+  # Only the hosts -np fills: Open MPI starts a daemon on every host of the
+  # hostfile, and an idle one outlives the job by a moment.
+  local prev= a
+  for a in "$@"; do
+    if [ "$prev" = -np ] || [ "$prev" = -n ]; then
+      [ $(((a + per - 1) / per)) -lt "$n" ] && n=$(((a + per - 1) / per))
+      break
+    fi
+    prev=$a
+  done
   local hf
   hf=$(mktemp "$d/hostfile.XXXXXX")
   for i in $(seq 1 "$n"); do echo "h$i slots=$per"; done >"$hf"
