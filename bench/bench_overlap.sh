@@ -26,7 +26,9 @@
 # made under the same load; medians over repeats), COMM_FRACTIONS ("0.67
 # 1.0"), DELAY_US (a list; wins over COMM_FRACTIONS), BW_GBPS (adds the
 # knob's bandwidth term), MODE (threads: --devices N in one process; mpi:
-# mpirun -np N), HOST_MODEL (1: also run the schedule of the default host
+# mpirun -np N; cluster: across tests/cluster hosts, see
+# bench/bench_multihost_overlap.sh), COST_MODEL (the link's model, instead of
+# the one solved from the delay), HOST_MODEL (1: also run the schedule of the default host
 # cost model; 0: skip it), OVERLAP (the scheduler's --overlap-limit, e.g.
 # all-reduce=4: how many all-reduces may be in flight at once; default 1),
 # MEMORY_LIMIT (the scheduler's --memory-limit; default: none given, so the
@@ -54,7 +56,10 @@ python3 "$here/gen_overlap.py" --layers "$layers" --width "$width" --batch "$bat
 TESSERA_CROSS_SLICE_DELAY_US=
 export TESSERA_CROSS_SLICE_DELAY_US
 job() {
-  if [ "$mode" = mpi ]; then
+  if [ "$mode" = cluster ]; then
+    # bench/bench_multihost_overlap.sh: ranks on the hosts of tests/cluster's CLUSTER, PER_HOST each
+    "$CLUSTER_SH" mpirun "$CLUSTER" "$PER_HOST" -np "$devices" "$tessera" run --slices "$slices" "$@"
+  elif [ "$mode" = mpi ]; then
     root=
     [ "$(id -u)" = 0 ] && root=--allow-run-as-root
     mpirun $root --oversubscribe --bind-to none -x TESSERA_CROSS_SLICE_DELAY_US -np "$devices" \
@@ -84,6 +89,7 @@ median() { sort -g | awk '{ a[NR] = $1 } END { if (NR % 2) print a[(NR + 1) / 2]
 # knob charges L once (plus the slice's share over BW). Solve for rtt (and
 # the NIC speed), with launch and prep at their 1 us floor.
 link_model() {
+  [ -z "${COST_MODEL:-}" ] || { echo "$COST_MODEL"; return; }
   awk -v L="$1" -v D="$devices" -v S="$slices" -v bw="$bw" 'BEGIN {
     f = 2 * (D - 1) * S / D; rtt = int((L - 1) / f - 1 + 0.5); if (rtt < 1) rtt = 1
     nic = bw == "" ? 100000 : f * 1.025 * (D / S) * bw / D

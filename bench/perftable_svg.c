@@ -275,30 +275,48 @@ static int cmp_i64(const void *a, const void *b) {
   return x < y ? -1 : x > y;
 }
 
+/* The values series are coloured by (device counts, batch sizes): the
+ * first 8 distinct ones; colour i is v[i] once they are sorted. */
+typedef struct {
+  int64_t v[8];
+  int n;
+} colors_t;
+
+static void colors_add(colors_t *c, int64_t v) {
+  for (int i = 0; i < c->n; i++)
+    if (c->v[i] == v) return;
+  if (c->n < 8) c->v[c->n++] = v;
+}
+
+static void colors_sort(colors_t *c) { qsort(c->v, (size_t)c->n, sizeof *c->v, cmp_i64); }
+
+/* The colour of v; c->n (past the last) for a value beyond the first 8. */
+static int color_of(const colors_t *c, int64_t v) {
+  int i = 0;
+  while (i < c->n && c->v[i] != v) i++;
+  return i;
+}
+
 ts_status_t pt_svg_collectives(const ts_perf_table_t *t, const char *device_key, ts_buf_t *out, ts_diag_t *diag) {
   figure_t f = {.lines = true, .xbase = 2, .xlabel = "tensor size (bytes)", .ylabel = "throughput (GB/s, 1e9 B/s)"};
   ts_coll_measurement_t *ms = NULL;
   size_t n = 0;
   if (has_device(t, device_key)) TS_CHECK(ts_perf_table_collectives(t, device_key, &ms, &n, diag));
   /* colours follow the device counts in increasing order */
-  int64_t devs[8];
-  int ndev = 0;
+  colors_t devs = {0};
   bool many_types = false, schemes[TS_SCHEME_COUNT] = {false};
   for (size_t i = 0; i < n; i++) {
-    bool seen = false;
-    for (int d = 0; d < ndev; d++) seen |= devs[d] == ms[i].devices_per_group;
-    if (!seen && ndev < 8) devs[ndev++] = ms[i].devices_per_group;
+    colors_add(&devs, ms[i].devices_per_group);
     many_types |= ms[i].element_type != ms[0].element_type;
     schemes[ms[i].scheme] = true;
   }
-  qsort(devs, (size_t)ndev, sizeof *devs, cmp_i64);
+  colors_sort(&devs);
   ts_status_t st = TS_OK;
   for (int k = 0; k < TS_COST_COLL_COUNT && st == TS_OK; k++) {
     for (size_t i = 0; i < n && st == TS_OK; i++) {
       const ts_coll_measurement_t *m = &ms[i];
       if ((int)m->kind != k) continue;
-      int color = 0;
-      while (color < ndev && devs[color] != m->devices_per_group) color++;
+      int color = color_of(&devs, m->devices_per_group);
       char label[128];
       snprintf(label, sizeof label, "%s, %lld devices, %s%s%s", ts_coll_kind_name(m->kind),
                (long long)m->devices_per_group, ts_transfer_scheme_name(m->scheme), many_types ? ", " : "",
@@ -310,9 +328,9 @@ ts_status_t pt_svg_collectives(const ts_perf_table_t *t, const char *device_key,
       if (!s || !series_add(s, (double)m->tensor_bytes, (double)m->throughput_bytes_per_sec / 1e9)) st = TS_ERR_NOMEM;
     }
   }
-  for (int d = 0; d < ndev; d++) {
+  for (int d = 0; d < devs.n; d++) {
     char text[64];
-    snprintf(text, sizeof text, "%lld devices", (long long)devs[d]);
+    snprintf(text, sizeof text, "%lld devices", (long long)devs.v[d]);
     legend_add(&f, text, d, -1);
   }
   static const char *const dash_text[] = {"non-rail-aligned / one-way", "rail-aligned / two-way-all-mutual",
@@ -335,19 +353,13 @@ ts_status_t pt_svg_gemm(const ts_perf_table_t *t, const char *device_key, ts_buf
   ts_gemm_measurement_t *ms = NULL;
   size_t n = 0;
   if (has_device(t, device_key)) TS_CHECK(ts_perf_table_gemms(t, device_key, &ms, &n, diag));
-  int64_t bs[8];
-  int nb = 0;
-  for (size_t i = 0; i < n; i++) {
-    bool seen = false;
-    for (int j = 0; j < nb; j++) seen |= bs[j] == ms[i].b;
-    if (!seen && nb < 8) bs[nb++] = ms[i].b;
-  }
-  qsort(bs, (size_t)nb, sizeof *bs, cmp_i64);
+  colors_t bs = {0};
+  for (size_t i = 0; i < n; i++) colors_add(&bs, ms[i].b);
+  colors_sort(&bs);
   ts_status_t st = TS_OK;
   for (size_t i = 0; i < n && st == TS_OK; i++) {
     const ts_gemm_measurement_t *m = &ms[i];
-    int color = 0;
-    while (color < nb && bs[color] != m->b) color++;
+    int color = color_of(&bs, m->b);
     char label[128];
     snprintf(label, sizeof label, "%s, b=%lld", m->dtype, (long long)m->b);
     panel_t *p = panel_get(&f, m->dtype);
@@ -356,9 +368,9 @@ ts_status_t pt_svg_gemm(const ts_perf_table_t *t, const char *device_key, ts_buf
     double flops = 2.0 * (double)m->b * (double)m->m * (double)m->n * (double)m->k;
     if (!s || !series_add(s, flops, (double)m->flops / 1e9)) st = TS_ERR_NOMEM;
   }
-  for (int j = 0; j < nb; j++) {
+  for (int j = 0; j < bs.n; j++) {
     char text[64];
-    snprintf(text, sizeof text, "batch b=%lld", (long long)bs[j]);
+    snprintf(text, sizeof text, "batch b=%lld", (long long)bs.v[j]);
     legend_add(&f, text, j, -1);
   }
   char title[320];

@@ -132,6 +132,24 @@ bool ts_strmap_put(ts_strmap_t *m, const char *key, size_t len, void *val);
 void *ts_strmap_get(const ts_strmap_t *m, const char *key, size_t len);
 void ts_strmap_free(ts_strmap_t *m);
 
+/* ---- interval tree ---------------------------------------------------- */
+
+/* Closed intervals [a, b] of positions 0..npos-1, each stored with an id
+ * below max_id: a segment tree in which an interval lives in the O(log n)
+ * nodes that cover it exactly, so that a query meets only the intervals that
+ * overlap it (O(log n + k)). What first-fit buffer packing asks (the
+ * runtime's buffer assignment, the scheduler's arena estimate). */
+typedef struct ts_interval_tree ts_interval_tree_t;
+
+ts_status_t ts_interval_tree_create(int npos, int max_id, ts_interval_tree_t **out);
+void ts_interval_tree_destroy(ts_interval_tree_t *t); /* NULL is a no-op */
+/* Stores `id` over [a, b]; 0 <= a <= b < npos, 0 <= id < max_id. */
+ts_status_t ts_interval_tree_insert(ts_interval_tree_t *t, int a, int b, int id);
+/* Writes the id of every stored interval that meets [a, b] to out, once
+ * each, in no particular order; returns how many. out holds as many ids as
+ * have been inserted. */
+int ts_interval_tree_query(ts_interval_tree_t *t, int a, int b, int *out);
+
 /* ---- logging ----------------------------------------------------------- */
 
 typedef enum { TS_LOG_ERROR, TS_LOG_WARN, TS_LOG_INFO, TS_LOG_DEBUG } ts_log_level_t;

@@ -172,15 +172,8 @@ ts_status_t ts_coll_interp_loo(const ts_coll_interp_t *ci, ts_interp_mode_t mode
           .measured_s = (double)p->coords[2 * i] / p->values[i],
           .predicted_s = -1,
       };
-      r.points++;
-      if (key_time(p, mode, pt.tensor_bytes, pt.devices, i, &pt.predicted_s)) {
-        double ape = 100 * fabs(pt.predicted_s - pt.measured_s) / pt.measured_s;
-        sum += ape;
-        if (ape > r.max_ape) r.max_ape = ape;
-        r.predicted++;
-      } else {
-        pt.predicted_s = -1;
-      }
+      bool ok = key_time(p, mode, pt.tensor_bytes, pt.devices, i, &pt.predicted_s);
+      ts_loo_add(&r, &sum, ok, &pt.predicted_s, pt.measured_s);
       if (each) each(ctx, &pt);
     }
   }

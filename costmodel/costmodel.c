@@ -240,6 +240,24 @@ ts_status_t ts_costmodel_set_preset(ts_costmodel_t *m, const char *preset, ts_di
   return TS_OK;
 }
 
+/* add(m, item, diag) for each item of the list s, separated by sep (empty
+ * items included), up to the first error. */
+static ts_status_t each_item(ts_costmodel_t *m, const char *s, const char *sep,
+                             ts_status_t (*add)(ts_costmodel_t *m, const char *item, ts_diag_t *diag), ts_diag_t *diag) {
+  for (;;) {
+    size_t n = strcspn(s, sep);
+    char *item = ts_malloc(n + 1);
+    if (!item) return TS_ERR_NOMEM;
+    memcpy(item, s, n);
+    item[n] = 0;
+    ts_status_t st = add(m, item, diag);
+    ts_free(item);
+    TS_CHECK(st);
+    if (!s[n]) return TS_OK;
+    s += n + 1;
+  }
+}
+
 static ts_status_t add_one_spec(ts_costmodel_t *m, const char *spec, ts_diag_t *diag) {
   if (strcmp(spec, "analytical") == 0 || strncmp(spec, "analytical:", 11) == 0) {
     ts_scurve_config_t cfg;
@@ -254,38 +272,14 @@ static ts_status_t add_one_spec(ts_costmodel_t *m, const char *spec, ts_diag_t *
       ts_diag_plain(diag, "cost model '%s': no table path (expected table:PATH[,PATH...])", spec);
       return TS_ERR_INVALID_ARGUMENT;
     }
-    for (;;) {
-      size_t n = strcspn(s, ",");
-      char *item = ts_malloc(n + 1);
-      if (!item) return TS_ERR_NOMEM;
-      memcpy(item, s, n);
-      item[n] = 0;
-      ts_status_t st = add_table(m, item, diag);
-      ts_free(item);
-      TS_CHECK(st);
-      if (!s[n]) break;
-      s += n + 1;
-    }
-    return TS_OK;
+    return each_item(m, s, ",", add_table, diag);
   }
   ts_diag_plain(diag, "cost model '%s': unknown kind (expected analytical[:OPTIONS] or table:PATH[,PATH...])", spec);
   return TS_ERR_INVALID_ARGUMENT;
 }
 
 ts_status_t ts_costmodel_add_spec(ts_costmodel_t *m, const char *spec, ts_diag_t *diag) {
-  const char *s = spec;
-  for (;;) {
-    size_t n = strcspn(s, ";");
-    char *one = ts_malloc(n + 1);
-    if (!one) return TS_ERR_NOMEM;
-    memcpy(one, s, n);
-    one[n] = 0;
-    ts_status_t st = add_one_spec(m, one, diag);
-    ts_free(one);
-    TS_CHECK(st);
-    if (!s[n]) return TS_OK;
-    s += n + 1;
-  }
+  return each_item(m, spec, ";", add_one_spec, diag);
 }
 
 ts_status_t ts_costmodel_parse_spec(const char *spec, const char *preset, ts_costmodel_t **out, ts_diag_t *diag) {

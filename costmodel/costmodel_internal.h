@@ -62,4 +62,10 @@ bool ts_points_weighted(const ts_points_t *p, const int64_t *x, size_t skip, dou
  * units, ties go up). */
 bool ts_points_nearest(const ts_points_t *p, const int64_t *x, size_t skip, double *value);
 
+/* Leave-one-out scoring (ts_coll_interp_loo, ts_gemm_interp_loo): counts
+ * one point into r and, when it was predicted, its absolute percentage
+ * error into *ape_sum (from 0) and r->max_ape; otherwise *predicted_s
+ * becomes -1. The mean is *ape_sum / r->predicted. */
+void ts_loo_add(ts_loo_result_t *r, double *ape_sum, bool predicted, double *predicted_s, double measured_s);
+
 #endif

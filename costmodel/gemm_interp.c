@@ -135,15 +135,8 @@ ts_status_t ts_gemm_interp_loo(const ts_gemm_interp_t *gi, ts_interp_mode_t mode
       ts_gemm_loo_point_t pt = {key->dtype, x[0], x[1], x[3], x[2], 0, -1};
       double flop = flop_count(pt.b, pt.m, pt.n, pt.k);
       pt.measured_s = flop / key->pts.values[i];
-      r.points++;
-      if (key_time(key, mode, x, flop, i, &pt.predicted_s)) {
-        double ape = 100 * fabs(pt.predicted_s - pt.measured_s) / pt.measured_s;
-        sum += ape;
-        if (ape > r.max_ape) r.max_ape = ape;
-        r.predicted++;
-      } else {
-        pt.predicted_s = -1;
-      }
+      bool ok = key_time(key, mode, x, flop, i, &pt.predicted_s);
+      ts_loo_add(&r, &sum, ok, &pt.predicted_s, pt.measured_s);
       if (each) each(ctx, &pt);
     }
   }

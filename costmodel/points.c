@@ -238,3 +238,15 @@ bool ts_points_nearest(const ts_points_t *p, const int64_t *x, size_t skip, doub
   *value = p->values[i];
   return true;
 }
+
+void ts_loo_add(ts_loo_result_t *r, double *ape_sum, bool predicted, double *predicted_s, double measured_s) {
+  r->points++;
+  if (!predicted) {
+    *predicted_s = -1;
+    return;
+  }
+  double ape = 100 * fabs(*predicted_s - measured_s) / measured_s;
+  *ape_sum += ape;
+  if (ape > r->max_ape) r->max_ape = ape;
+  r->predicted++;
+}

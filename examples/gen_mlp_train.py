@@ -28,13 +28,12 @@ over devices iota(D*M).reshape(D, M): x and the batch dimension of every
 activation split over `data`, the hidden dimension over `model` (Megatron
 style: W1 column-split, b1 split, W2 row-split), b2 and the loss replicated.
 """
-import argparse
 import os
 import sys
 
 sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from hlo_emit import Builder, Mesh, write_module  # noqa: E402
+from hlo_emit import Builder, Mesh, training_step_args, write_module  # noqa: E402
 
 
 def build(batch, n_in, hidden, classes, lr, data, model):
@@ -126,26 +125,9 @@ def build(batch, n_in, hidden, classes, lr, data, model):
 
 
 def main(argv):
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
-                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--batch", type=int, default=64, help="global batch size (default 64)")
-    ap.add_argument("--in", dest="n_in", type=int, default=256, help="input features (default 256)")
-    ap.add_argument("--hidden", type=int, default=512, help="hidden units (default 512)")
-    ap.add_argument("--classes", type=int, default=16, help="classes (default 16)")
-    ap.add_argument("--lr", type=float, default=1.5, help="SGD learning rate (default 1.5)")
-    ap.add_argument("--data", type=int, default=2, help="data-parallel mesh axis size (default 2)")
-    ap.add_argument("--model", type=int, default=2, help="model-parallel mesh axis size (default 2)")
-    ap.add_argument("-o", "--output", help="output file (default: standard output)")
-    a = ap.parse_args(argv)
-    for name in ("batch", "n_in", "hidden", "classes", "data", "model"):
-        if getattr(a, name) < 1:
-            ap.error("--%s wants a positive integer" % name.replace("n_in", "in"))
-    if a.classes < 2:
-        ap.error("--classes wants at least 2")
-    if a.batch % a.data:
-        ap.error("--batch %d is not divisible by --data %d" % (a.batch, a.data))
-    if a.hidden % a.model:
-        ap.error("--hidden %d is not divisible by --model %d" % (a.hidden, a.model))
+    sizes = [("batch", 64, "global batch size"), ("in", 256, "input features"), ("hidden", 512, "hidden units"),
+             ("classes", 16, "classes")]
+    a = training_step_args(argv, __doc__, sizes, 1.5, [("batch", "data"), ("hidden", "model")])
     text = build(a.batch, a.n_in, a.hidden, a.classes, a.lr, a.data, a.model)
     write_module(text, a.output)
     return 0

@@ -49,14 +49,13 @@ split, Wo and W_down row-split (their products are partial sums, all-reduced
 over `model`); the embedding, the layernorm parameters, b_down, the head and
 the loss replicated. The weight gradients are all-reduced over `data`.
 """
-import argparse
 import math
 import os
 import sys
 
 sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from hlo_emit import Builder, Mesh, write_module  # noqa: E402
+from hlo_emit import Builder, Mesh, training_step_args, write_module  # noqa: E402
 
 EPS = 1e-5
 GELU_C = math.sqrt(2 / math.pi)
@@ -332,33 +331,11 @@ def build(batch, seq, n_in, dim, heads, mlp, classes, lr, data, model):
 
 
 def main(argv):
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
-                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--batch", type=int, default=8, help="global batch size (default 8)")
-    ap.add_argument("--seq", type=int, default=32, help="sequence length (default 32)")
-    ap.add_argument("--in", dest="n_in", type=int, default=16, help="input features per token (default 16)")
-    ap.add_argument("--dim", type=int, default=64, help="model dimension (default 64)")
-    ap.add_argument("--heads", type=int, default=4, help="attention heads (default 4)")
-    ap.add_argument("--mlp", type=int, default=256, help="MLP hidden units (default 256)")
-    ap.add_argument("--classes", type=int, default=8, help="classes (default 8)")
-    ap.add_argument("--lr", type=float, default=0.25, help="SGD learning rate (default 0.25)")
-    ap.add_argument("--data", type=int, default=2, help="data-parallel mesh axis size (default 2)")
-    ap.add_argument("--model", type=int, default=2, help="model-parallel mesh axis size (default 2)")
-    ap.add_argument("-o", "--output", help="output file (default: standard output)")
-    a = ap.parse_args(argv)
-    for name in ("batch", "seq", "n_in", "dim", "heads", "mlp", "classes", "data", "model"):
-        if getattr(a, name) < 1:
-            ap.error("--%s wants a positive integer" % name.replace("n_in", "in"))
-    if a.classes < 2:
-        ap.error("--classes wants at least 2")
-    if a.dim % a.heads:
-        ap.error("--dim %d is not divisible by --heads %d" % (a.dim, a.heads))
-    if a.batch % a.data:
-        ap.error("--batch %d is not divisible by --data %d" % (a.batch, a.data))
-    if a.heads % a.model:
-        ap.error("--heads %d is not divisible by --model %d" % (a.heads, a.model))
-    if a.mlp % a.model:
-        ap.error("--mlp %d is not divisible by --model %d" % (a.mlp, a.model))
+    sizes = [("batch", 8, "global batch size"), ("seq", 32, "sequence length"), ("in", 16, "input features per token"),
+             ("dim", 64, "model dimension"), ("heads", 4, "attention heads"), ("mlp", 256, "MLP hidden units"),
+             ("classes", 8, "classes")]
+    a = training_step_args(argv, __doc__, sizes, 0.25,
+                           [("dim", "heads"), ("batch", "data"), ("heads", "model"), ("mlp", "model")])
     text = build(a.batch, a.seq, a.n_in, a.dim, a.heads, a.mlp, a.classes, a.lr, a.data, a.model)
     write_module(text, a.output)
     return 0

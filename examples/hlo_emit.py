@@ -9,9 +9,39 @@ parameters, layouts on every array shape, `metadata={op_name=...}`, and GSPMD
 shardings (`sharding={...}`) on the parameters and the root only, written in
 XLA's canonical iota (V2) form over a named device mesh.
 """
+import argparse
 import os
 import struct
 import sys
+
+
+def training_step_args(argv, doc, sizes, lr, divisible):
+    """The command line of a training-step generator: `sizes` are the model's
+    (flag, default, what) positive integers in --help's order, --classes
+    (at least 2) among them, then --lr (default `lr`), the mesh's --data and
+    --model axes and -o; `divisible` lists the (flag, by) pairs where flag's
+    value must divide by by's. Returns the parsed arguments (--in as n_in)."""
+    ap = argparse.ArgumentParser(description=doc.split("\n\n")[0],
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    dests = []
+    for flag, default, what in sizes:
+        dests.append("n_in" if flag == "in" else flag)
+        ap.add_argument("--" + flag, dest=dests[-1], type=int, default=default,
+                        help="%s (default %d)" % (what, default))
+    ap.add_argument("--lr", type=float, default=lr, help="SGD learning rate (default %g)" % lr)
+    ap.add_argument("--data", type=int, default=2, help="data-parallel mesh axis size (default 2)")
+    ap.add_argument("--model", type=int, default=2, help="model-parallel mesh axis size (default 2)")
+    ap.add_argument("-o", "--output", help="output file (default: standard output)")
+    a = ap.parse_args(argv)
+    for name in dests + ["data", "model"]:
+        if getattr(a, name) < 1:
+            ap.error("--%s wants a positive integer" % name.replace("n_in", "in"))
+    if a.classes < 2:
+        ap.error("--classes wants at least 2")
+    for flag, by in divisible:
+        if getattr(a, flag) % getattr(a, by):
+            ap.error("--%s %d is not divisible by --%s %d" % (flag, getattr(a, flag), by, getattr(a, by)))
+    return a
 
 
 def write_module(text, path):

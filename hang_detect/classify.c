@@ -40,7 +40,7 @@ void ts_hang_verdict_free(ts_hang_verdict_t *v) {
 
 static bool reporting(const ts_hang_state_t *s) { return s->status != TS_HANG_WORKER_NEVER_CONNECTED; }
 static bool alive(const ts_hang_state_t *s) {
-  return s->status == TS_HANG_WORKER_OK || s->status == TS_HANG_WORKER_NO_RESPONSE;
+  return s->status == TS_HANG_WORKER_OK || s->status == TS_HANG_WORKER_NO_RESPONSE || s->status == TS_HANG_WORKER_LEFT;
 }
 
 static void add_culprit(ts_hang_verdict_t *v, int rank) {
@@ -141,12 +141,53 @@ static bool minority(const ts_hang_state_t *w, int n, bool by_fp, ts_hang_verdic
 
 static bool input_stall(const ts_hang_state_t *w, int n, ts_hang_verdict_t *v) {
   for (int i = 0; i < n; i++)
-    if (alive(&w[i]) && w[i].activity == TS_HANG_INPUT_WAIT) add_culprit(v, i);
+    /* (A silent worker's "input" is stale: it may have frozen there.) */
+    if (alive(&w[i]) && w[i].status != TS_HANG_WORKER_NO_RESPONSE && w[i].activity == TS_HANG_INPUT_WAIT)
+      add_culprit(v, i);
   if (!v->nculprits) return false;
   v->cause = TS_HANG_CAUSE_DATA_INPUT_STALL;
   pick_first(w, v);
   snprintf(v->reason, sizeof v->reason, "%d worker(s) waiting for input at step %lld (first: rank %d)",
            v->nculprits, (long long)w[v->first_error_rank].step, v->first_error_rank);
+  return true;
+}
+
+/* ---- frozen workers ------------------------------------------------------------ */
+
+/* Workers that stopped answering while every worker that answers waits in
+ * a collective: a frozen process or host (SIGSTOP, a hung kernel driver, a
+ * host out of memory). Their last heartbeat is stale, so what they said
+ * they were doing cannot be trusted; the fact that they alone went silent
+ * while their peers wait is what tells them apart. A worker that answered
+ * and is in compute is a better suspect (bad_device below); workers that
+ * left after the first error are bystanders. */
+static bool frozen(const ts_hang_state_t *w, int n, ts_hang_verdict_t *v) {
+  int silent = 0, waiting = 0, waiting_on_silent = 0;
+  for (int i = 0; i < n; i++) {
+    if (w[i].status == TS_HANG_WORKER_NO_RESPONSE) {
+      silent++;
+    } else if (w[i].status == TS_HANG_WORKER_OK) {
+      if (w[i].activity == TS_HANG_COMPUTE || w[i].activity == TS_HANG_INPUT_WAIT) return false;
+      if (w[i].activity == TS_HANG_COLLECTIVE) waiting++;
+    }
+  }
+  if (!silent || !waiting) return false;
+  for (int i = 0; i < n; i++)
+    if (w[i].status == TS_HANG_WORKER_NO_RESPONSE) add_culprit(v, i);
+  for (int i = 0; i < n; i++) {
+    if (w[i].status != TS_HANG_WORKER_OK || w[i].activity != TS_HANG_COLLECTIVE) continue;
+    int t = w[i].waiting_on;
+    for (int k = 0; k < w[i].ncolls && t < 0; k++)
+      if (w[i].colls[k].state == TS_COLL_POSTED || w[i].colls[k].state == TS_COLL_STARTED) t = w[i].colls[k].waiting_on;
+    if (t >= 0 && t < n && w[t].status == TS_HANG_WORKER_NO_RESPONSE) waiting_on_silent++;
+  }
+  v->cause = TS_HANG_CAUSE_BAD_DEVICE;
+  pick_first(w, v);
+  const ts_hang_state_t *f = &w[v->first_error_rank];
+  snprintf(v->reason, sizeof v->reason,
+           "rank %d stopped answering (process or host frozen; last seen at step %lld) while %d worker(s) wait in "
+           "collectives, %d of them on it",
+           f->rank, (long long)f->step, waiting, waiting_on_silent);
   return true;
 }
 
@@ -283,7 +324,7 @@ ts_status_t ts_hang_classify(const ts_hang_state_t *w, int n, ts_hang_verdict_t 
     return TS_ERR_NOMEM;
   }
   if (unrecoverable(w, n, out) || minority(w, n, false, out) || minority(w, n, true, out) ||
-      input_stall(w, n, out) || networking(w, n, out) || bad_device(w, n, out))
+      input_stall(w, n, out) || frozen(w, n, out) || networking(w, n, out) || bad_device(w, n, out))
     return TS_OK;
   out->cause = TS_HANG_CAUSE_UNKNOWN;
   out->nculprits = 0;

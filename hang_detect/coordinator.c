@@ -15,6 +15,7 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -28,6 +29,10 @@ typedef struct {
   double t_accept;
   ts_hang_rbuf_t rb;
   char peer[64];
+  /* the handshake: HELLO came (identity kept until AUTH), CHALLENGE sent */
+  bool challenged;
+  char worker_nonce[TS_HANG_AUTH_MAX + 1], nonce[33];
+  ts_hang_state_t id;
 } conn_t;
 
 typedef struct {
@@ -38,6 +43,7 @@ typedef struct {
   uint64_t progress_at_detect;
   bool answered;         /* the current state request */
   bool late;             /* died after the event was detected: a bystander mpirun killed, not a culprit */
+  bool cancelled;        /* said CANCEL for a signal that stops the whole job */
 } wstate_t;
 
 typedef enum { PH_RUN, PH_GATHER, PH_AFTER } phase_t;
@@ -64,6 +70,8 @@ struct ts_hang_coord {
   ts_hang_digest_t digest;
   bool have_digest;
   int result;
+  double cancel_at;       /* mono time of the first cancellation, 0 none */
+  char cancel_reason[TS_HANG_TEXT_MAX + 32];
 };
 
 void ts_hang_coord_opts_default(ts_hang_coord_opts_t *o) {
@@ -206,6 +214,7 @@ static void accept_all(ts_hang_coord_t *c) {
     k->rank = -1;
     k->t_accept = ts_hang_mono();
     k->rb.len = 0;
+    k->challenged = false;
     char host[64] = "?";
     if (ss.ss_family == AF_INET) inet_ntop(AF_INET, &((struct sockaddr_in *)&ss)->sin_addr, host, sizeof host);
     if (ss.ss_family == AF_INET6) inet_ntop(AF_INET6, &((struct sockaddr_in6 *)&ss)->sin6_addr, host, sizeof host);
@@ -213,21 +222,21 @@ static void accept_all(ts_hang_coord_t *c) {
   }
 }
 
-/* Constant-time comparison: the secret is not leaked through timing. */
-static bool secret_ok(const char *a, const char *b) {
-  size_t la = strlen(a), lb = strlen(b);
-  unsigned diff = (unsigned)(la ^ lb);
-  for (size_t i = 0; i < la && i < lb; i++) diff |= (unsigned)(a[i] ^ b[i]);
-  return diff == 0;
-}
 
 /* A worker's event (death, failure): starts the gather unless one runs. */
 static void worker_event(ts_hang_coord_t *c, int r, int status, const char *note);
 
+/* The handshake of an unauthenticated connection: HELLO (checked, then
+ * CHALLENGE), then AUTH (checked, then WELCOME with our proof). */
 static void hello(ts_hang_coord_t *c, int ci, const ts_hang_msg_t *m) {
-  if (m->type != TS_HANG_MSG_HELLO) return reject(c, ci, "the first message must be HELLO");
-  if (!secret_ok(m->secret, c->secret)) return reject(c, ci, "wrong job secret");
-  const ts_hang_state_t *id = &m->state;
+  conn_t *k = &c->conns[ci];
+  if (!k->challenged) {
+    if (m->type != TS_HANG_MSG_HELLO) return reject(c, ci, "the first message must be HELLO");
+    if (strlen(m->auth) < 16) return reject(c, ci, "HELLO without a nonce");
+  } else if (m->type != TS_HANG_MSG_AUTH) {
+    return reject(c, ci, "the second message must be AUTH");
+  }
+  const ts_hang_state_t *id = k->challenged ? &k->id : &m->state;
   if (id->size != c->n || id->rank < 0 || id->rank >= c->n) {
     char why[128];
     snprintf(why, sizeof why, "rank %d of %d does not fit this job's world of %d", id->rank, id->size, c->n);
@@ -239,7 +248,21 @@ static void hello(ts_hang_coord_t *c, int ci, const ts_hang_msg_t *m) {
     snprintf(why, sizeof why, "rank %d is connected already", id->rank);
     return reject(c, ci, why);
   }
+  if (!k->challenged) {
+    k->id = m->state;
+    ts_hang_strlcpy(k->worker_nonce, m->auth, sizeof k->worker_nonce);
+    if (ts_hang_secret_generate(k->nonce) != TS_OK) return reject(c, ci, "no randomness for a challenge");
+    ts_hang_msg_t ch = {.type = TS_HANG_MSG_CHALLENGE};
+    ts_hang_strlcpy(ch.auth, k->nonce, sizeof ch.auth);
+    k->challenged = true;
+    if (!ts_hang_send_msg(k->fd, &ch)) drop(c, ci);
+    return;
+  }
+  char want[65];
+  ts_hang_auth_mac(c->secret, "worker", k->nonce, k->worker_nonce, id->rank, want);
+  if (!ts_hang_auth_equal(m->auth, want)) return reject(c, ci, "authentication failed (not this job's secret)");
   ts_hang_msg_t ok = {.type = TS_HANG_MSG_WELCOME};
+  ts_hang_auth_mac(c->secret, "coordinator", k->worker_nonce, k->nonce, id->rank, ok.auth);
   if (!ts_hang_send_msg(c->conns[ci].fd, &ok)) return drop(c, ci);
   c->conns[ci].rank = id->rank;
   w->conn = ci;
@@ -276,7 +299,7 @@ static void state(ts_hang_coord_t *c, int r, const ts_hang_msg_t *m) {
   memcpy(w->s.colls, s->colls, sizeof w->s.colls);
   w->t_last_msg = now;
   w->t_progress = now - s->progress_age_s;
-  if (c->phase == PH_GATHER && m->request == c->request) w->answered = true;
+  if (c->phase == PH_GATHER && m->request == c->request) w->answered = true; /* FLIGHT follows at once */
   /* The step that finished last: a straggler sample. */
   int64_t done_step = s->activity == TS_HANG_IDLE || s->activity == TS_HANG_FINISHED ? s->step : s->step - 1;
   if (s->last_step_ns) ts_hang_stragglers_add(c->strag, r, w->s.host, done_step, s->last_step_ns, s->last_compute_ns,
@@ -288,6 +311,45 @@ static void state(ts_hang_coord_t *c, int r, const ts_hang_msg_t *m) {
   }
 }
 
+/* Whether the process that launched the job is gone (or a zombie). */
+static bool launcher_gone(const ts_hang_coord_t *c) {
+  if (c->o.launcher_pid <= 1) return false;
+  char path[64], buf[256];
+  snprintf(path, sizeof path, "/proc/%d/stat", c->o.launcher_pid);
+  FILE *f = fopen(path, "r");
+  if (!f) return kill(c->o.launcher_pid, 0) != 0 && errno == ESRCH;
+  size_t n = fread(buf, 1, sizeof buf - 1, f);
+  fclose(f);
+  buf[n] = '\0';
+  const char *p = strrchr(buf, ')');
+  return p && p[1] == ' ' && (p[2] == 'Z' || p[2] == 'X');
+}
+
+/* A worker's CANCEL: the whole job is being stopped when the signal came
+ * from the launcher or the terminal ('L'), or when every worker lives in
+ * the signalled process (a --devices job); otherwise someone terminated
+ * this one rank, and its death (next) is a culprit's. */
+static void cancel(ts_hang_coord_t *c, int r, const char *text) {
+  wstate_t *w = &c->w[r];
+  bool whole = text[0] == 'L';
+  if (!whole) {
+    whole = true;
+    for (int i = 0; i < c->n; i++) whole = whole && c->w[i].s.pid == w->s.pid;
+  }
+  const char *what = text[0] ? text + 1 : text;
+  if (!whole || c->phase != PH_RUN) {
+    snprintf(w->s.note, sizeof w->s.note, "terminated by %.110s", what);
+    return;
+  }
+  for (int i = 0; i < c->n; i++)
+    if (i == r || (c->w[i].s.pid == w->s.pid && c->w[i].s.status != TS_HANG_WORKER_NEVER_CONNECTED))
+      c->w[i].cancelled = true;
+  if (!c->cancel_at) {
+    c->cancel_at = ts_hang_mono();
+    snprintf(c->cancel_reason, sizeof c->cancel_reason, "rank %d got %.200s", r, what);
+  }
+}
+
 /* Reads a connection; false when it was dropped. */
 static bool serve(ts_hang_coord_t *c, int ci) {
   conn_t *k = &c->conns[ci];
@@ -295,7 +357,22 @@ static bool serve(ts_hang_coord_t *c, int ci) {
   int r = k->rank;
   if (rc <= 0) {
     drop(c, ci);
-    if (r >= 0 && c->w[r].s.status == TS_HANG_WORKER_OK)
+    if (r >= 0 && c->w[r].s.status == TS_HANG_WORKER_OK && c->phase == PH_RUN && !c->w[r].cancelled &&
+        launcher_gone(c)) {
+      /* mpirun (or whatever started the job) went first: the job was
+       * stopped from outside (SIGKILL to mpirun), its ranks die with it. */
+      c->w[r].cancelled = true;
+      if (!c->cancel_at) {
+        c->cancel_at = ts_hang_mono();
+        snprintf(c->cancel_reason, sizeof c->cancel_reason, "its launcher (pid %d) is gone", c->o.launcher_pid);
+      }
+    }
+    if (r >= 0 && c->w[r].cancelled && c->w[r].s.status == TS_HANG_WORKER_OK) {
+      c->w[r].s.status = TS_HANG_WORKER_CANCELLED;
+      c->w[r].answered = true;
+      if (c->phase != PH_RUN) c->w[r].late = true;
+      info(c, "rank %d: cancelled", r);
+    } else if (r >= 0 && c->w[r].s.status == TS_HANG_WORKER_OK)
       worker_event(c, r, TS_HANG_WORKER_DEAD, rc == 0 ? "connection lost (the process died or closed it)"
                                                       : "connection failed");
     return false;
@@ -312,6 +389,13 @@ static bool serve(ts_hang_coord_t *c, int ci) {
     }
     if (m->type == TS_HANG_MSG_STATE) {
       state(c, r, m);
+    } else if (m->type == TS_HANG_MSG_FLIGHT) {
+      wstate_t *fw = &c->w[r];
+      fw->s.nflight = m->state.nflight;
+      memcpy(fw->s.flight, m->state.flight, sizeof fw->s.flight);
+      if (c->phase == PH_GATHER && m->request == c->request) fw->answered = true;
+    } else if (m->type == TS_HANG_MSG_CANCEL) {
+      cancel(c, r, m->text);
     } else if (m->type == TS_HANG_MSG_BYE) {
       c->w[r].s.status = TS_HANG_WORKER_FINISHED;
       c->w[r].answered = true;
@@ -441,14 +525,18 @@ static void conclude(ts_hang_coord_t *c) {
     if (w->late && s->status != TS_HANG_WORKER_FINISHED) {
       /* Left (or failed) after the first event: most likely killed by the
        * launcher because of it. Its last state is what it was doing. */
-      s->status = TS_HANG_WORKER_NO_RESPONSE;
+      s->status = TS_HANG_WORKER_LEFT;
       if (s->activity == TS_HANG_FAILED) s->activity = TS_HANG_IDLE;
       snprintf(s->note, sizeof s->note, "left after the first error was detected");
     } else if (s->status == TS_HANG_WORKER_OK && !w->answered) {
       s->status = TS_HANG_WORKER_NO_RESPONSE;
-      snprintf(s->note, sizeof s->note, "no answer to the state request within %.1f s", c->o.gather_timeout_s);
+      double silent = now - w->t_last_msg;
+      if (silent > c->o.gather_timeout_s)
+        snprintf(s->note, sizeof s->note, "no answer to the state request, silent for %.1f s", silent);
+      else
+        snprintf(s->note, sizeof s->note, "no answer to the state request within %.1f s", c->o.gather_timeout_s);
     }
-    if (s->status == TS_HANG_WORKER_OK || s->status == TS_HANG_WORKER_NO_RESPONSE) {
+    if (s->status == TS_HANG_WORKER_OK || s->status == TS_HANG_WORKER_NO_RESPONSE || s->status == TS_HANG_WORKER_LEFT) {
       s->progress_age_s = now - w->t_progress;
       if (s->event_time == 0) s->event_time = wall - (now - w->t_progress);
     }
@@ -511,6 +599,21 @@ static void finish_gather(ts_hang_coord_t *c) {
         return;
       }
     }
+    /* Heartbeat threads never wait on their main thread: when not one
+     * worker answers, this host (or the coordinator) is starved, not the
+     * job hung; ask again. A job that really froze whole is caught by the
+     * silence timeout. */
+    int ok = 0, answered = 0;
+    for (int r = 0; r < c->n; r++)
+      if (c->w[r].s.status == TS_HANG_WORKER_OK) {
+        ok++;
+        answered += c->w[r].answered;
+      }
+    if (ok > 1 && answered == 0) {
+      info(c, "no worker answered the state request: no verdict yet");
+      c->phase = PH_RUN;
+      return;
+    }
   }
   conclude(c);
   c->result = 1;
@@ -529,6 +632,17 @@ static void finish_gather(ts_hang_coord_t *c) {
   }
 }
 
+/* Before every worker connected: the process that started us is gone, or
+ * nothing is left of the launch's process group. Then there is no job to
+ * watch (killed during startup) and nobody to tell. */
+static bool job_gone(const ts_hang_coord_t *c) {
+  bool waiting = false;
+  for (int r = 0; r < c->n; r++) waiting = waiting || c->w[r].s.status == TS_HANG_WORKER_NEVER_CONNECTED;
+  if (!waiting) return false;
+  if (c->o.parent_pid > 0 && getppid() != c->o.parent_pid) return true;
+  return c->o.launch_pgid > 1 && kill(-c->o.launch_pgid, 0) != 0 && errno == ESRCH;
+}
+
 int ts_hang_coord_run(ts_hang_coord_t *c) {
   signal(SIGPIPE, SIG_IGN);
   struct pollfd *pf = NULL;
@@ -540,7 +654,7 @@ int ts_hang_coord_run(ts_hang_coord_t *c) {
       if (c->w[r].conn >= 0) live++;
       if (c->w[r].s.status == TS_HANG_WORKER_FINISHED) done++;
     }
-    if (c->phase == PH_RUN && done == c->n) {
+    if (c->phase == PH_RUN && done == c->n && !c->cancel_at) {
       ts_buf_t b = {0};
       if (ts_hang_stragglers_report(c->strag, &b) && b.data) fputs(b.data, stderr);
       ts_buf_free(&b);
@@ -551,10 +665,30 @@ int ts_hang_coord_run(ts_hang_coord_t *c) {
       if (live) info(c, "%d worker(s) still connected %.0f s after the abort; leaving", live, c->o.exit_timeout_s);
       break;
     }
+    if (c->phase == PH_RUN && c->cancel_at > 0 && now - c->cancel_at > 0.5) {
+      /* No other worker died on its own meanwhile: the user stopped the job. */
+      fprintf(stderr, "hang detector: the job was cancelled (%s); no digest\n", c->cancel_reason);
+      fflush(stderr);
+      c->result = 5;
+      c->phase = PH_AFTER;
+      c->after_deadline = now + c->o.exit_timeout_s;
+      continue;
+    }
+    if (c->phase == PH_RUN && job_gone(c)) {
+      int never = 0;
+      for (int r = 0; r < c->n; r++) never += c->w[r].s.status == TS_HANG_WORKER_NEVER_CONNECTED;
+      info(c, "the job ended before %d worker(s) connected; leaving without a digest", never);
+      c->result = 5;
+      break;
+    }
     if (c->phase == PH_RUN) check_run(c, now);
     if (c->phase == PH_GATHER) {
+      /* Waiting out the gather timeout for a worker that has sent nothing,
+       * not even a heartbeat (8 a hang timeout), for as long as nobody made
+       * progress only delays the digest: it is frozen or gone. */
       bool all = true;
-      for (int r = 0; r < c->n; r++) all = all && c->w[r].answered;
+      for (int r = 0; r < c->n; r++)
+        all = all && (c->w[r].answered || now - c->w[r].t_last_msg > c->o.hang_timeout_s);
       if (all || now > c->gather_deadline) finish_gather(c);
       if (c->phase != PH_GATHER) continue;
     }
@@ -562,7 +696,7 @@ int ts_hang_coord_run(ts_hang_coord_t *c) {
      * 10 s is closed. */
     for (int i = 0; i < c->nconns; i++)
       if (c->conns[i].fd >= 0 && c->conns[i].rank < 0 && now - c->conns[i].t_accept > 10)
-        reject(c, i, "no HELLO within 10 s");
+        reject(c, i, "not authenticated within 10 s");
     if (c->nconns + 1 > cap) {
       cap = c->nconns + 16;
       struct pollfd *p = ts_realloc(pf, sizeof *p * (size_t)cap);
@@ -584,6 +718,7 @@ int ts_hang_coord_run(ts_hang_coord_t *c) {
   bool never = false;
   for (int r = 0; r < c->n; r++) never = never || c->w[r].s.status == TS_HANG_WORKER_NEVER_CONNECTED;
   if (c->result == 1 && never) c->result = 3;
+  if (c->result == 5) c->have_digest = false;
   return c->result;
 }
 
@@ -614,7 +749,8 @@ static void coordinator_usage(FILE *f) {
 }
 
 int ts_hang_coordinator_main(int argc, char **argv) {
-  enum { O_LISTEN = 0x100, O_WORLD, O_SECRET, O_TIMEOUT, O_DIGEST, O_ABORT, O_GATHER, O_CONNECT, O_QUIET, O_CKPT };
+  enum { O_LISTEN = 0x100, O_WORLD, O_SECRET, O_TIMEOUT, O_DIGEST, O_ABORT, O_GATHER, O_CONNECT, O_QUIET, O_CKPT,
+         O_PARENT, O_LAUNCHER, O_PGID };
   static const struct option opts[] = {
       {"listen", required_argument, NULL, O_LISTEN},       {"world", required_argument, NULL, O_WORLD},
       {"secret", required_argument, NULL, O_SECRET},       {"hang-timeout", required_argument, NULL, O_TIMEOUT},
@@ -622,8 +758,12 @@ int ts_hang_coordinator_main(int argc, char **argv) {
       {"gather-timeout", required_argument, NULL, O_GATHER}, {"connect-timeout", required_argument, NULL, O_CONNECT},
       {"quiet", no_argument, NULL, O_QUIET},               {"help", no_argument, NULL, 'h'},
       {"checkpoint-dir", required_argument, NULL, O_CKPT},
+      {"parent-pid", required_argument, NULL, O_PARENT},   {"launcher-pid", required_argument, NULL, O_LAUNCHER},
+      {"launch-pgid", required_argument, NULL, O_PGID},
       {NULL, 0, NULL, 0},
   };
+  /* Visible by name (ps, pgrep tessera): not "exe" nor "tessera". */
+  prctl(PR_SET_NAME, "tessera-hang-coordinator", 0, 0, 0); /* the kernel keeps the first 15 bytes */
   ts_hang_coord_opts_t o;
   ts_hang_coord_opts_default(&o);
   o.listen = NULL;
@@ -666,6 +806,18 @@ int ts_hang_coordinator_main(int argc, char **argv) {
       break;
     case O_QUIET: o.quiet = true; break;
     case O_CKPT: o.checkpoint_dir = optarg; break;
+    case O_PARENT:
+    case O_LAUNCHER:
+    case O_PGID: {
+      char *end;
+      long v = strtol(optarg, &end, 10);
+      if (end == optarg || *end || v < 0 || v > 1 << 30) {
+        fprintf(stderr, "tessera hang-coordinator: error: %s wants a process id, got '%s'\n", argv[optind - 1], optarg);
+        return 2;
+      }
+      *(c == O_PARENT ? &o.parent_pid : c == O_LAUNCHER ? &o.launcher_pid : &o.launch_pgid) = (int)v;
+      break;
+    }
     case 'h': coordinator_usage(stdout); return 0;
     case ':':
       fprintf(stderr, "tessera hang-coordinator: error: option '%s' needs a value\n", argv[optind - 1]);

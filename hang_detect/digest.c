@@ -89,6 +89,8 @@ static void location(ts_buf_t *b, const ts_hang_state_t *s) {
   }
   if (s->status == TS_HANG_WORKER_NO_RESPONSE) ts_buf_puts(b, " [no answer to the state request]");
   if (s->status == TS_HANG_WORKER_FINISHED) ts_buf_puts(b, " [left]");
+  if (s->status == TS_HANG_WORKER_LEFT) ts_buf_puts(b, " [left after the first error]");
+  if (s->status == TS_HANG_WORKER_CANCELLED) ts_buf_puts(b, " [cancelled]");
 }
 
 static void headline(ts_buf_t *b, const ts_hang_digest_t *d) {
@@ -291,6 +293,10 @@ static cJSON *worker_json(const ts_hang_state_t *s) {
   cJSON_AddStringToObject(o, "note", s->note);
   cJSON *cs = cJSON_AddArrayToObject(o, "collectives");
   for (int i = 0; i < s->ncolls && i < TS_HANG_COLLS; i++) cJSON_AddItemToArray(cs, coll_json(&s->colls[i]));
+  /* The flight recorder: the newest records, oldest first (ages are seconds
+   * before the state was taken; -1 not reached). */
+  cJSON *fl = cJSON_AddArrayToObject(o, "flight");
+  for (int i = 0; i < s->nflight && i < TS_HANG_FLIGHT; i++) cJSON_AddItemToArray(fl, coll_json(&s->flight[i]));
   return o;
 }
 
@@ -398,6 +404,8 @@ static int name_index(const char *s, const char *(*name)(int), int count) {
   return -1;
 }
 
+static void coll_parse(jctx_t *j, const cJSON *c, ts_hang_coll_t *r);
+
 static void parse_worker(jctx_t *j, const cJSON *o, ts_hang_state_t *s) {
   char tmp[64];
   memset(s, 0, sizeof *s);
@@ -405,7 +413,7 @@ static void parse_worker(jctx_t *j, const cJSON *o, ts_hang_state_t *s) {
   str(j, o, "host", s->host, sizeof s->host);
   s->pid = inum(j, o, "pid");
   str(j, o, "status", tmp, sizeof tmp);
-  s->status = name_index(tmp, ts_hang_worker_status_name, TS_HANG_WORKER_NO_RESPONSE + 1);
+  s->status = name_index(tmp, ts_hang_worker_status_name, TS_HANG_WORKER_CANCELLED + 1);
   str(j, o, "module", s->module, sizeof s->module);
   str(j, o, "fingerprint", tmp, sizeof tmp);
   s->fingerprint = strtoull(tmp, NULL, 16);
@@ -432,7 +440,18 @@ static void parse_worker(jctx_t *j, const cJSON *o, ts_hang_state_t *s) {
   const cJSON *cs = cJSON_GetObjectItemCaseSensitive(o, "collectives"), *c;
   cJSON_ArrayForEach(c, cs) {
     if (s->ncolls == TS_HANG_COLLS || !cJSON_IsObject(c)) break;
-    ts_hang_coll_t *r = &s->colls[s->ncolls++];
+    coll_parse(j, c, &s->colls[s->ncolls++]);
+  }
+  const cJSON *fl = cJSON_GetObjectItemCaseSensitive(o, "flight"); /* absent in older digests */
+  cJSON_ArrayForEach(c, fl) {
+    if (s->nflight == TS_HANG_FLIGHT || !cJSON_IsObject(c)) break;
+    coll_parse(j, c, &s->flight[s->nflight++]);
+  }
+}
+
+static void coll_parse(jctx_t *j, const cJSON *c, ts_hang_coll_t *r) {
+  char tmp[64];
+  {
     r->comm = (uint32_t)num(j, c, "comm");
     r->seq = (uint64_t)num(j, c, "seq");
     str(j, c, "kind", tmp, sizeof tmp);
@@ -545,4 +564,147 @@ out:
   cJSON_Delete(root);
   if (st != TS_OK) ts_hang_digest_free(d);
   return st;
+}
+
+/* ---- the flight recorder across ranks (tessera diagnose --collectives) ----- */
+
+static const char *coll_state_name(int s) { return s >= 0 && s < 4 ? coll_states[s] : "?"; }
+
+/* One rank's view of one group: completed through `done`, newest posted
+ * `last`, oldest unfinished `open` (0 none). */
+typedef struct {
+  bool any;
+  uint64_t done, last, open;
+  int open_state, open_kind, open_waiting;
+} rank_view_t;
+
+static void view_of(const ts_hang_state_t *s, uint32_t g, rank_view_t *v) {
+  memset(v, 0, sizeof *v);
+  v->open_waiting = -1;
+  for (int i = 0; i < s->nflight; i++) {
+    const ts_hang_coll_t *c = &s->flight[i];
+    if (c->comm != g) continue;
+    v->any = true;
+    if (c->seq > v->last) v->last = c->seq;
+    if (c->state == TS_COLL_COMPLETED && c->seq > v->done) v->done = c->seq;
+    if ((c->state == TS_COLL_POSTED || c->state == TS_COLL_STARTED || c->state == TS_COLL_FAILED) &&
+        (!v->open || c->seq < v->open)) {
+      v->open = c->seq;
+      v->open_state = c->state;
+      v->open_kind = c->kind;
+      v->open_waiting = c->waiting_on;
+    }
+  }
+}
+
+static const ts_hang_coll_t *find_seq(const ts_hang_state_t *s, uint32_t g, uint64_t seq) {
+  for (int i = 0; i < s->nflight; i++)
+    if (s->flight[i].comm == g && s->flight[i].seq == seq) return &s->flight[i];
+  return NULL;
+}
+
+static void rank_list(ts_buf_t *out, const char *label, const int *ranks, int n) {
+  if (!n) return;
+  ts_buf_printf(out, "      %s:", label);
+  for (int i = 0; i < n; i++) ts_buf_printf(out, " %d", ranks[i]);
+  ts_buf_puts(out, "\n");
+}
+
+void ts_hang_digest_collectives(const ts_hang_digest_t *d, ts_buf_t *out) {
+  int n = d->nworkers;
+  uint32_t groups[64];
+  int ngroups = 0;
+  for (int r = 0; r < n; r++)
+    for (int i = 0; i < d->workers[r].nflight; i++) {
+      uint32_t g = d->workers[r].flight[i].comm;
+      int k = 0;
+      while (k < ngroups && groups[k] != g) k++;
+      if (k == ngroups && ngroups < 64) groups[ngroups++] = g;
+    }
+  ts_buf_puts(out, "Collectives (flight recorder, newest records of each rank):\n");
+  if (!ngroups) {
+    ts_buf_puts(out, "  no flight records in this digest\n");
+    return;
+  }
+  rank_view_t *v = ts_calloc((size_t)n, sizeof *v);
+  int *a = ts_calloc((size_t)n * 3, sizeof *a);
+  if (!v || !a) {
+    ts_free(v);
+    ts_free(a);
+    out->oom = true;
+    return;
+  }
+  for (int k = 0; k < ngroups; k++) {
+    uint32_t g = groups[k];
+    ts_buf_printf(out, "  group %u:\n", g);
+    uint64_t lo = UINT64_MAX, hi = 0, first = UINT64_MAX;
+    for (int r = 0; r < n; r++)
+      for (int i = 0; i < d->workers[r].nflight; i++)
+        if (d->workers[r].flight[i].comm == g && d->workers[r].flight[i].seq < first) first = d->workers[r].flight[i].seq;
+    for (int r = 0; r < n; r++) {
+      view_of(&d->workers[r], g, &v[r]);
+      if (!v[r].any) {
+        ts_buf_printf(out, "    rank %d: no records\n", r);
+        continue;
+      }
+      ts_buf_printf(out, "    rank %d: completed through seq %llu, newest seq %llu", r, (unsigned long long)v[r].done,
+                    (unsigned long long)v[r].last);
+      if (v[r].open) {
+        ts_buf_printf(out, ", seq %llu %s %s", (unsigned long long)v[r].open,
+                      ts_coll_kind_name((ts_coll_kind_t)v[r].open_kind), coll_state_name(v[r].open_state));
+        if (v[r].open_waiting >= 0) ts_buf_printf(out, " waiting on rank %d", v[r].open_waiting);
+      }
+      ts_buf_puts(out, "\n");
+      if (v[r].done < lo) lo = v[r].done;
+      if (v[r].last > hi) hi = v[r].last;
+    }
+    /* Code-path divergence: one seq, different kinds (or sizes). */
+    for (uint64_t s = first; s <= hi && s - first < 4096; s++) {
+      const ts_hang_coll_t *ref = NULL;
+      int refrank = -1;
+      for (int r = 0; r < n; r++) {
+        const ts_hang_coll_t *c = find_seq(&d->workers[r], g, s);
+        if (!c) continue;
+        if (!ref) {
+          ref = c;
+          refrank = r;
+        } else if (c->kind != ref->kind || c->bytes != ref->bytes) {
+          ts_buf_printf(out, "    MISMATCH at seq %llu: rank %d %s %llu bytes, rank %d %s %llu bytes\n",
+                        (unsigned long long)s, refrank, ts_coll_kind_name((ts_coll_kind_t)ref->kind),
+                        (unsigned long long)ref->bytes, r, ts_coll_kind_name((ts_coll_kind_t)c->kind),
+                        (unsigned long long)c->bytes);
+          break;
+        }
+      }
+    }
+    if (lo == UINT64_MAX) continue;
+    uint64_t s = lo + 1;
+    int ndone = 0, nflight = 0, nmissing = 0;
+    for (int r = 0; r < n; r++) {
+      if (!v[r].any) {
+        a[2 * n + nmissing++] = r;
+        continue;
+      }
+      const ts_hang_coll_t *c = find_seq(&d->workers[r], g, s);
+      if (v[r].done >= s)
+        a[ndone++] = r;
+      else if (c)
+        a[n + nflight++] = r;
+      else
+        a[2 * n + nmissing++] = r;
+    }
+    if (!nflight && !nmissing) {
+      ts_buf_puts(out, "    every rank completed the same collectives: no divergence\n");
+      continue;
+    }
+    const ts_hang_coll_t *c = NULL;
+    for (int r = 0; r < n && !c; r++) c = find_seq(&d->workers[r], g, s);
+    ts_buf_printf(out, "    ranks diverge at seq %llu (%s):\n", (unsigned long long)s,
+                  c ? ts_coll_kind_name((ts_coll_kind_t)c->kind) : "?");
+    rank_list(out, "completed it", a, ndone);
+    rank_list(out, "posted it, not completed", a + n, nflight);
+    rank_list(out, "never posted it (the laggards)", a + 2 * n, nmissing);
+  }
+  ts_free(v);
+  ts_free(a);
 }

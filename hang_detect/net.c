@@ -87,9 +87,36 @@ static void set_timeouts(int fd, double s) {
   setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
 }
 
+static bool is_loopback(const struct sockaddr *sa) {
+  if (sa->sa_family == AF_INET) return (ntohl(((const struct sockaddr_in *)sa)->sin_addr.s_addr) >> 24) == 127;
+  if (sa->sa_family == AF_INET6) return IN6_IS_ADDR_LOOPBACK(&((const struct sockaddr_in6 *)sa)->sin6_addr);
+  return false;
+}
+
+/* A host name that resolves only to loopback (Debian maps its own name to
+ * 127.0.1.1) cannot be reached from other hosts: listen on the wildcard then.
+ * Loopback asked for by name ("localhost", "127.0.0.1") stays loopback. */
+static bool name_hides_loopback(const char *addr, const struct addrinfo *res) {
+  char host[256];
+  int port;
+  if (!ts_hang_addr_split(addr, host, sizeof host, &port)) return false;
+  if (!strcmp(host, "localhost") || !strncmp(host, "127.", 4) || !strcmp(host, "::1")) return false;
+  for (const struct addrinfo *a = res; a; a = a->ai_next)
+    if (!is_loopback(a->ai_addr)) return false;
+  return res != NULL;
+}
+
 ts_status_t ts_hang_listen(const char *addr, char *bound, size_t boundlen, int *out, ts_diag_t *diag) {
   struct addrinfo *res;
   TS_CHECK(resolve(addr, true, &res, diag));
+  if (name_hides_loopback(addr, res)) {
+    char host[256], wild[32];
+    int port = 0;
+    ts_hang_addr_split(addr, host, sizeof host, &port);
+    freeaddrinfo(res);
+    snprintf(wild, sizeof wild, "0.0.0.0:%d", port);
+    TS_CHECK(resolve(wild, true, &res, diag));
+  }
   int fd = -1, err = 0;
   for (struct addrinfo *a = res; a; a = a->ai_next) {
     fd = socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC, a->ai_protocol);

@@ -47,15 +47,18 @@ ts_status_t ts_hang_coordinator_spawn(const ts_hang_coord_opts_t *o, const char 
     ts_diag_plain(diag, "hang detector: cannot start the coordinator without a world size and a secret");
     return TS_ERR_INVALID_ARGUMENT;
   }
-  char world[16], timeout[32], gather[32], connect[32];
+  char world[16], timeout[32], gather[32], connect[32], parent[16], launcher[16], pgid[16];
+  snprintf(parent, sizeof parent, "%d", o->parent_pid > 0 ? o->parent_pid : (int)getpid());
+  snprintf(launcher, sizeof launcher, "%d", o->launcher_pid > 0 ? o->launcher_pid : (int)getppid());
+  snprintf(pgid, sizeof pgid, "%d", o->launch_pgid > 0 ? o->launch_pgid : (int)getpgrp());
   snprintf(world, sizeof world, "%d", o->world);
   snprintf(timeout, sizeof timeout, "%g", o->hang_timeout_s > 0 ? o->hang_timeout_s : 60.0);
   snprintf(gather, sizeof gather, "%g", o->gather_timeout_s > 0 ? o->gather_timeout_s : 2.0);
   snprintf(connect, sizeof connect, "%g", o->connect_timeout_s > 0 ? o->connect_timeout_s : 300.0);
   const char *self = exe ? exe : "/proc/self/exe";
-  char *argv[24];
+  char *argv[28];
   int a = 0;
-  argv[a++] = (char *)self;
+  argv[a++] = "tessera-hang-coordinator"; /* what ps and pgrep -f show */
   argv[a++] = "hang-coordinator";
   argv[a++] = "--listen";
   argv[a++] = (char *)(o->listen ? o->listen : "127.0.0.1:0");
@@ -77,6 +80,12 @@ ts_status_t ts_hang_coordinator_spawn(const ts_hang_coord_opts_t *o, const char 
     argv[a++] = "--checkpoint-dir";
     argv[a++] = (char *)o->checkpoint_dir;
   }
+  argv[a++] = "--parent-pid";
+  argv[a++] = parent;
+  argv[a++] = "--launcher-pid";
+  argv[a++] = launcher;
+  argv[a++] = "--launch-pgid";
+  argv[a++] = pgid;
   argv[a] = NULL;
 
   int pfd[2];

@@ -52,7 +52,9 @@
 #define TS_HANG_INSTR_MAX 96
 #define TS_HANG_TEXT_MAX 512
 #define TS_HANG_SECRET_MAX 64  /* characters of a job secret */
+#define TS_HANG_AUTH_MAX 64    /* hex characters of a nonce or an HMAC-SHA256 */
 #define TS_HANG_COLLS 8        /* collective records sent per state */
+#define TS_HANG_FLIGHT 64      /* the flight recorder: newest records sent with a state request's answer */
 
 /* One collective record as sent (ts_coll_record_t with times turned into
  * ages: seconds before the state was taken, -1 when the state was not
@@ -76,6 +78,8 @@ typedef enum {
   TS_HANG_WORKER_FINISHED,    /* said goodbye */
   TS_HANG_WORKER_DEAD,        /* connection lost without goodbye, or silent past the deadline */
   TS_HANG_WORKER_NO_RESPONSE, /* connected but did not answer the state request in time */
+  TS_HANG_WORKER_LEFT,        /* left (died, failed or was cancelled) after the first event: a bystander */
+  TS_HANG_WORKER_CANCELLED,   /* stopped by its launcher or the terminal (SIGINT/SIGTERM from there) */
 } ts_hang_worker_status_t;
 
 typedef struct {
@@ -96,6 +100,10 @@ typedef struct {
   uint64_t last_step_ns, last_compute_ns, last_collective_ns;
   int32_t ncolls;
   ts_hang_coll_t colls[TS_HANG_COLLS]; /* unfinished ones first, then the newest finished per comm */
+  /* The flight recorder (as PyTorch's): the newest TS_HANG_FLIGHT records
+   * of every communicator together, oldest first (FLIGHT, digest only). */
+  int32_t nflight;
+  ts_hang_coll_t flight[TS_HANG_FLIGHT];
   /* the coordinator's view */
   int32_t status;        /* ts_hang_worker_status_t */
   double event_time;     /* unix seconds: death, failure, or last progress */
@@ -141,8 +149,11 @@ typedef struct {
  * be filled, status NEVER_CONNECTED for the missing). Rules, in order:
  * dead/failed workers (unrecoverable error) > module names differ (the
  * minority) > fingerprints differ (the minority) > workers waiting for input
- * > broken links (a waiter whose peer already passed that collective, or
- * two workers waiting on each other) > workers stuck in compute while
+ * > workers that stopped answering the state request while every worker
+ * that answers waits in a collective (bad device: a frozen process or
+ * host; their stale heartbeat is not trusted) > broken links (a waiter
+ * whose peer already passed that collective, or two workers waiting on
+ * each other) > workers stuck in compute while
  * others wait (bad device; all in compute: unknown) > unknown. */
 ts_status_t ts_hang_classify(const ts_hang_state_t *w, int n, ts_hang_verdict_t *out);
 void ts_hang_verdict_free(ts_hang_verdict_t *v); /* frees the arrays; NULL is a no-op */
@@ -177,6 +188,12 @@ ts_status_t ts_hang_digest_json(const ts_hang_digest_t *d, char **out);
 ts_status_t ts_hang_digest_parse_json(const char *text, size_t len, const char *path, ts_hang_digest_t *out,
                                       ts_diag_t *diag);
 void ts_hang_digest_free(ts_hang_digest_t *d); /* NULL is a no-op */
+/* Where the ranks' collective sequences diverge, from the workers' flight
+ * records (per communicator: how far each rank completed, what it has in
+ * flight; the first seq not every rank completed, split into the ranks that
+ * completed it, posted it, and never posted it; a seq with different kinds
+ * or sizes on two ranks is a MISMATCH), appended to `out`. */
+void ts_hang_digest_collectives(const ts_hang_digest_t *d, ts_buf_t *out);
 
 /* Formats unix seconds as "2025-01-02T03:04:05.678Z" (n >= 32). */
 void ts_hang_format_time(double unix_s, char *buf, size_t n);
@@ -205,11 +222,18 @@ int ts_hang_stragglers_report(const ts_hang_stragglers_t *s, ts_buf_t *out);
 
 /* Frames: 12-byte header (magic "TSH1", type u8, flags u8, reserved u16,
  * payload length u32, little endian) + payload (at most TS_HANG_MSG_MAX).
- * A worker's first message is HELLO with the job secret; anything else, a
- * wrong secret or a malformed frame closes the connection. */
+ * Authentication is challenge-response (the secret never travels): the
+ * worker's HELLO carries its identity and a nonce; the coordinator answers
+ * CHALLENGE with its own nonce; the worker proves it knows the secret with
+ * AUTH = HMAC-SHA256(secret, "tessera-hang-1 worker " + coordinator nonce +
+ * " " + worker nonce + " " + rank); WELCOME carries the coordinator's proof
+ * (the same with "coordinator" and the nonces swapped), which the worker
+ * checks: a process that does not know the secret can neither join nor
+ * pose as the coordinator (its ABORT would stop the job). Anything else,
+ * a wrong MAC or a malformed frame closes the connection. */
 typedef enum {
-  TS_HANG_MSG_HELLO = 1,     /* w->c: secret + identity */
-  TS_HANG_MSG_WELCOME,       /* c->w */
+  TS_HANG_MSG_HELLO = 1,     /* w->c: nonce (auth) + identity */
+  TS_HANG_MSG_WELCOME,       /* c->w: the coordinator's proof (auth) */
   TS_HANG_MSG_REJECT,        /* c->w: text says why; then close */
   TS_HANG_MSG_STATE,         /* w->c: hot fields + collectives (request != 0 answers STATE_REQUEST) */
   TS_HANG_MSG_STATE_REQUEST, /* c->w: answer now with STATE carrying `request` */
@@ -217,16 +241,21 @@ typedef enum {
   TS_HANG_MSG_NOTE,          /* c->w: straggler lines */
   TS_HANG_MSG_BYE,           /* w->c: finished (after a final STATE) */
   TS_HANG_MSG_BYE_ACK,       /* c->w: text: straggler lines, then close */
+  TS_HANG_MSG_CANCEL,        /* w->c: the process got SIGINT/SIGTERM/SIGHUP; text: 'L' (from the launcher or
+                              * the terminal) or 'O' (another process), then "SIGTERM from pid N ..." */
+  TS_HANG_MSG_CHALLENGE,     /* c->w: the coordinator's nonce (auth) */
+  TS_HANG_MSG_AUTH,          /* w->c: the worker's proof (auth) */
+  TS_HANG_MSG_FLIGHT,        /* w->c: after a STATE answering `request`: the flight recorder (state.flight) */
   TS_HANG_MSG_TYPE_END
 } ts_hang_msg_type_t;
 
 #define TS_HANG_MSG_HEADER 12
-#define TS_HANG_MSG_MAX 4096
+#define TS_HANG_MSG_MAX 8192
 
 typedef struct {
   int type;                              /* ts_hang_msg_type_t */
   uint32_t request;                      /* STATE, STATE_REQUEST */
-  char secret[TS_HANG_SECRET_MAX + 1];   /* HELLO */
+  char auth[TS_HANG_AUTH_MAX + 1];       /* HELLO, CHALLENGE: a nonce; AUTH, WELCOME: a MAC (hex) */
   ts_hang_state_t state;                 /* HELLO: identity; STATE: hot fields */
   char text[TS_HANG_TEXT_MAX];           /* REJECT, ABORT, NOTE, BYE_ACK */
 } ts_hang_msg_t;
@@ -239,13 +268,22 @@ size_t ts_hang_msg_encode(const ts_hang_msg_t *m, uint8_t *buf, size_t cap);
  * string too long or with control bytes, a value out of range). */
 ts_status_t ts_hang_msg_decode(const uint8_t *buf, size_t len, ts_hang_msg_t *out, size_t *consumed);
 
-/* 32 random hex characters + NUL. */
+/* 32 random hex characters + NUL (secrets, nonces). */
 ts_status_t ts_hang_secret_generate(char out[33]);
+/* HMAC-SHA256(secret, "tessera-hang-1 " role " " n1 " " n2 " " rank) as 64
+ * hex characters + NUL: the proofs of the handshake above (role "worker":
+ * n1 the coordinator's nonce; "coordinator": n1 the worker's). */
+void ts_hang_auth_mac(const char *secret, const char *role, const char *n1, const char *n2, int rank, char out[65]);
+/* HMAC-SHA256 of data as hex (64 + NUL); public for its test vectors. */
+void ts_hang_hmac_sha256_hex(const char *key, const void *data, size_t len, char out[65]);
+/* Compares two strings in time independent of where they differ. */
+bool ts_hang_auth_equal(const char *a, const char *b);
 
 /* What rank 0 broadcasts to the others: fixed size, NUL-terminated. */
 typedef struct {
   char addr[128];
   char secret[TS_HANG_SECRET_MAX + 1];
+  char launch_id[17]; /* 16 random hex digits of its own (the secret is never shown) */
 } ts_hang_rendezvous_t;
 
 /* ---- workers ----------------------------------------------------------- */
@@ -319,6 +357,12 @@ typedef struct {
   double straggler_min_s;     /* default 0.002 */
   bool quiet;                 /* no info lines on stderr (digests and stragglers still) */
   const char *checkpoint_dir; /* the run's checkpoints: the digest names the newest complete one; NULL none */
+  /* The job around it (0: not watched). The coordinator leaves, without a
+   * digest, when its parent (the process that started it) is gone or the
+   * launch's process group is empty while a worker has yet to connect; a
+   * worker's death once `launcher_pid` (the parent's parent: mpirun, its
+   * daemon, or the shell) is gone is a cancellation, not a culprit. */
+  int parent_pid, launcher_pid, launch_pgid;
 } ts_hang_coord_opts_t;
 
 void ts_hang_coord_opts_default(ts_hang_coord_opts_t *o);
@@ -330,7 +374,12 @@ typedef struct ts_hang_coord ts_hang_coord_t;
 ts_status_t ts_hang_coord_create(const ts_hang_coord_opts_t *o, ts_hang_coord_t **out, ts_diag_t *diag);
 /* The bound address, "host:port" (the real port when 0 was asked). */
 const char *ts_hang_coord_addr(const ts_hang_coord_t *c);
-/* Serves until every worker said goodbye (returns 0), or after a digest
+/* Serves until every worker said goodbye (returns 0), or until the job was
+ * cancelled (returns 5 after one line on stderr, no digest: the user
+ * stopped it, nothing to diagnose: SIGINT/SIGTERM/SIGHUP from the launcher
+ * or the terminal, such a signal to the one process holding every rank,
+ * or workers dying once the launcher is gone; or the job ended before its
+ * workers connected), or after a digest
  * (returns 1: the digest is on stderr and in digest_path; with
  * abort_on_hang the workers were told to abort and have left or the exit
  * timeout passed; without, once every worker left), or when workers never
@@ -344,13 +393,15 @@ void ts_hang_coord_destroy(ts_hang_coord_t *c);
  *   --listen HOST:PORT --world N [--secret S | env TESSERA_HANG_SECRET]
  *   [--hang-timeout SEC] [--hang-digest FILE] [--abort-on-hang[=true|false]]
  *   [--gather-timeout SEC] [--connect-timeout SEC] [--quiet]
- * Prints the bound "host:port" and a newline on stdout, then serves.
+ *   [--parent-pid P] [--launcher-pid P] [--launch-pgid G]
+ * Names itself tessera-hang-coordinator (argv[0], and prctl's 15 characters). Prints the bound "host:port" and a newline on stdout, then serves.
  * Exit code: ts_hang_coord_run's, 2 for usage errors. */
 int ts_hang_coordinator_main(int argc, char **argv);
 
-/* Starts `exe` (NULL: /proc/self/exe) as `EXE hang-coordinator ...` with the
- * options of `o` (secret through the environment, not argv) in its own
- * session, reads the bound address (up to 10 s) into addr, returns its pid. */
+/* Starts `exe` (NULL: /proc/self/exe) as `tessera-hang-coordinator
+ * hang-coordinator ...` (argv[0]) with the options of `o` (secret through
+ * the environment, not argv; parent, launcher and process group are the
+ * caller's unless set) in its own session, reads the bound address (up to 10 s) into addr, returns its pid. */
 ts_status_t ts_hang_coordinator_spawn(const ts_hang_coord_opts_t *o, const char *exe, char *addr, size_t addr_len,
                                       pid_t *pid, ts_diag_t *diag);
 /* Reaps a spawned coordinator: waits up to timeout_s, then SIGKILLs it.

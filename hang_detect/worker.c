@@ -7,6 +7,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -35,8 +36,106 @@ struct ts_hang_worker {
   char stragglers[TS_HANG_TEXT_MAX]; /* under mu */
   char stragglers_copy[TS_HANG_TEXT_MAX];
   bool got_ack;
+  bool cancel_told;  /* the CANCEL for the process's termination signal went out */
   ts_hang_rbuf_t rb;
 };
+
+/* ---- cancellation ----------------------------------------------------------
+ * SIGINT/SIGTERM/SIGHUP while workers run: before the process dies, each
+ * heartbeat thread tells the coordinator who sent the signal (CANCEL), so
+ * that a job stopped by its user (the signal came from the launcher, the
+ * terminal, or the single process that holds every rank) is not diagnosed
+ * as a rank's death. Then the signal's old disposition is restored and it
+ * is raised again. Installed only over SIG_DFL: a program's own handlers
+ * win. Process-wide (a --devices job has one worker per device). */
+
+static const int cancel_sigs[] = {SIGINT, SIGTERM, SIGHUP};
+#define NCANCEL_SIGS 3
+static pthread_mutex_t cancel_mu = PTHREAD_MUTEX_INITIALIZER;
+static int cancel_users;                    /* running heartbeat threads, under cancel_mu */
+static bool cancel_installed[NCANCEL_SIGS]; /* under cancel_mu */
+static int cancel_pipe[2] = {-1, -1};       /* the handler writes a byte; never read: stays readable */
+static _Atomic int cancel_signo, cancel_sender, cancel_code, cancel_parent;
+static _Atomic int cancel_running; /* heartbeat threads that may still tell */
+static _Atomic int cancel_told;    /* of those, how many told */
+
+static void reraise(int sig) {
+  struct sigaction dfl;
+  memset(&dfl, 0, sizeof dfl);
+  dfl.sa_handler = SIG_DFL;
+  sigaction(sig, &dfl, NULL);
+  sigset_t m;
+  sigemptyset(&m);
+  sigaddset(&m, sig);
+  pthread_sigmask(SIG_UNBLOCK, &m, NULL);
+  kill(getpid(), sig);
+}
+
+static void cancel_handler(int sig, siginfo_t *si, void *uc) {
+  (void)uc;
+  int zero = 0;
+  if (!atomic_compare_exchange_strong(&cancel_signo, &zero, sig)) return; /* one is being told already */
+  atomic_store(&cancel_sender, si ? (int)si->si_pid : 0);
+  atomic_store(&cancel_code, si ? si->si_code : 0);
+  atomic_store(&cancel_parent, (int)getppid());
+  if (atomic_load(&cancel_running) == 0 || cancel_pipe[1] < 0) {
+    reraise(sig);
+    return;
+  }
+  char b = 1;
+  if (write(cancel_pipe[1], &b, 1) < 0) reraise(sig);
+}
+
+/* Adds a running heartbeat thread to the cancellation handling. */
+static void cancel_join(void) {
+  pthread_mutex_lock(&cancel_mu);
+  if (cancel_pipe[0] < 0 && pipe2(cancel_pipe, O_CLOEXEC | O_NONBLOCK) != 0) cancel_pipe[0] = cancel_pipe[1] = -1;
+  if (cancel_users++ == 0 && cancel_pipe[0] >= 0) {
+    for (int i = 0; i < NCANCEL_SIGS; i++) {
+      struct sigaction old, sa;
+      if (sigaction(cancel_sigs[i], NULL, &old) != 0 || (old.sa_flags & SA_SIGINFO) || old.sa_handler != SIG_DFL)
+        continue;
+      memset(&sa, 0, sizeof sa);
+      sa.sa_sigaction = cancel_handler;
+      sa.sa_flags = SA_SIGINFO | SA_RESTART;
+      sigfillset(&sa.sa_mask);
+      cancel_installed[i] = sigaction(cancel_sigs[i], &sa, NULL) == 0;
+    }
+  }
+  atomic_fetch_add(&cancel_running, 1);
+  pthread_mutex_unlock(&cancel_mu);
+}
+
+static void cancel_leave(bool told) {
+  pthread_mutex_lock(&cancel_mu);
+  atomic_fetch_sub(&cancel_running, 1);
+  if (told) atomic_fetch_sub(&cancel_told, 1);
+  if (--cancel_users == 0 && atomic_load(&cancel_signo) == 0) {
+    for (int i = 0; i < NCANCEL_SIGS; i++) {
+      if (!cancel_installed[i]) continue;
+      struct sigaction dfl;
+      memset(&dfl, 0, sizeof dfl);
+      dfl.sa_handler = SIG_DFL;
+      sigaction(cancel_sigs[i], &dfl, NULL);
+      cancel_installed[i] = false;
+    }
+  }
+  pthread_mutex_unlock(&cancel_mu);
+}
+
+/* What the CANCEL says: "SIGTERM from pid 123 (the launcher)"; the flag
+ * (the text's first character, 'L' or 'O') says whether the sender is the
+ * launcher or the terminal ('L') or another process ('O'). */
+static void cancel_text(char *buf, size_t n) {
+  int sig = atomic_load(&cancel_signo), pid = atomic_load(&cancel_sender), code = atomic_load(&cancel_code);
+  int parent = atomic_load(&cancel_parent);
+  bool terminal = code == SI_KERNEL || (code <= 0 && pid == 0 && code != SI_USER);
+  bool launcher = terminal || (pid > 0 && pid == parent);
+  snprintf(buf, n, "%c%s from %s %d%s", launcher ? 'L' : 'O',
+           sig == SIGINT ? "SIGINT" : sig == SIGTERM ? "SIGTERM" : "SIGHUP",
+           terminal ? "the terminal, code" : "pid", terminal ? code : pid,
+           launcher && !terminal ? " (the launcher)" : "");
+}
 
 void ts_hang_worker_opts_default(ts_hang_worker_opts_t *o) {
   memset(o, 0, sizeof *o);
@@ -135,6 +234,43 @@ static void snapshot_colls(const ts_hang_progress_t *p, ts_hang_state_t *s) {
   }
 }
 
+/* The newest TS_HANG_FLIGHT records over every communicator, oldest first. */
+static void snapshot_flight(const ts_hang_progress_t *p, ts_hang_state_t *s) {
+  static _Thread_local ts_coll_record_t recs[TS_HANG_FLIGHT];
+  double now = ts_coll_now();
+  s->nflight = 0;
+  if (!p->comms) return;
+  for (int c = 0; c < p->ncomms; c++) {
+    const struct ts_coll_comm *comm = p->comms[c];
+    if (!comm) continue;
+    size_t n = ts_coll_records(comm, recs, TS_HANG_FLIGHT);
+    uint32_t ctx = ts_coll_comm_context(comm);
+    for (size_t i = 0; i < n; i++) {
+      /* Keep the newest by post time: replace the oldest when full. */
+      int slot = s->nflight;
+      if (slot == TS_HANG_FLIGHT) {
+        slot = 0;
+        for (int k = 1; k < TS_HANG_FLIGHT; k++)
+          if (s->flight[k].age_posted_s > s->flight[slot].age_posted_s) slot = k;
+        if (age_of(now, recs[i].t_posted) >= s->flight[slot].age_posted_s) continue;
+      } else {
+        s->nflight++;
+      }
+      fill_coll(&s->flight[slot], &recs[i], ctx, now);
+    }
+  }
+  /* Oldest first (insertion sort on the age, descending). */
+  for (int i = 1; i < s->nflight; i++) {
+    ts_hang_coll_t t = s->flight[i];
+    int k = i;
+    while (k > 0 && s->flight[k - 1].age_posted_s < t.age_posted_s) {
+      s->flight[k] = s->flight[k - 1];
+      k--;
+    }
+    s->flight[k] = t;
+  }
+}
+
 void ts_hang_progress_snapshot(const ts_hang_progress_t *p, ts_hang_state_t *s) {
   memset(s, 0, sizeof *s);
   s->rank = p->rank;
@@ -168,13 +304,23 @@ void ts_hang_progress_snapshot(const ts_hang_progress_t *p, ts_hang_state_t *s) 
 
 /* ---- the heartbeat thread -------------------------------------------------- */
 
+static void snapshot_flight(const ts_hang_progress_t *p, ts_hang_state_t *s);
+
 static bool send_state(ts_hang_worker_t *w, uint32_t request) {
   ts_hang_msg_t m;
   memset(&m, 0, sizeof m);
   m.type = TS_HANG_MSG_STATE;
   m.request = request;
   ts_hang_progress_snapshot(w->p, &m.state);
-  return ts_hang_send_msg(w->fd, &m);
+  if (!ts_hang_send_msg(w->fd, &m)) return false;
+  if (!request) return true;
+  /* An answer to a state request: the flight recorder follows. */
+  ts_hang_msg_t f;
+  memset(&f, 0, sizeof f);
+  f.type = TS_HANG_MSG_FLIGHT;
+  f.request = request;
+  snapshot_flight(w->p, &f.state);
+  return ts_hang_send_msg(w->fd, &f);
 }
 
 static void lost(ts_hang_worker_t *w, const char *why) {
@@ -232,8 +378,16 @@ static void handle_incoming(ts_hang_worker_t *w, double *abort_at) {
   if (st == TS_ERR_PARSE) lost(w, "malformed message from the coordinator");
 }
 
+static void *heartbeat_loop(ts_hang_worker_t *w);
+
 static void *heartbeat_main(void *arg) {
   ts_hang_worker_t *w = arg;
+  void *r = heartbeat_loop(w);
+  cancel_leave(w->cancel_told);
+  return r;
+}
+
+static void *heartbeat_loop(ts_hang_worker_t *w) {
   double next = ts_hang_mono(), abort_at = 0;
   while (!atomic_load(&w->stop_req)) {
     double now = ts_hang_mono();
@@ -255,15 +409,31 @@ static void *heartbeat_main(void *arg) {
     if (abort_at > 0 && abort_at < until) until = abort_at;
     int ms = (int)((until - now) * 1000) + 1;
     if (ms < 0) ms = 0;
-    struct pollfd pf[2] = {{w->wake[0], POLLIN, 0}, {w->fd, POLLIN, 0}};
-    int rc = poll(pf, w->fd >= 0 ? 2 : 1, ms);
+    if (atomic_load(&cancel_signo) && !w->cancel_told) {
+      /* Terminated: say so, then let the signal do its work once every
+       * worker of this process said it (or after 1 s). */
+      ts_hang_msg_t m = {.type = TS_HANG_MSG_CANCEL};
+      cancel_text(m.text, sizeof m.text);
+      if (w->fd >= 0) ts_hang_send_msg(w->fd, &m);
+      w->cancel_told = true;
+      atomic_fetch_add(&cancel_told, 1);
+      double t_end = ts_hang_mono() + 1.0;
+      while (atomic_load(&cancel_told) < atomic_load(&cancel_running) && ts_hang_mono() < t_end) {
+        struct timespec ts = {0, 5 * 1000 * 1000};
+        nanosleep(&ts, NULL);
+      }
+      reraise(atomic_load(&cancel_signo));
+      continue;
+    }
+    struct pollfd pf[3] = {{w->wake[0], POLLIN, 0}, {cancel_pipe[0], POLLIN, 0}, {w->fd, POLLIN, 0}};
+    int rc = poll(pf, w->fd >= 0 ? 3 : 2, ms);
     if (rc < 0 && errno != EINTR) break;
     if (rc > 0 && (pf[0].revents & POLLIN)) {
       char b[16];
       while (read(w->wake[0], b, sizeof b) > 0) {
       }
     }
-    if (rc > 0 && w->fd >= 0 && (pf[1].revents & (POLLIN | POLLHUP | POLLERR))) handle_incoming(w, &abort_at);
+    if (rc > 0 && w->fd >= 0 && (pf[2].revents & (POLLIN | POLLHUP | POLLERR))) handle_incoming(w, &abort_at);
   }
   /* Goodbye: the final state (the launcher stored FAILED first on errors),
    * then BYE, then wait for the straggler report. */
@@ -293,7 +463,12 @@ static ts_status_t handshake(ts_hang_worker_t *w, double deadline, ts_diag_t *di
   ts_hang_msg_t m;
   memset(&m, 0, sizeof m);
   m.type = TS_HANG_MSG_HELLO;
-  ts_hang_strlcpy(m.secret, w->secret, sizeof m.secret);
+  char nonce[33], coord_nonce[TS_HANG_AUTH_MAX + 1] = "";
+  if (ts_hang_secret_generate(nonce) != TS_OK) {
+    ts_diag_plain(diag, "hang detector: no randomness for a nonce");
+    return TS_ERR_SYSTEM;
+  }
+  ts_hang_strlcpy(m.auth, nonce, sizeof m.auth);
   ts_hang_progress_snapshot(w->p, &m.state);
   if (!ts_hang_send_msg(w->fd, &m)) {
     ts_diag_plain(diag, "cannot send HELLO to the hang coordinator at '%s': %s", w->addr, strerror(errno));
@@ -302,7 +477,24 @@ static ts_status_t handshake(ts_hang_worker_t *w, double deadline, ts_diag_t *di
   for (;;) {
     ts_status_t st = ts_hang_rbuf_next(&w->rb, &m);
     if (st == TS_OK) {
-      if (m.type == TS_HANG_MSG_WELCOME) return TS_OK;
+      if (m.type == TS_HANG_MSG_CHALLENGE && !coord_nonce[0] && m.auth[0]) {
+        ts_hang_strlcpy(coord_nonce, m.auth, sizeof coord_nonce);
+        ts_hang_msg_t a = {.type = TS_HANG_MSG_AUTH};
+        ts_hang_auth_mac(w->secret, "worker", coord_nonce, nonce, w->p->rank, a.auth);
+        if (!ts_hang_send_msg(w->fd, &a)) {
+          ts_diag_plain(diag, "cannot answer the hang coordinator's challenge at '%s': %s", w->addr, strerror(errno));
+          return TS_ERR_REMOTE;
+        }
+        continue;
+      }
+      if (m.type == TS_HANG_MSG_WELCOME && coord_nonce[0]) {
+        char want[65];
+        ts_hang_auth_mac(w->secret, "coordinator", nonce, coord_nonce, w->p->rank, want);
+        if (ts_hang_auth_equal(m.auth, want)) return TS_OK;
+        ts_diag_plain(diag, "the hang coordinator at '%s' does not know this job's secret (its proof is wrong)",
+                      w->addr);
+        return TS_ERR_REMOTE;
+      }
       if (m.type == TS_HANG_MSG_REJECT) {
         ts_diag_plain(diag, "the hang coordinator at '%s' rejected rank %d: %s", w->addr, w->p->rank, m.text);
         return TS_ERR_REMOTE;
@@ -362,7 +554,9 @@ ts_status_t ts_hang_worker_start(const ts_hang_worker_opts_t *o, ts_hang_worker_
     goto fail;
   }
   atomic_store(&w->connected, 1);
+  cancel_join();
   if (pthread_create(&w->thread, NULL, heartbeat_main, w) != 0) {
+    cancel_leave(false);
     ts_diag_plain(diag, "hang detector: cannot start the heartbeat thread");
     st = TS_ERR_SYSTEM;
     goto fail;

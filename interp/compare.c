@@ -196,6 +196,15 @@ static void print_index(int rank, const int64_t *at) {
   printf("]");
 }
 
+/* Where r found the worst element, and that element in got and in want. */
+static void print_worst(const cmp_t *r, const ts_array_t *got, const ts_array_t *want) {
+  print_index(want->rank, r->at);
+  printf(": got ");
+  print_elem(got->elem, got->data, r->got_flat);
+  printf(", want ");
+  print_elem(want->elem, want->data, r->want_flat);
+}
+
 /* "out<k>" and, for tuple results, its tuple index "{i,j}". */
 static int leaf_name(const ts_shape_t *s, int want, int *seen, char *path, size_t cap, size_t len) {
   if (s->elem != TS_TUPLE) return (*seen)++ == want;
@@ -263,11 +272,7 @@ int ts_interp_compare_outputs(const ts_hlo_module_t *m, ts_value_t *want, ts_val
       printf(": MISMATCH: %lld of %lld elements differ", (long long)r.nbad, (long long)ts_array_count(&w[k]));
       if (!is_exact(w[k].elem)) printf(", max relative error %.3g > %.3g", r.worst, rtol);
       printf("; worst at ");
-      print_index(w[k].rank, r.at);
-      printf(": got ");
-      print_elem(g[k].elem, g[k].data, r.got_flat);
-      printf(", want ");
-      print_elem(w[k].elem, w[k].data, r.want_flat);
+      print_worst(&r, &g[k], &w[k]);
       printf("\n");
       continue;
     }
@@ -298,11 +303,7 @@ int ts_interp_compare_outputs(const ts_hlo_module_t *m, ts_value_t *want, ts_val
       ts_value_leaves(dev_outs[worst_dev], dv, n);
       printf("; but MISMATCH on device %lld's copy: %lld elements differ; worst at ", (long long)worst_dev,
              (long long)worst.nbad);
-      print_index(w[k].rank, worst.at);
-      printf(": got ");
-      print_elem(dv[k].elem, dv[k].data, worst.got_flat);
-      printf(", want ");
-      print_elem(w[k].elem, w[k].data, worst.want_flat);
+      print_worst(&worst, &dv[k], &w[k]);
     }
     printf("\n");
   }

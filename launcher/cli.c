@@ -52,6 +52,16 @@ bool ts_cli_parse_bytes(const char *cmd, const char *flag, const char *s, uint64
   return true;
 }
 
+int ts_cli_getopt_error(const char *cmd, int c, const char *flag, void (*usage)(FILE *f)) {
+  if (c == ':') {
+    fprintf(stderr, "tessera %s: error: option '%s' needs a value\n", cmd, flag);
+    return 2;
+  }
+  fprintf(stderr, "tessera %s: error: unknown option '%s'\n", cmd, flag);
+  usage(stderr);
+  return 2;
+}
+
 ts_status_t ts_cli_write_output(const char *path, const char *data, size_t len, ts_diag_t *diag) {
   if (!path || strcmp(path, "-") == 0) {
     if (fwrite(data, 1, len, stdout) != len || fflush(stdout) != 0) {

@@ -8,7 +8,6 @@
 #include "ts_pipeline.h"
 #include "ts_sharding.h"
 
-#include <errno.h>
 #include <getopt.h>
 #include <math.h>
 #include <stdio.h>
@@ -60,30 +59,6 @@ static void usage(FILE *f) {
           "to verify or run), 2 bad input or usage, 3 too large to run here (after\n"
           "partitioning and verifying) or not supported by the partitioner yet.\n",
           ts_partition_flags_help);
-}
-
-/* BYTES with an optional K/M/G/T suffix (powers of 1024). */
-static bool parse_bytes(const char *s, uint64_t *out) {
-  char *end;
-  errno = 0;
-  unsigned long long v = strtoull(s, &end, 10);
-  uint64_t mul = 1;
-  if (!errno && end != s && s[0] != '-' && end[0] && !end[1]) {
-    switch (end[0]) {
-    case 'k': case 'K': mul = UINT64_C(1) << 10; end++; break;
-    case 'm': case 'M': mul = UINT64_C(1) << 20; end++; break;
-    case 'g': case 'G': mul = UINT64_C(1) << 30; end++; break;
-    case 't': case 'T': mul = UINT64_C(1) << 40; end++; break;
-    default: break;
-    }
-  }
-  if (errno || end == s || *end || s[0] == '-' || v == 0 || v > UINT64_MAX / mul) {
-    fprintf(stderr, "tessera check: error: --max-memory wants a positive byte count (suffixes K, M, G, T), got '%s'\n",
-            s);
-    return false;
-  }
-  *out = v * mul;
-  return true;
 }
 
 static uint64_t default_max_memory(void) {
@@ -292,15 +267,10 @@ int ts_cmd_check(int argc, char **argv) {
     switch (c) {
     case 'p': if (!ts_cli_parse_count("check", "--num-partitions", optarg, &a.partitions)) return 2; break;
     case 'r': if (!ts_cli_parse_seed("check", optarg, &a.seed)) return 2; break;
-    case 'm': if (!parse_bytes(optarg, &a.max_memory)) return 2; break;
+    case 'm': if (!ts_cli_parse_bytes("check", "--max-memory", optarg, &a.max_memory)) return 2; break;
     case 'h': usage(stdout); return 0;
     case ':':
-      fprintf(stderr, "tessera check: error: option '%s' needs a value\n", argv[optind - 1]);
-      return 2;
-    case '?':
-      fprintf(stderr, "tessera check: error: unknown option '%s'\n", argv[optind - 1]);
-      usage(stderr);
-      return 2;
+    case '?': return ts_cli_getopt_error("check", c, argv[optind - 1], usage);
     default:
       if (!ts_partition_flag_parse("check", c, optarg, &a.popts)) return 2;
       break;

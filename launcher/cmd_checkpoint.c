@@ -180,13 +180,7 @@ int ts_cmd_checkpoint(int argc, char **argv) {
     case 's': if (!parse_step(optarg, &step)) return 2; break;
     case 'o': out = optarg; break;
     case 'h': usage(stdout); return 0;
-    case ':':
-      fprintf(stderr, "tessera checkpoint: error: option '%s' needs a value\n", argv[optind - 1]);
-      return 2;
-    default:
-      fprintf(stderr, "tessera checkpoint: error: unknown option '%s'\n", argv[optind - 1]);
-      usage(stderr);
-      return 2;
+    default: return ts_cli_getopt_error("checkpoint", c, argv[optind - 1], usage);
     }
   }
   if (argc - optind != 2 || (strcmp(argv[optind], "inspect") != 0 && strcmp(argv[optind], "assemble") != 0)) {

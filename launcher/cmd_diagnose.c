@@ -18,12 +18,14 @@ typedef struct {
 } host_count_t;
 
 static void usage(FILE *f) {
-  fprintf(f, "usage: tessera diagnose DIGEST.json...\n"
+  fprintf(f, "usage: tessera diagnose [--collectives] DIGEST.json...\n"
              "\n"
              "Prints hang digests written by `tessera run --hang-digest FILE` as text. Given several, also\n"
              "counts the hang events each culprit host appears in: a host in more than %d events is likely\n"
              "faulty.\n"
              "\n"
+             "  --collectives  also where the ranks' collective sequences diverge (the flight recorder:\n"
+             "                 each rank's newest collective records)\n"
              "  -h, --help  this text\n",
           RECURRING);
 }
@@ -54,13 +56,19 @@ static bool count_hosts(const ts_hang_digest_t *d, host_count_t **hosts, int *nh
 }
 
 int ts_cmd_diagnose(int argc, char **argv) {
-  static const struct option opts[] = {{"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0}};
+  static const struct option opts[] = {
+      {"help", no_argument, NULL, 'h'}, {"collectives", no_argument, NULL, 'C'}, {NULL, 0, NULL, 0}};
   int c;
+  bool collectives = false;
   opterr = 0;
   while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
     if (c == 'h') {
       usage(stdout);
       return 0;
+    }
+    if (c == 'C') {
+      collectives = true;
+      continue;
     }
     fprintf(stderr, "tessera diagnose: error: unknown option '%s'\n", argv[optind - 1]);
     return 2;
@@ -89,6 +97,7 @@ int ts_cmd_diagnose(int argc, char **argv) {
     }
     if (nfiles > 1) ts_buf_printf(&out, "%s==> %s <==\n", f > optind ? "\n" : "", argv[f]);
     ts_hang_digest_text(&d, &out);
+    if (collectives) ts_hang_digest_collectives(&d, &out);
     bool ok = count_hosts(&d, &hosts, &nhosts);
     ts_hang_digest_free(&d);
     if (!ok || out.oom) {

@@ -250,12 +250,7 @@ int ts_cmd_opt(int argc, char **argv) {
       break;
     case F_NO_PARTITION: sched_flags = true; no_partition = true; break;
     case ':':
-      fprintf(stderr, "tessera opt: error: option '%s' needs a value\n", argv[optind - 1]);
-      goto usage_error;
-    case '?':
-      fprintf(stderr, "tessera opt: error: unknown option '%s'\n", argv[optind - 1]);
-      usage(stderr);
-      goto usage_error;
+    case '?': ts_cli_getopt_error("opt", c, argv[optind - 1], usage); goto usage_error;
     default:
       if (!ts_partition_flag_parse("opt", c, optarg, &popts)) goto usage_error;
       break;

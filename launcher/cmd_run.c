@@ -274,6 +274,7 @@ typedef struct {
   int nlocal, first;   /* this process's devices: first .. first + nlocal */
   ts_coll_comm_t **comms;
   int slices;
+  int hosts; /* run_count_hosts: distinct host names, 1 for threads */
   atomic_bool failed;
 
   /* The hang detector (rank 0 spawns the coordinator). */
@@ -459,7 +460,17 @@ static ts_status_t device_work(job_t *j, int local, ts_diag_t *diag) {
     wo.abort_arg = &abort_arg;
     wo.abort_exit_s = 10;
     wo.abort_exit_code = 4;
-    TS_CHECK_GOTO(ts_hang_worker_start(&wo, &hw, diag), st, done);
+    wo.connect_timeout_s = 10;
+    ts_diag_t hd = {0};
+    if (ts_hang_worker_start(&wo, &hw, &hd) != TS_OK) {
+      /* Losing the watchdog must not stop the workload: warn once. */
+      static atomic_flag warned = ATOMIC_FLAG_INIT;
+      if (!atomic_flag_test_and_set(&warned))
+        fprintf(stderr, "tessera run: warning: running without the hang detector: %s\n",
+                hd.text ? hd.text : "cannot reach the coordinator");
+      hw = NULL;
+    }
+    ts_diag_free(&hd);
   }
   /* ---- checkpoint: this device's state buffers; the resumed state ---- */
   if (j->ckpt) {
@@ -515,6 +526,9 @@ static ts_status_t device_work(job_t *j, int local, ts_diag_t *diag) {
       }
     }
   }
+  /* The output gather is collectives too: a rank frozen after its last
+   * step leaves its peers waiting here, which the hang detector must see. */
+  atomic_store_explicit(&prog->activity, TS_HANG_COLLECTIVE, memory_order_relaxed);
   TS_CHECK_GOTO(gather_outputs(j, d, world, dev), st, done);
   if (f->trace) TS_CHECK_GOTO(gather_trace(j, d, world, dev, t0), st, done);
 done:
@@ -764,8 +778,12 @@ static ts_status_t hang_rendezvous(job_t *j, ts_diag_t *diag) {
       char secret[33];
       ts_hang_coord_opts_t co;
       ts_hang_coord_opts_default(&co);
-      bool one_host = j->slices <= 1 && j->env.mode != RUN_TCP;
-      co.listen = one_host ? "127.0.0.1:0" : "0.0.0.0:0";
+      /* Every rank on this host (--slices only emulates several): loopback. Across hosts:
+       * the address the ranks are told (this host's name), never every interface. */
+      bool one_host = j->hosts <= 1 && j->env.mode != RUN_TCP;
+      char listen[sizeof j->env.host + 4];
+      snprintf(listen, sizeof listen, "%s:0", j->env.host);
+      co.listen = one_host ? "127.0.0.1:0" : listen;
       co.world = j->env.ndevices;
       co.secret = secret;
       co.hang_timeout_s = f->hang_timeout;
@@ -790,6 +808,10 @@ static ts_status_t hang_rendezvous(job_t *j, ts_diag_t *diag) {
       if (st == TS_OK) snprintf(j->rv.secret, sizeof j->rv.secret, "%s", secret);
     }
   }
+  if (j->first == 0) {
+    char id[33];
+    if (ts_hang_secret_generate(id) == TS_OK) memcpy(j->rv.launch_id, id, 16);
+  }
   if (j->env.mode != RUN_THREADS) {
     ts_coll_req_t *req;
     ts_hang_rendezvous_t got;
@@ -799,10 +821,9 @@ static ts_status_t hang_rendezvous(job_t *j, ts_diag_t *diag) {
     j->rv.addr[sizeof j->rv.addr - 1] = 0;
     j->rv.secret[sizeof j->rv.secret - 1] = 0;
   }
-  /* One launch, one id: the secret's first 16 hex digits. */
-  char id[17] = {0};
-  memcpy(id, j->rv.secret, 16);
-  j->launch_id = strtoull(id, NULL, 16);
+  /* One launch, one id: random, of its own (rank 0's). */
+  j->rv.launch_id[sizeof j->rv.launch_id - 1] = 0;
+  j->launch_id = strtoull(j->rv.launch_id, NULL, 16);
   for (int l = 0; l < j->nlocal; l++) {
     ts_hang_progress_t *p = &j->progress[l];
     ts_hang_identity_fill(p, j->m->name ? j->m->name : "", j->fingerprint, j->launch_id, j->first + l,
@@ -929,18 +950,21 @@ static void print_compile_only(job_t *j) {
   printf("%s: %s for %lld devices (%lld replica%s x %lld partitions): %d instructions in %d computations\n",
          j->f->path, j->partitioned ? "partitioned" : "per-device program", (long long)(j->R * j->P),
          (long long)j->R, j->R == 1 ? "" : "s", (long long)j->P, ninstr, j->pm->ncomps);
-  printf("per-device memory (buffer assignment): peak ");
-  ts_interp_print_bytes(stdout, mem.peak);
-  printf(" = inputs ");
-  ts_interp_print_bytes(stdout, mem.inputs);
-  printf(" + outputs ");
-  ts_interp_print_bytes(stdout, mem.outputs);
-  printf(" + temporaries ");
-  ts_interp_print_bytes(stdout, mem.temps);
-  printf("; constants ");
-  ts_interp_print_bytes(stdout, mem.constants);
-  printf("; without buffer reuse ");
-  ts_interp_print_bytes(stdout, mem.naive);
+  const struct {
+    const char *label;
+    uint64_t bytes;
+  } parts[] = {
+      {"per-device memory (buffer assignment): peak ", mem.peak},
+      {" = inputs ", mem.inputs},
+      {" + outputs ", mem.outputs},
+      {" + temporaries ", mem.temps},
+      {"; constants ", mem.constants},
+      {"; without buffer reuse ", mem.naive},
+  };
+  for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++) {
+    printf("%s", parts[i].label);
+    ts_interp_print_bytes(stdout, parts[i].bytes);
+  }
   printf("\n");
   ts_interp_coll_stats_t cs;
   ts_interp_count_collectives(j->pm, &cs);
@@ -980,6 +1004,7 @@ static ts_status_t make_world(job_t *j, ts_diag_t *diag) {
   /* Slices: hosts by default. */
   int hosts = 1;
   if (j->env.mode != RUN_THREADS) TS_CHECK(run_count_hosts(j->comms[0], j->env.host, &hosts));
+  j->hosts = hosts;
   j->slices = f->slices ? (int)f->slices : hosts;
   if (j->env.ndevices % j->slices != 0) {
     ts_diag_plain(diag, "--slices %d does not divide the %d devices", j->slices, j->env.ndevices);
@@ -1239,12 +1264,7 @@ static int parse_flags(int argc, char **argv, run_flags_t *f) {
       break;
     case 'h': usage(stdout); return 0;
     case ':':
-      fprintf(stderr, "tessera run: error: option '%s' needs a value\n", argv[optind - 1]);
-      return 2;
-    case '?':
-      fprintf(stderr, "tessera run: error: unknown option '%s'\n", argv[optind - 1]);
-      usage(stderr);
-      return 2;
+    case '?': return ts_cli_getopt_error("run", c, argv[optind - 1], usage);
     default:
       if (ts_ckpt_flag_is(c)) {
         if (!ts_ckpt_flag_parse("run", c, optarg, &f->ckpt)) return 2;

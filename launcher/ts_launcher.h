@@ -29,6 +29,11 @@ bool ts_cli_parse_count(const char *cmd, const char *flag, const char *s, int64_
 /* A positive byte count with an optional K, M, G or T suffix (powers of 1024). */
 bool ts_cli_parse_bytes(const char *cmd, const char *flag, const char *s, uint64_t *out);
 
+/* getopt_long's ':' (a flag without its value) or any other code it
+ * returns for a flag not in the table, as "tessera CMD: error: ..."; after
+ * an unknown flag, usage(stderr) too. Returns 2, the usage exit code. */
+int ts_cli_getopt_error(const char *cmd, int c, const char *flag, void (*usage)(FILE *f));
+
 /* Writes `data` to `path` atomically (a temporary file renamed into place),
  * or to stdout when path is NULL or "-": no half-written output on error. */
 ts_status_t ts_cli_write_output(const char *path, const char *data, size_t len, ts_diag_t *diag);

@@ -5,6 +5,13 @@
 #include "ts_sharding.h"
 
 #include <string.h>
+#include <time.h>
+
+static double clock_s(clockid_t c) {
+  struct timespec t;
+  clock_gettime(c, &t);
+  return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+}
 
 static ts_status_t parse(ts_pipeline_t *p, ts_diag_t *diag) {
   size_t len = 0;
@@ -140,9 +147,17 @@ ts_status_t ts_pipeline_run_to(ts_pipeline_t *p, ts_stage_t s, ts_diag_t *diag) 
   if (p->done & (1u << s)) return TS_OK;
   const ts_stage_info_t *info = &ts_pipeline_stages[s];
   if (info->after != s) TS_CHECK(ts_pipeline_run_to(p, info->after, diag));
-  TS_CHECK(info->run(p, diag));
+  double t0 = clock_s(CLOCK_MONOTONIC), c0 = clock_s(CLOCK_PROCESS_CPUTIME_ID);
+  ts_status_t st = info->run(p, diag);
+  double t1 = clock_s(CLOCK_MONOTONIC), c1 = clock_s(CLOCK_PROCESS_CPUTIME_ID);
+  p->run_s[s] = t1 - t0;
+  p->run_cpu_s[s] = c1 - c0;
+  if (st != TS_OK) return st;
   p->done |= 1u << s;
-  return verify_after(p, s, diag);
+  st = verify_after(p, s, diag);
+  p->verify_s[s] = clock_s(CLOCK_MONOTONIC) - t1;
+  p->verify_cpu_s[s] = clock_s(CLOCK_PROCESS_CPUTIME_ID) - c1;
+  return st;
 }
 
 void ts_pipeline_skip(ts_pipeline_t *p, ts_stage_t s) {

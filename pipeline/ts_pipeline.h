@@ -55,6 +55,10 @@ typedef struct {
   ts_sched_result_t *sched; /* the scheduler's statistics; NULL unless scheduled */
   ts_rt_program_t *prog;   /* NULL unless assigned */
   unsigned done;           /* bit s: stage s ran or was skipped */
+  /* Wall seconds (CLOCK_MONOTONIC) stage s took to run, and the verification
+   * after it; the process CPU seconds of the two (what a loaded host barely
+   * moves); 0 for a stage skipped or not reached. For bench_compile. */
+  double run_s[TS_STAGE_COUNT], verify_s[TS_STAGE_COUNT], run_cpu_s[TS_STAGE_COUNT], verify_cpu_s[TS_STAGE_COUNT];
 } ts_pipeline_t;
 
 typedef struct {

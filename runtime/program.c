@@ -8,6 +8,7 @@
  * bitcast, copy, opt-barrier, add-dependency, sharding annotations,
  * parameters) share their operand's buffers instead of copying. */
 #include "rt_internal.h"
+#include "ts_hlo_buffers.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -128,9 +129,18 @@ typedef struct {
 static int op_slot(lower_t *L, const ts_hlo_instr_t *op) { return L->rc->slot_base[L->p->pos[op->id]]; }
 static int op_nslots(const ts_hlo_instr_t *op) { return ts_shape_leaf_count(op->shape); }
 
-static ts_status_t alias_slots(lower_t *L, int k, int from, int src, int count) {
+/* Leaves [from, to) of instruction k are the operands' buffers that the one
+ * buffer definition names (ts_hlo_leaf_source): the lowering takes which
+ * operand leaf from there rather than working it out again. */
+static ts_status_t shared_slots(lower_t *L, int k, int from, int to) {
   rt_comp_t *rc = L->rc;
-  for (int j = 0; j < count; j++) rc->slot_buf[rc->slot_base[k] + from + j] = rc->slot_buf[src + j];
+  const ts_hlo_instr_t *i = rc->order[k];
+  for (int j = from; j < to; j++) {
+    ts_leaf_source_t src = ts_hlo_leaf_source(i, j);
+    if (src.kind != TS_LEAF_ALIASED)
+      return rt_fail(L->p->m, i, L->diag, TS_ERR_INTERNAL, "leaf %d is not an operand's buffer", j);
+    rc->slot_buf[rc->slot_base[k] + j] = rc->slot_buf[op_slot(L, i->ops[src.op]) + src.op_leaf];
+  }
   return TS_OK;
 }
 
@@ -218,7 +228,7 @@ static ts_status_t lower_coll_start(lower_t *L, int k, const ts_hlo_instr_t *att
   } else {
     int r0 = elem_leaf_offset(sh, 1), r1 = elem_leaf_offset(sh, 2);
     if (r0 == i->nops) {
-      for (int o = 0; o < i->nops; o++) TS_CHECK(alias_slots(L, k, o, op_slot(L, i->ops[o]), 1));
+      TS_CHECK(shared_slots(L, k, 0, i->nops));
     } else {
       TS_CHECK(fresh_slots(L, k, 0, r0));
     }
@@ -276,45 +286,30 @@ static ts_status_t lower_instr(lower_t *L, int k) {
     }
     break;
   }
-  case TS_OP_TUPLE: {
-    int at = 0;
-    for (int o = 0; o < i->nops; o++) {
-      int c = op_nslots(i->ops[o]);
-      TS_CHECK(alias_slots(L, k, at, op_slot(L, i->ops[o]), c));
-      at += c;
-    }
-    break;
-  }
+  case TS_OP_TUPLE: TS_CHECK(shared_slots(L, k, 0, nl)); break;
   case TS_OP_GET_TUPLE_ELEMENT: {
     const ts_hlo_attr_t *a = ts_hlo_instr_attr(i, "index");
     int64_t idx = a ? a->v.i : 0;
     const ts_shape_t *ts = i->ops[0]->shape;
     if (ts->elem != TS_TUPLE || idx < 0 || idx >= ts->ntuple)
       return rt_fail(m, i, L->diag, TS_ERR_INVALID_ARGUMENT, "bad tuple index");
-    TS_CHECK(alias_slots(L, k, 0, op_slot(L, i->ops[0]) + elem_leaf_offset(ts, (int)idx), nl));
+    TS_CHECK(shared_slots(L, k, 0, nl));
     break;
   }
-  case TS_OP_BITCAST:
-    if (op_nslots(i->ops[0]) == 1 && nl == 1 && leaf_bytes(i->ops[0]->shape) == leaf_bytes(i->shape) &&
-        ts_elem_is_array(i->shape->elem)) {
-      TS_CHECK(alias_slots(L, k, 0, op_slot(L, i->ops[0]), 1));
-      break;
-    }
-    goto kernel;
+  case TS_OP_BITCAST: /* the same bytes where the buffer definition says so, else a kernel */
+    if (ts_hlo_leaf_source(i, 0).kind != TS_LEAF_ALIASED) goto kernel;
+    TS_CHECK(shared_slots(L, k, 0, nl));
+    break;
   case TS_OP_RESHAPE: /* row-major logical order: the same bytes */
   case TS_OP_COPY:    /* values are never written in place: a copy can share */
   case TS_OP_ADD_DEPENDENCY:
   case TS_OP_OPT_BARRIER:
   case TS_OP_DOMAIN:
   case TS_OP_ASYNC_UPDATE:
+  case TS_OP_ALL_REDUCE_DONE:
     if (op_nslots(i->ops[0]) != nl) return rt_fail(m, i, L->diag, TS_ERR_INVALID_ARGUMENT, "result does not match operand");
-    TS_CHECK(alias_slots(L, k, 0, op_slot(L, i->ops[0]), nl));
+    TS_CHECK(shared_slots(L, k, 0, nl));
     break;
-  case TS_OP_ALL_REDUCE_DONE: {
-    if (op_nslots(i->ops[0]) != nl) return rt_fail(m, i, L->diag, TS_ERR_INVALID_ARGUMENT, "result does not match operand");
-    TS_CHECK(alias_slots(L, k, 0, op_slot(L, i->ops[0]), nl));
-    break;
-  }
   case TS_OP_ALL_GATHER_DONE:
   case TS_OP_COLLECTIVE_PERMUTE_DONE:
   case TS_OP_ASYNC_DONE:
@@ -323,7 +318,7 @@ static ts_status_t lower_instr(lower_t *L, int k) {
     int e = op == TS_OP_COPY_DONE ? 0 : 1;
     if (ts->elem != TS_TUPLE || ts->ntuple < 2 || ts_shape_leaf_count(ts->tuple[e]) != nl)
       return rt_fail(m, i, L->diag, TS_ERR_INVALID_ARGUMENT, "operand is not an async tuple");
-    TS_CHECK(alias_slots(L, k, 0, op_slot(L, i->ops[0]) + elem_leaf_offset(ts, e), nl));
+    TS_CHECK(shared_slots(L, k, 0, nl));
     break;
   }
   case TS_OP_CUSTOM_CALL: {
@@ -350,9 +345,9 @@ static ts_status_t lower_instr(lower_t *L, int k) {
             return rt_fail(m, i, L->diag, TS_ERR_VERIFY,
                            "custom-call target \"%s\" changes the shape; a per-device program has no manual region "
                            "boundaries (partition the module first)", t);
-        TS_CHECK(alias_slots(L, k, at, op_slot(L, i->ops[o]), c));
         at += c;
       }
+      TS_CHECK(shared_slots(L, k, 0, nl));
       break;
     }
     return rt_fail(m, i, L->diag, TS_ERR_INVALID_ARGUMENT, "custom-call target \"%s\" has no meaning in the runtime", t);
@@ -374,7 +369,7 @@ static ts_status_t lower_instr(lower_t *L, int k) {
         ts_shape_leaf_count(sh->tuple[1]) != 1)
       return rt_fail(m, i, L->diag, TS_ERR_INVALID_ARGUMENT, "copy-start shape is not (destination, source, context)");
     TS_CHECK(fresh_slots(L, k, 0, 1));
-    TS_CHECK(alias_slots(L, k, 1, op_slot(L, i->ops[0]), 1));
+    TS_CHECK(shared_slots(L, k, 1, 2));
     TS_CHECK(fresh_slots(L, k, 2, nl));
     rt_step_t *s = add_step(L, k, ST_COPY_START);
     TS_CHECK(operand_slots(L, i, 0, s));
@@ -530,172 +525,74 @@ static size_t align_up(size_t n) { return (n + RT_ALIGN - 1) / RT_ALIGN * RT_ALI
 
 /* ---- liveness and assignment --------------------------------------------------- */
 
-static void liveness(ts_rt_program_t *p, rt_comp_t *rc) {
-  for (int k = 0; k < rc->n; k++) {
-    const ts_hlo_instr_t *i = rc->order[k];
-    for (int o = 0; o < i->nops; o++) {
-      int s0 = rc->slot_base[p->pos[i->ops[o]->id]], c = ts_shape_leaf_count(i->ops[o]->shape);
-      for (int j = 0; j < c; j++) {
-        rt_buf_t *b = &rc->bufs[rc->slot_buf[s0 + j]];
-        if (b->last < k) b->last = k;
-      }
-    }
-    /* An async operation reads its start's operands until its done. */
-    if (i->op == TS_OP_ALL_REDUCE_DONE || i->op == TS_OP_ALL_GATHER_DONE || i->op == TS_OP_COLLECTIVE_PERMUTE_DONE ||
-        i->op == TS_OP_ASYNC_DONE || i->op == TS_OP_COPY_DONE || i->op == TS_OP_ASYNC_UPDATE) {
-      const ts_hlo_instr_t *st = start_of(i);
-      for (int o = 0; st && st->parent == rc->comp && o < st->nops; o++) {
-        int s0 = rc->slot_base[p->pos[st->ops[o]->id]], c = ts_shape_leaf_count(st->ops[o]->shape);
-        for (int j = 0; j < c; j++) {
-          rt_buf_t *b = &rc->bufs[rc->slot_buf[s0 + j]];
-          if (b->last < k) b->last = k;
-        }
-      }
-    }
-  }
-  for (int j = 0; j < rc->nroot; j++) {
-    rt_buf_t *b = &rc->bufs[rc->slot_buf[rc->root_slot + j]];
-    if (b->last < rc->n) b->last = rc->n;
-  }
-}
-
-typedef struct {
-  int64_t lo, hi;
-} range_t;
-
-static int cmp_range(const void *a, const void *b) {
-  const range_t *x = a, *y = b;
-  return x->lo < y->lo ? -1 : x->lo > y->lo;
-}
-
-typedef struct {
-  size_t bytes;
-  int def, id;
-} order_key_t;
-
-static int cmp_by_size(const void *a, const void *b) {
-  const order_key_t *x = a, *y = b;
-  if (x->bytes != y->bytes) return x->bytes > y->bytes ? -1 : 1;
-  if (x->def != y->def) return x->def < y->def ? -1 : 1;
-  return x->id - y->id;
-}
-
-/* Interval packing: buffers by decreasing size, each at the lowest offset
- * free for its whole live range (first fit; the greedy-by-size order of
- * XLA's heap simulator). The placed buffers live in a segment tree over
- * order positions, so a buffer meets only those whose live range overlaps
- * its own: O((n + k) log n) for k overlapping pairs, where the plain scan
- * over every placed buffer was O(n^2). The offsets are those of the plain
- * scan. */
-typedef struct {
-  int t0, npos, width;  /* positions [t0, t0 + npos); leaves: width (a power of two) */
-  int *head, *count;    /* per node: first pool entry stored there, buffers stored in its subtree */
-  int *pool_buf, *pool_next;
-  int npool, pool_cap;
-} live_tree_t;
-
-static ts_status_t tree_push(live_tree_t *t, int node, int buf) {
-  if (t->npool == t->pool_cap) {
-    int cap = t->pool_cap ? t->pool_cap * 2 : 1024;
-    int *b = ts_realloc(t->pool_buf, (size_t)cap * sizeof *b);
-    if (!b) return TS_ERR_NOMEM;
-    t->pool_buf = b;
-    int *nx = ts_realloc(t->pool_next, (size_t)cap * sizeof *nx);
-    if (!nx) return TS_ERR_NOMEM;
-    t->pool_next = nx;
-    t->pool_cap = cap;
-  }
-  t->pool_buf[t->npool] = buf;
-  t->pool_next[t->npool] = t->head[node];
-  t->head[node] = t->npool++;
-  return TS_OK;
-}
-
-/* Stores `buf` live over [a, b] in the nodes that cover it exactly. */
-static ts_status_t tree_insert(live_tree_t *t, int node, int lo, int hi, int a, int b, int buf) {
-  if (b < lo || hi < a) return TS_OK;
-  t->count[node]++;
-  if (a <= lo && hi <= b) return tree_push(t, node, buf);
-  int mid = lo + (hi - lo) / 2;
-  TS_CHECK(tree_insert(t, 2 * node, lo, mid, a, b, buf));
-  return tree_insert(t, 2 * node + 1, mid + 1, hi, a, b, buf);
-}
-
-/* Appends every stored buffer whose range meets [a, b] to busy, once each
- * (stamp[buf] == query marks the ones already taken). */
-static void tree_query(const live_tree_t *t, int node, int lo, int hi, int a, int b, const rt_buf_t *bufs, int *stamp,
-                       int query, range_t *busy, int *nb) {
-  if (t->count[node] == 0 || b < lo || hi < a) return;
-  for (int e = t->head[node]; e >= 0; e = t->pool_next[e]) {
-    int id = t->pool_buf[e];
-    if (stamp[id] == query) continue;
-    stamp[id] = query;
-    busy[(*nb)++] = (range_t){bufs[id].offset, bufs[id].offset + (int64_t)align_up(bufs[id].bytes)};
-  }
-  if (lo == hi) return;
-  int mid = lo + (hi - lo) / 2;
-  tree_query(t, 2 * node, lo, mid, a, b, bufs, stamp, query, busy, nb);
-  tree_query(t, 2 * node + 1, mid + 1, hi, a, b, bufs, stamp, query, busy, nb);
-}
-
-static ts_status_t assign(rt_comp_t *rc) {
-  int n = 0, t0 = 0, t1 = 0;
-  for (int b = 0; b < rc->nbufs; b++)
-    if (rc->bufs[b].kind == BUF_ARENA) {
-      if (n == 0 || rc->bufs[b].def < t0) t0 = rc->bufs[b].def;
-      if (n == 0 || rc->bufs[b].last > t1) t1 = rc->bufs[b].last;
-      n++;
-    }
-  live_tree_t t = {.t0 = t0, .npos = t1 - t0 + 1, .width = 1};
-  while (t.width < t.npos) t.width *= 2;
-  order_key_t *ids = ts_calloc((size_t)n + 1, sizeof *ids);
-  range_t *busy = ts_calloc((size_t)n + 1, sizeof *busy);
-  int *stamp = ts_malloc(((size_t)rc->nbufs + 1) * sizeof *stamp);
-  t.head = ts_malloc(2 * (size_t)t.width * sizeof *t.head);
-  t.count = ts_calloc(2 * (size_t)t.width, sizeof *t.count);
+/* Live ranges come from the one definition of liveness (ts_hlo_liveness,
+ * which the scheduler's memory model uses too): the lowering's buffers must
+ * be its buffers, leaf for leaf; a disagreement is our bug. */
+static ts_status_t liveness(const ts_rt_program_t *p, rt_comp_t *rc, ts_diag_t *diag) {
+  ts_hlo_liveness_t lv;
+  TS_CHECK(ts_hlo_liveness(rc->comp, rc->order, &lv));
+  int *shared = ts_malloc(((size_t)rc->nbufs + 1) * sizeof *shared); /* our buffer -> its buffer */
+  int *ours = ts_malloc(((size_t)lv.nbufs + 1) * sizeof *ours);      /* and back */
   ts_status_t st = TS_OK;
-  if (!ids || !busy || !stamp || !t.head || !t.count) {
+  if (!shared || !ours) {
+    st = TS_ERR_NOMEM;
+    goto out;
+  }
+  for (int b = 0; b < rc->nbufs; b++) shared[b] = -1;
+  for (int h = 0; h < lv.nbufs; h++) ours[h] = -1;
+  for (int k = 0; k < rc->n && st == TS_OK; k++)
+    for (int j = 0; j < lv.leaf_start[k + 1] - lv.leaf_start[k] && st == TS_OK; j++) {
+      int ob = rc->slot_buf[rc->slot_base[k] + j], h = lv.leaf_buf[lv.leaf_start[k] + j];
+      rt_buf_t *b = &rc->bufs[ob];
+      bool same;
+      if (h >= 0) {
+        same = b->kind == BUF_ARENA && (shared[ob] < 0 || shared[ob] == h) && (ours[h] < 0 || ours[h] == ob) &&
+               b->bytes == lv.bufs[h].bytes && b->def == lv.bufs[h].first;
+        shared[ob] = h;
+        ours[h] = ob;
+        b->last = lv.bufs[h].last;
+      } else if (h == TS_HLO_CONSTANT_LEAF) {
+        same = b->kind == BUF_CONST;
+      } else {
+        int q = TS_HLO_PARAM_LEAF(0) - h;
+        same = (b->kind == BUF_PARAM || b->kind == BUF_INPUT) && b->index == q;
+        b->last = lv.param_last[q];
+      }
+      if (!same)
+        st = rt_fail(p->m, rc->order[k], diag, TS_ERR_INTERNAL,
+                     "leaf %d: the lowering's buffer is not the one liveness defines", j);
+    }
+out:
+  ts_free(shared);
+  ts_free(ours);
+  ts_hlo_liveness_free(&lv);
+  return st;
+}
+
+/* The arena: first fit over the live ranges (ts_hlo_first_fit, as the
+ * scheduler's model packs them). */
+static ts_status_t assign(rt_comp_t *rc) {
+  int n = 0;
+  ts_hlo_buffer_t *hb = ts_malloc(((size_t)rc->nbufs + 1) * sizeof *hb);
+  int *id = ts_malloc(((size_t)rc->nbufs + 1) * sizeof *id);
+  ts_status_t st = TS_OK;
+  if (!hb || !id) {
     st = TS_ERR_NOMEM;
     goto done;
   }
-  for (int b = 0; b < rc->nbufs; b++) stamp[b] = -1;
-  for (int v = 0; v < 2 * t.width; v++) t.head[v] = -1;
-  n = 0;
   for (int b = 0; b < rc->nbufs; b++)
     if (rc->bufs[b].kind == BUF_ARENA) {
-      ids[n++] = (order_key_t){rc->bufs[b].bytes, rc->bufs[b].def, b};
+      hb[n] = (ts_hlo_buffer_t){NULL, 0, rc->bufs[b].bytes, rc->bufs[b].def, rc->bufs[b].last, -1};
+      id[n++] = b;
       rc->naive_bytes += align_up(rc->bufs[b].bytes);
     }
-  qsort(ids, (size_t)n, sizeof *ids, cmp_by_size);
-  size_t top = 0;
-  for (int q = 0; q < n; q++) {
-    rt_buf_t *b = &rc->bufs[ids[q].id];
-    size_t sz = align_up(b->bytes);
-    if (sz == 0) {
-      b->offset = 0;
-      continue;
-    }
-    int nb = 0, a = b->def - t0, z = b->last - t0;
-    tree_query(&t, 1, 0, t.width - 1, a, z, rc->bufs, stamp, q, busy, &nb);
-    qsort(busy, (size_t)nb, sizeof *busy, cmp_range);
-    int64_t at = 0;
-    for (int r = 0; r < nb; r++) {
-      if (busy[r].lo >= at + (int64_t)sz) break;
-      if (busy[r].hi > at) at = busy[r].hi;
-    }
-    b->offset = at;
-    if ((size_t)at + sz > top) top = (size_t)at + sz;
-    if ((st = tree_insert(&t, 1, 0, t.width - 1, a, z, ids[q].id)) != TS_OK) goto done;
-  }
-  rc->arena_bytes = top;
+  uint64_t top;
+  TS_CHECK_GOTO(ts_hlo_first_fit(hb, n, &top), st, done);
+  for (int q = 0; q < n; q++) rc->bufs[id[q]].offset = hb[q].offset;
+  rc->arena_bytes = (size_t)top;
 done:
-  ts_free(ids);
-  ts_free(busy);
-  ts_free(stamp);
-  ts_free(t.head);
-  ts_free(t.count);
-  ts_free(t.pool_buf);
-  ts_free(t.pool_next);
+  ts_free(hb);
+  ts_free(id);
   return st;
 }
 
@@ -770,8 +667,7 @@ static ts_status_t build_comp(ts_rt_program_t *p, int ci, bool scheduled, ts_dia
   rc->stage_buf = ts_calloc((size_t)rc->nroot + 1, sizeof *rc->stage_buf);
   if (!rc->stage_buf) return TS_ERR_NOMEM;
   for (int j = 0; j < rc->nroot; j++) rc->stage_buf[j] = -1;
-  liveness(p, rc);
-  return TS_OK;
+  return liveness(p, rc, diag);
 }
 
 /* While bodies: a root leaf that is another parameter leaf is copied aside

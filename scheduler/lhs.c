@@ -6,6 +6,7 @@
  * off the ready set without a stall once enough compute has been scheduled
  * below it to cover the transfer. */
 #include "scheduler_internal.h"
+#include "ts_hlo_buffers.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -17,7 +18,10 @@ typedef struct {
   int *lidx;               /* instruction id -> local index (module-wide array) */
   ts_hlo_instr_t **ins;    /* local index -> instruction (text order) */
   int *pred_start, *preds; /* CSR: operands (with repeats) and control predecessors */
-  int *src_start, *srcs;   /* CSR: buffers (local indices) each node refers to */
+  int *src_start, *srcs;   /* CSR: buffers each node refers to (every leaf of its value) */
+  int *def_start, *defs;   /* CSR: buffers each node defines */
+  int nbufs;               /* buffers: the defined array leaves (ts_hlo_leaf_source) */
+  uint64_t *buf_bytes;     /* [nbufs] */
   bool has_ctrl;           /* some node has control predecessors */
 } graph_t;
 
@@ -49,21 +53,41 @@ static void graph_free(graph_t *g) {
   ts_free(g->preds);
   ts_free(g->src_start);
   ts_free(g->srcs);
+  ts_free(g->def_start);
+  ts_free(g->defs);
+  ts_free(g->buf_bytes);
 }
 
-/* Buffers a node refers to: itself when it defines one; through aliases
- * (get-tuple-element of a tuple picks the element's) the operands'. Nodes are
- * visited operands first. */
+/* The buffers each node refers to, as ts_hlo_leaf_source defines them (the
+ * runtime's buffers): a leaf it defines is a buffer of its own, an aliased
+ * leaf is its operand's leaf's buffer, parameter and constant leaves are
+ * none. A node refers to the buffers of all its leaves (a read of a tuple
+ * reads them all). Nodes are visited operands first. */
 static ts_status_t build_sources(graph_t *g) {
   int n = g->n;
   int *topo = ts_malloc(sizeof *topo * (size_t)(n + 1)), *indeg = ts_calloc((size_t)n + 1, sizeof *indeg);
-  int *stamp = ts_calloc((size_t)n + 1, sizeof *stamp);
-  int cap = n * 2 + 16, used = 0;
-  g->src_start = ts_malloc(sizeof *g->src_start * (size_t)(n + 1));
-  int *first = ts_malloc(sizeof *first * (size_t)(n + 1)), *count = ts_calloc((size_t)n + 1, sizeof *count);
-  int *buf = ts_malloc(sizeof *buf * (size_t)cap);
+  int *stamp = NULL;
+  int *leaf_first = ts_malloc(sizeof *leaf_first * (size_t)(n + 1));
+  int *leaf_buf = NULL;
   ts_status_t st = TS_OK;
-  if (!topo || !indeg || !stamp || !g->src_start || !first || !count || !buf) {
+  g->src_start = ts_malloc(sizeof *g->src_start * (size_t)(n + 1));
+  g->def_start = ts_malloc(sizeof *g->def_start * (size_t)(n + 1));
+  if (!topo || !indeg || !leaf_first || !g->src_start || !g->def_start) {
+    st = TS_ERR_NOMEM;
+    goto out;
+  }
+  int nleaves = 0;
+  for (int k = 0; k < n; k++) {
+    leaf_first[k] = nleaves;
+    nleaves += ts_shape_leaf_count(g->ins[k]->shape);
+  }
+  leaf_first[n] = nleaves;
+  leaf_buf = ts_malloc(sizeof *leaf_buf * (size_t)(nleaves + 1));
+  g->srcs = ts_malloc(sizeof *g->srcs * (size_t)(nleaves + 1));
+  g->defs = ts_malloc(sizeof *g->defs * (size_t)(nleaves + 1));
+  g->buf_bytes = ts_malloc(sizeof *g->buf_bytes * (size_t)(nleaves + 1));
+  stamp = ts_malloc(sizeof *stamp * (size_t)(nleaves + 1));
+  if (!leaf_buf || !g->srcs || !g->defs || !g->buf_bytes || !stamp) {
     st = TS_ERR_NOMEM;
     goto out;
   }
@@ -73,7 +97,6 @@ static ts_status_t build_sources(graph_t *g) {
   int head = 0, tail = 0;
   for (int k = 0; k < n; k++)
     if (!indeg[k]) topo[tail++] = k;
-  /* successors: walk all nodes' preds once per pop would be quadratic; use users */
   while (head < tail) {
     int k = topo[head++];
     const ts_hlo_instr_t *i = g->ins[k];
@@ -92,70 +115,51 @@ static ts_status_t build_sources(graph_t *g) {
     st = TS_ERR_INTERNAL; /* a cycle: the verifier rules it out */
     goto out;
   }
-  int now = 0;
+  /* Defined leaves are buffers, numbered by local index and leaf (as
+   * ts_hlo_liveness numbers them for the text order); aliased leaves take
+   * their operand's leaf's, operands first. */
+  int nb = 0;
+  for (int k = 0; k < n; k++)
+    for (int j = 0; j < leaf_first[k + 1] - leaf_first[k]; j++) {
+      int *lb = &leaf_buf[leaf_first[k] + j];
+      *lb = -1;
+      if (ts_hlo_leaf_source(g->ins[k], j).kind != TS_LEAF_DEFINED) continue;
+      g->buf_bytes[nb] = ts_hlo_leaf_bytes(g->ins[k], j);
+      *lb = nb++;
+    }
+  g->nbufs = nb;
   for (int q = 0; q < n; q++) {
     int k = topo[q];
     const ts_hlo_instr_t *i = g->ins[k];
-    first[k] = used;
-    now++;
-#define PUSH(b)                                                           \
-  do {                                                                    \
-    if (stamp[b] != now) {                                                \
-      stamp[b] = now;                                                     \
-      if (used == cap) {                                                  \
-        int *nb = ts_realloc(buf, sizeof *buf * (size_t)(cap *= 2));      \
-        if (!nb) {                                                        \
-          st = TS_ERR_NOMEM;                                              \
-          goto out;                                                       \
-        }                                                                 \
-        buf = nb;                                                         \
-      }                                                                   \
-      buf[used++] = (b);                                                  \
-    }                                                                     \
-  } while (0)
-    if (!N(g, k)->alias) {
-      PUSH(k);
-    } else {
-      const ts_hlo_instr_t *from = NULL;
-      int lo = 0, hi = i->nops;
-      if (i->op == TS_OP_GET_TUPLE_ELEMENT && i->nops == 1 && i->ops[0]->op == TS_OP_TUPLE) {
-        const ts_hlo_attr_t *a = ts_hlo_instr_attr(i, "index");
-        if (a && a->kind == TS_ATTR_INT && a->v.i >= 0 && a->v.i < i->ops[0]->nops) from = i->ops[0]->ops[a->v.i];
-      }
-      if (i->op == TS_OP_ADD_DEPENDENCY) hi = i->nops > 0 ? 1 : 0;
-      if (from) {
-        int f = g->lidx[from->id];
-        for (int e = first[f]; e < first[f] + count[f]; e++) PUSH(buf[e]);
-      } else {
-        for (int o = lo; o < hi; o++) {
-          int f = g->lidx[i->ops[o]->id];
-          for (int e = first[f]; e < first[f] + count[f]; e++) PUSH(buf[e]);
-        }
-      }
+    for (int j = 0; j < leaf_first[k + 1] - leaf_first[k]; j++) {
+      ts_leaf_source_t src = ts_hlo_leaf_source(i, j);
+      if (src.kind != TS_LEAF_ALIASED) continue;
+      int f = g->lidx[i->ops[src.op]->id];
+      leaf_buf[leaf_first[k] + j] =
+          src.op_leaf < leaf_first[f + 1] - leaf_first[f] ? leaf_buf[leaf_first[f] + src.op_leaf] : -1;
     }
-#undef PUSH
-    count[k] = used - first[k];
   }
-  /* Re-pack into CSR in local order. */
-  g->srcs = ts_malloc(sizeof *g->srcs * (size_t)(used + 1));
-  if (!g->srcs) {
-    st = TS_ERR_NOMEM;
-    goto out;
-  }
-  int w = 0;
+  int w = 0, d = 0;
+  for (int b = 0; b < nb; b++) stamp[b] = -1;
   for (int k = 0; k < n; k++) {
     g->src_start[k] = w;
-    memcpy(&g->srcs[w], &buf[first[k]], sizeof *buf * (size_t)count[k]);
-    w += count[k];
+    g->def_start[k] = d;
+    for (int e = leaf_first[k]; e < leaf_first[k + 1]; e++) {
+      int b = leaf_buf[e];
+      if (b < 0 || stamp[b] == k) continue;
+      stamp[b] = k;
+      g->srcs[w++] = b;
+      if (ts_hlo_leaf_source(g->ins[k], e - leaf_first[k]).kind == TS_LEAF_DEFINED) g->defs[d++] = b;
+    }
   }
   g->src_start[n] = w;
+  g->def_start[n] = d;
 out:
   ts_free(topo);
   ts_free(indeg);
   ts_free(stamp);
-  ts_free(first);
-  ts_free(count);
-  ts_free(buf);
+  ts_free(leaf_first);
+  ts_free(leaf_buf);
   return st;
 }
 
@@ -355,10 +359,17 @@ static void new_bytes(const graph_t *g, state_t *s, int k, uint64_t *newly) {
         int bf = g->srcs[q];
         if (s->live[bf] || s->stamp[bf] == s->stamp_now) continue;
         s->stamp[bf] = s->stamp_now;
-        b += N(g, bf)->bytes;
+        b += g->buf_bytes[bf];
       }
     }
   *newly = b;
+}
+
+/* Bytes of the buffers k defines: those live below it, and the rest. */
+static void own_bytes(const graph_t *g, const state_t *s, int k, uint64_t *live, uint64_t *dead) {
+  *live = *dead = 0;
+  for (int e = g->def_start[k]; e < g->def_start[k + 1]; e++)
+    *(s->live[g->defs[e]] ? live : dead) += g->buf_bytes[g->defs[e]];
 }
 
 static void describe(const graph_t *g, state_t *s, int k, const int limit[], cand_t *c) {
@@ -390,10 +401,11 @@ static void describe(const graph_t *g, state_t *s, int k, const int limit[], can
     c->fair = c->stall == 0 || covered >= share * (1 - 1e-9);
   }
   for (int o = 0; o < i->nops; o++) c->unlock_done |= ts_sched_is_async_done(i->ops[o]);
-  uint64_t newly, own = s->live[k] ? n->bytes : 0;
+  uint64_t newly, own, unused;
+  own_bytes(g, s, k, &own, &unused);
   new_bytes(g, s, k, &newly);
   c->delta = (int64_t)newly - (int64_t)own;
-  c->at = s->live_bytes + (s->live[k] ? 0 : n->bytes) + newly + n->callee_peak;
+  c->at = s->live_bytes + unused + newly + n->callee_peak;
 }
 
 /* Whether candidate a should be scheduled (bottom-up: placed later in the
@@ -461,14 +473,16 @@ static void make_ready(state_t *s, int k) { s->ready[s->nready++] = k; }
 static void schedule_node(const graph_t *g, state_t *s, int k) {
   const sched_node_t *n = N(g, k);
   const ts_hlo_instr_t *i = g->ins[k];
-  uint64_t newly;
+  uint64_t newly, own, unused;
+  own_bytes(g, s, k, &own, &unused);
   new_bytes(g, s, k, &newly);
-  uint64_t at = s->live_bytes + (s->live[k] ? 0 : n->bytes) + newly + n->callee_peak;
+  uint64_t at = s->live_bytes + unused + newly + n->callee_peak;
   if (at > s->peak) s->peak = at;
-  if (s->live[k]) {
-    s->live_bytes -= n->bytes;
-    s->live[k] = false;
-  }
+  for (int e = g->def_start[k]; e < g->def_start[k + 1]; e++)
+    if (s->live[g->defs[e]]) {
+      s->live_bytes -= g->buf_bytes[g->defs[e]];
+      s->live[g->defs[e]] = false;
+    }
   int rd[2], nr = data_readers(g, k, rd);
   for (int r = 0; r < nr; r++)
     for (int e = g->pred_start[rd[r]]; e < g->pred_start[rd[r]] + g->ins[rd[r]]->nops; e++) {
@@ -477,7 +491,7 @@ static void schedule_node(const graph_t *g, state_t *s, int k) {
         int bf = g->srcs[q];
         if (!s->live[bf]) {
           s->live[bf] = true;
-          s->live_bytes += N(g, bf)->bytes;
+          s->live_bytes += g->buf_bytes[bf];
         }
       }
     }
@@ -516,8 +530,8 @@ static ts_status_t run(const graph_t *g, uint64_t limit, bool tight, bool progra
   s.remaining = ts_calloc((size_t)n + 1, sizeof *s.remaining);
   s.ready_time = ts_calloc((size_t)n + 1, sizeof *s.ready_time);
   s.t = ts_calloc((size_t)n + 1, sizeof *s.t);
-  s.live = ts_calloc((size_t)n + 1, sizeof *s.live);
-  s.stamp = ts_calloc((size_t)n + 1, sizeof *s.stamp);
+  s.live = ts_calloc((size_t)g->nbufs + 1, sizeof *s.live);
+  s.stamp = ts_calloc((size_t)g->nbufs + 1, sizeof *s.stamp);
   s.ready = ts_malloc(sizeof *s.ready * (size_t)(n + 1));
   s.order = ts_malloc(sizeof *s.order * (size_t)(n + 1));
   cand_t *cands = ts_malloc(sizeof *cands * (size_t)(n + 1));
@@ -538,7 +552,7 @@ static ts_status_t run(const graph_t *g, uint64_t limit, bool tight, bool progra
       int bf = g->srcs[q];
       if (!s.live[bf]) {
         s.live[bf] = true;
-        s.live_bytes += N(g, bf)->bytes;
+        s.live_bytes += g->buf_bytes[bf];
       }
     }
   }
@@ -632,99 +646,69 @@ static void callee_costs(sched_ctx_t *x, ts_hlo_comp_t *c) {
   }
 }
 
-/* The arena the runtime's buffer assignment would give `order` (top-down
- * local indices): as runtime/program.c assigns it, buffers by decreasing
- * size, each at the lowest 64-byte-aligned offset free over its live range
- * (first fit). Live peaks alone miss the fragmentation this adds. */
-typedef struct {
-  uint64_t bytes;
-  int def, last;
-} span_t;
-
-static int span_cmp(const void *a, const void *b) {
-  const span_t *x = a, *y = b;
-  if (x->bytes != y->bytes) return x->bytes > y->bytes ? -1 : 1;
-  return x->def - y->def;
+/* The buffers of `order` (top-down local indices) by the one definition of
+ * liveness (ts_hlo_liveness, what runtime/program.c assigns), with a while
+ * body's staging buffers: a root leaf that is another parameter leaf is
+ * copied aside after the body runs (runtime/program.c's
+ * stage_while_bodies), live past the end. */
+static ts_status_t order_liveness(const graph_t *g, const int *order, ts_hlo_liveness_t *lv) {
+  int n = g->n;
+  const ts_hlo_instr_t **ins = ts_malloc(sizeof *ins * (size_t)(n + 1));
+  if (!ins) return TS_ERR_NOMEM;
+  for (int q = 0; q < n; q++) ins[q] = g->ins[order[q]];
+  ts_status_t st = ts_hlo_liveness(g->c, ins, lv);
+  ts_free(ins);
+  TS_CHECK(st);
+  int ci = -1;
+  for (int k = 0; k < g->x->m->ncomps && ci < 0; k++)
+    if (g->x->m->comps[k] == g->c) ci = k;
+  const ts_hlo_instr_t *root = g->c->root;
+  if (ci < 0 || !g->x->is_body[ci] || !root || g->c->nparams != 1) return TS_OK;
+  int rq = g->lidx[root->id], nroot = 0;
+  for (int q = 0; q < n; q++)
+    if (order[q] == rq) rq = q, q = n;
+  nroot = lv->leaf_start[rq + 1] - lv->leaf_start[rq];
+  ts_hlo_buffer_t *nb = ts_realloc(lv->bufs, sizeof *nb * (size_t)(lv->nbufs + nroot + 1));
+  if (!nb) {
+    ts_hlo_liveness_free(lv);
+    return TS_ERR_NOMEM;
+  }
+  lv->bufs = nb;
+  for (int j = 0; j < nroot; j++) {
+    int b = lv->leaf_buf[lv->leaf_start[rq] + j];
+    if (b > TS_HLO_PARAM_LEAF(0) || TS_HLO_PARAM_LEAF(0) - b == j) continue;
+    uint64_t bytes = ts_hlo_leaf_bytes(g->c->params[0], TS_HLO_PARAM_LEAF(0) - b);
+    lv->bufs[lv->nbufs++] = (ts_hlo_buffer_t){root, j, bytes, n, n + 1, -1};
+  }
+  return TS_OK;
 }
 
-static int range_cmp(const void *a, const void *b) {
-  const uint64_t *x = a, *y = b;
-  return x[0] < y[0] ? -1 : x[0] > y[0];
-}
-
+/* The arena the runtime's buffer assignment gives `order` (top-down local
+ * indices): the same buffers, the same first fit. Live peaks alone miss
+ * the fragmentation this adds. */
 static ts_status_t arena_bytes(const graph_t *g, const int *order, uint64_t *out) {
-  int n = g->n, ns = 0;
-  int *pos = ts_malloc(sizeof *pos * (size_t)(n + 1)), *last = ts_malloc(sizeof *last * (size_t)(n + 1));
-  span_t *sp = ts_malloc(sizeof *sp * (size_t)(n + 1));
-  uint64_t *busy = ts_malloc(sizeof *busy * 2 * (size_t)(n + 1)), *off = ts_malloc(sizeof *off * (size_t)(n + 1));
-  ts_status_t st = TS_OK;
-  if (!pos || !last || !sp || !busy || !off) {
-    st = TS_ERR_NOMEM;
-    goto out;
-  }
-  for (int q = 0; q < n; q++) pos[order[q]] = q, last[order[q]] = q;
-  for (int q = 0; q < n; q++) {
-    int rd[2], nr = data_readers(g, order[q], rd);
-    for (int r = 0; r < nr; r++)
-      for (int e = g->pred_start[rd[r]]; e < g->pred_start[rd[r]] + g->ins[rd[r]]->nops; e++)
-        for (int b = g->src_start[g->preds[e]]; b < g->src_start[g->preds[e] + 1]; b++)
-          if (last[g->srcs[b]] < q) last[g->srcs[b]] = q;
-  }
-  if (g->c->root) {
-    int r = g->lidx[g->c->root->id];
-    for (int b = g->src_start[r]; b < g->src_start[r + 1]; b++) last[g->srcs[b]] = n;
-  }
-  for (int k = 0; k < n; k++)
-    if (N(g, k)->bytes) sp[ns++] = (span_t){(N(g, k)->bytes + 63) / 64 * 64, pos[k], last[k]};
-  qsort(sp, (size_t)ns, sizeof *sp, span_cmp);
-  uint64_t top = 0;
-  for (int q = 0; q < ns; q++) {
-    int nb = 0;
-    for (int r = 0; r < q; r++)
-      if (sp[r].def <= sp[q].last && sp[q].def <= sp[r].last) busy[2 * nb] = off[r], busy[2 * nb + 1] = off[r] + sp[r].bytes, nb++;
-    qsort(busy, (size_t)nb, 2 * sizeof *busy, range_cmp);
-    uint64_t at = 0;
-    for (int r = 0; r < nb; r++) {
-      if (busy[2 * r] >= at + sp[q].bytes) break;
-      if (busy[2 * r + 1] > at) at = busy[2 * r + 1];
-    }
-    off[q] = at;
-    if (at + sp[q].bytes > top) top = at + sp[q].bytes;
-  }
-  *out = top;
-out:
-  ts_free(pos);
-  ts_free(last);
-  ts_free(sp);
-  ts_free(busy);
-  ts_free(off);
+  ts_hlo_liveness_t lv;
+  TS_CHECK(order_liveness(g, order, &lv));
+  ts_status_t st = ts_hlo_first_fit(lv.bufs, lv.nbufs, out);
+  ts_hlo_liveness_free(&lv);
   return st;
 }
 
-/* The largest live set of `order` (top-down local indices): each buffer
- * from its definition to its last reader (an async done reads its start's
- * operands), the outputs to the end, and what a call holds inside while it
- * runs: what run() counts, for any order. `pos`, `last` [n], `delta` [n + 1]
- * are scratch. */
-static uint64_t live_peak(const graph_t *g, const int *order, int *pos, int *last, int64_t *delta) {
+/* The largest live set of `order` (top-down local indices): the buffers of
+ * order_liveness over their live ranges, and what a call holds inside while
+ * it runs. `delta` [n + 2] is scratch. */
+static ts_status_t live_peak(const graph_t *g, const int *order, int64_t *delta, uint64_t *out) {
   int n = g->n;
-  for (int q = 0; q < n; q++) pos[order[q]] = q, last[order[q]] = q, delta[q] = 0;
-  delta[n] = 0;
-  for (int q = 0; q < n; q++) {
-    int rd[2], nr = data_readers(g, order[q], rd);
-    for (int r = 0; r < nr; r++)
-      for (int e = g->pred_start[rd[r]]; e < g->pred_start[rd[r]] + g->ins[rd[r]]->nops; e++)
-        for (int b = g->src_start[g->preds[e]]; b < g->src_start[g->preds[e] + 1]; b++)
-          if (last[g->srcs[b]] < q) last[g->srcs[b]] = q;
+  ts_hlo_liveness_t lv;
+  TS_CHECK(order_liveness(g, order, &lv));
+  for (int q = 0; q <= n + 1; q++) delta[q] = 0;
+  for (int b = 0; b < lv.nbufs; b++) {
+    if (lv.bufs[b].first >= n) continue; /* staging after the end */
+    int last = lv.bufs[b].last < n ? lv.bufs[b].last : n - 1;
+    delta[lv.bufs[b].first] += (int64_t)lv.bufs[b].bytes;
+    delta[last + 1] -= (int64_t)lv.bufs[b].bytes;
   }
-  if (g->c->root) {
-    int r = g->lidx[g->c->root->id];
-    for (int b = g->src_start[r]; b < g->src_start[r + 1]; b++) last[g->srcs[b]] = n - 1;
-  }
-  for (int k = 0; k < n; k++) {
-    delta[pos[k]] += (int64_t)N(g, k)->bytes;
-    delta[last[k] + 1] -= (int64_t)N(g, k)->bytes;
-  }
+  ts_hlo_liveness_free(&lv);
   int64_t live = 0;
   uint64_t peak = 0;
   for (int q = 0; q < n; q++) {
@@ -732,7 +716,8 @@ static uint64_t live_peak(const graph_t *g, const int *order, int *pos, int *las
     uint64_t at = (uint64_t)live + N(g, order[q])->callee_peak;
     if (at > peak) peak = at;
   }
-  return peak;
+  *out = peak;
+  return TS_OK;
 }
 
 static bool is_pred(const graph_t *g, int of, int k) {
@@ -758,11 +743,11 @@ static bool plain(const graph_t *g, int k) {
  * `arena_limit`, until the transfer is covered. `order` is top-down and is changed in place. */
 static ts_status_t widen(const graph_t *g, int *order, uint64_t limit, uint64_t arena_limit) {
   int n = g->n;
-  int *pos = ts_malloc(sizeof *pos * (size_t)(n + 1)), *last = ts_malloc(sizeof *last * (size_t)(n + 1));
+  int *pos = ts_malloc(sizeof *pos * (size_t)(n + 1));
   int *saved = ts_malloc(sizeof *saved * (size_t)(n + 1));
   int64_t *delta = ts_malloc(sizeof *delta * (size_t)(n + 2));
   ts_status_t st = TS_OK;
-  if (!pos || !last || !saved || !delta) {
+  if (!pos || !saved || !delta) {
     st = TS_ERR_NOMEM;
     goto out;
   }
@@ -782,8 +767,9 @@ static ts_status_t widen(const graph_t *g, int *order, uint64_t limit, uint64_t 
         int u = order[nb];
         if (!plain(g, u) || (side == 0 ? is_pred(g, sk, u) : is_pred(g, u, dk))) break;
         order[nb] = order[at], order[at] = u;
-        uint64_t arena = 0;
-        bool over = live_peak(g, order, pos, last, delta) > limit;
+        uint64_t arena = 0, live = 0;
+        TS_CHECK_GOTO(live_peak(g, order, delta, &live), st, out);
+        bool over = live > limit;
         if (!over) {
           TS_CHECK_GOTO(arena_bytes(g, order, &arena), st, out);
           over = arena > arena_limit;
@@ -798,7 +784,6 @@ static ts_status_t widen(const graph_t *g, int *order, uint64_t limit, uint64_t 
   }
 out:
   ts_free(pos);
-  ts_free(last);
   ts_free(saved);
   ts_free(delta);
   return st;
@@ -869,16 +854,11 @@ ts_status_t ts_sched_comp(sched_ctx_t *x, ts_hlo_comp_t *c, int index) {
   }
   if (keep && !fits) { /* no schedule within program order's memory: widen its windows within it */
     memcpy(best, base, sizeof *base * (size_t)n);
-    int *pos = ts_malloc(sizeof *pos * (size_t)(n + 1)), *last = ts_malloc(sizeof *last * (size_t)(n + 1));
     int64_t *delta = ts_malloc(sizeof *delta * (size_t)(n + 2));
-    uint64_t base_live = pos && last && delta ? live_peak(&g, base, pos, last, delta) : 0;
-    ts_free(pos);
-    ts_free(last);
+    uint64_t base_live = 0;
+    st = delta ? live_peak(&g, base, delta, &base_live) : TS_ERR_NOMEM;
     ts_free(delta);
-    if (!base_live && n) {
-      st = TS_ERR_NOMEM;
-      goto out;
-    }
+    if (st != TS_OK) goto out;
     TS_CHECK_GOTO(widen(&g, best, base_live, base_arena), st, out);
     best_peak = base_peak;
     sc->fell_back = true;

@@ -14,7 +14,10 @@ packages=(
   libopenblas-dev
   libcjson-dev
   zlib1g-dev
+  libssl-dev
+  jq
   python3 python3-numpy
+  iproute2 util-linux iputils-ping
 )
 
 missing=()

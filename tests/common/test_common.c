@@ -1,4 +1,4 @@
-/* Unit tests for common/: status codes, arena, string map, buffers and
+/* Unit tests for common/: status codes, arena, string map, interval tree, buffers and
  * located diagnostics (the exact text every user-input error uses). */
 #include "ts_common.h"
 
@@ -98,12 +98,81 @@ static void test_diag(void) {
   ts_diag_free(&d);
 }
 
+/* Sorts a few ids (insertion sort) so that a query's answer compares as a set. */
+static void sort_ids(int *v, int n) {
+  for (int i = 1; i < n; i++)
+    for (int j = i; j > 0 && v[j - 1] > v[j]; j--) {
+      int x = v[j];
+      v[j] = v[j - 1], v[j - 1] = x;
+    }
+}
+
+static void test_interval_tree(void) {
+  /* By hand, over positions 0..9 (not a power of two: the last leaves are unused). */
+  ts_interval_tree_t *t = NULL;
+  EXPECT_EQ(ts_interval_tree_create(10, 4, &t), TS_OK);
+  int out[64];
+  EXPECT_EQ(ts_interval_tree_query(t, 0, 9, out), 0);
+  EXPECT_EQ(ts_interval_tree_insert(t, 2, 5, 0), TS_OK);
+  EXPECT_EQ(ts_interval_tree_insert(t, 6, 6, 1), TS_OK);
+  EXPECT_EQ(ts_interval_tree_insert(t, 0, 9, 2), TS_OK);
+  EXPECT_EQ(ts_interval_tree_insert(t, 9, 9, 3), TS_OK);
+  int n = ts_interval_tree_query(t, 5, 6, out); /* closed: meets 0 at 5, 1 at 6, and 2 */
+  sort_ids(out, n);
+  EXPECT_EQ(n, 3);
+  EXPECT(n == 3 && out[0] == 0 && out[1] == 1 && out[2] == 2);
+  n = ts_interval_tree_query(t, 7, 8, out); /* only the one over everything */
+  EXPECT_EQ(n, 1);
+  EXPECT_EQ(out[0], 2);
+  n = ts_interval_tree_query(t, 0, 1, out);
+  EXPECT(n == 1 && out[0] == 2);
+  n = ts_interval_tree_query(t, 3, 9, out); /* 2 spans many nodes of [3, 9] but comes back once */
+  sort_ids(out, n);
+  EXPECT(n == 4 && out[0] == 0 && out[1] == 1 && out[2] == 2 && out[3] == 3);
+  ts_interval_tree_destroy(t);
+  ts_interval_tree_destroy(NULL);
+
+  /* Random intervals against the plain scan: every query returns exactly the
+   * overlapping ids, each once. */
+  enum { NPOS = 1000, NIDS = 600 };
+  static int lo[NIDS], hi[NIDS], got[NIDS], seen[NIDS];
+  EXPECT_EQ(ts_interval_tree_create(NPOS, NIDS, &t), TS_OK);
+  uint32_t x = 12345;
+  int bad = 0;
+  for (int id = 0; id < NIDS; id++) {
+    x = x * 1664525u + 1013904223u;
+    lo[id] = (int)((x >> 8) % NPOS);
+    x = x * 1664525u + 1013904223u;
+    int len = (x >> 8) % 4 == 0 ? (int)((x >> 12) % NPOS) : (int)((x >> 12) % 20);
+    hi[id] = lo[id] + len < NPOS ? lo[id] + len : NPOS - 1;
+    EXPECT_EQ(ts_interval_tree_insert(t, lo[id], hi[id], id), TS_OK);
+    x = x * 1664525u + 1013904223u;
+    int a = (int)((x >> 8) % NPOS), b = a + (int)((x >> 16) % 50);
+    if (b >= NPOS) b = NPOS - 1;
+    int ng = ts_interval_tree_query(t, a, b, got);
+    for (int k = 0; k <= id; k++) seen[k] = 0;
+    for (int k = 0; k < ng; k++) {
+      if (got[k] < 0 || got[k] > id || seen[got[k]]++) bad++; /* out of range or twice */
+    }
+    int want = 0;
+    for (int k = 0; k <= id; k++) {
+      bool meets = lo[k] <= b && a <= hi[k];
+      want += meets;
+      if (meets != (seen[k] == 1)) bad++;
+    }
+    EXPECT_EQ(ng, want);
+  }
+  EXPECT_EQ(bad, 0);
+  ts_interval_tree_destroy(t);
+}
+
 static const ts_test_case_t cases[] = {
     {"status", test_status},
     {"arena", test_arena},
     {"strmap", test_strmap},
     {"buf", test_buf},
     {"diag", test_diag},
+    {"interval_tree", test_interval_tree},
 };
 
 int main(int argc, char **argv) {

@@ -134,6 +134,18 @@ def tokens(text):
     return out
 
 
+def closed(t, k, opening, closing):
+    """One past the token that closes the `opening` at token k (len(t) when
+    nothing does)."""
+    depth, j = 0, k
+    while j < len(t):
+        depth += {opening: 1, closing: -1}.get(t[j], 0)
+        j += 1
+        if depth == 0:
+            break
+    return j
+
+
 def shape_end(t, k):
     """One past the shape that starts at token k, or -1."""
     if k < len(t) and t[k] in TYPES and k + 1 < len(t) and t[k + 1] == "[":
@@ -142,12 +154,7 @@ def shape_end(t, k):
             k += 1
         k += 1
         if k < len(t) and t[k] == "{":
-            depth, j = 0, k
-            while j < len(t):
-                depth += {"{": 1, "}": -1}.get(t[j], 0)
-                j += 1
-                if depth == 0:
-                    break
+            j = closed(t, k, "{", "}")
             if "=" not in t[k:j]:  # a layout, not the computation body after `-> f32[]`
                 k = j
         return k
@@ -182,12 +189,7 @@ def canon(text):
                 (t[k + 1] == ")" or t[k + 2] == ":"):
             # a computation's signature `(x: f32[]) -> f32[]`: XLA's short form
             # leaves it out; its content is the parameters and the root.
-            depth, j = 0, k
-            while j < len(t):
-                depth += {"(": 1, ")": -1}.get(t[j], 0)
-                j += 1
-                if depth == 0:
-                    break
+            j = closed(t, k, "(", ")")
             if j < len(t) and t[j] == "->":
                 e = shape_end(t, j + 1)
                 if e > 0 and e < len(t) and t[e] == "{":

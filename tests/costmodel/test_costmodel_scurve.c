@@ -43,28 +43,35 @@ static void test_times(void) {
   ts_scurve_config_t h, b;
   ts_scurve_preset("h100", &h);
   ts_scurve_preset("b200", &b);
-  EXPECT(NEAR(us(&h, TS_COLL_ALL_REDUCE, 256 * MiB, 2, 1), 2830.5874040292774));
-  EXPECT(NEAR(us(&h, TS_COLL_ALL_GATHER, 256 * MiB, 2, 1), 1437.7937020146387));
-  EXPECT(NEAR(us(&h, TS_COLL_REDUCE_SCATTER, 256 * MiB, 2, 1), 1437.7937020146387));
-  /* latency floor: per = 64 B, 1 chunk: (0.0026 + 6.003 + 31.0005) * 15/8 * 2 + 45 */
-  EXPECT(NEAR(us(&h, TS_COLL_ALL_REDUCE, 1024, 2, 1), 183.7729623671849));
-  /* send/recv: G = 2, per = the whole buffer, one step */
-  EXPECT(NEAR(us(&h, TS_COLL_COLLECTIVE_PERMUTE, 64 * MiB, 2, 1), 2923.291731788537));
-  /* all-to-all: 8 off-node peers, 268435456/15 = 17895697 B each, 5 chunks */
-  EXPECT(NEAR(us(&h, TS_COLL_ALL_TO_ALL, 256 * MiB, 2, 1), 6402.442869730333));
-  /* 4 nodes, 2 communicators: G = 16, g = 4 */
-  EXPECT(NEAR(us(&h, TS_COLL_ALL_GATHER, 1024 * MiB, 4, 2), 10838.593994207014));
-  /* 8 communicators over 4 nodes: G = 4, one GPU per node, 3 peers */
-  EXPECT(NEAR(us(&h, TS_COLL_ALL_TO_ALL, MiB, 4, 8), 198.9986330823401));
-
-  EXPECT(NEAR(us(&b, TS_COLL_ALL_REDUCE, 256 * MiB, 2, 1), 1443.438389428808));
-  EXPECT(NEAR(us(&b, TS_COLL_ALL_GATHER, 256 * MiB, 2, 1), 744.219194714404));
-  EXPECT(NEAR(us(&b, TS_COLL_REDUCE_SCATTER, 256 * MiB, 2, 1), 744.219194714404));
-  EXPECT(NEAR(us(&b, TS_COLL_ALL_REDUCE, 1024, 2, 1), 131.2699167309443));
-  EXPECT(NEAR(us(&b, TS_COLL_COLLECTIVE_PERMUTE, 64 * MiB, 2, 1), 1473.6631178626524));
-  EXPECT(NEAR(us(&b, TS_COLL_ALL_TO_ALL, 256 * MiB, 2, 1), 3227.7714360095756));
-  EXPECT(NEAR(us(&b, TS_COLL_ALL_GATHER, 1024 * MiB, 4, 2), 5402.486691984946));
-  EXPECT(NEAR(us(&b, TS_COLL_ALL_TO_ALL, MiB, 4, 8), 135.50606497905153));
+  /* each case on H100 (the worked example above) and on B200 */
+  static const struct {
+    ts_coll_kind_t kind;
+    int64_t bytes, nodes, comms;
+    double h100_us, b200_us;
+  } cases[] = {
+      {TS_COLL_ALL_REDUCE, 256 * MiB, 2, 1, 2830.5874040292774, 1443.438389428808},
+      {TS_COLL_ALL_GATHER, 256 * MiB, 2, 1, 1437.7937020146387, 744.219194714404},
+      {TS_COLL_REDUCE_SCATTER, 256 * MiB, 2, 1, 1437.7937020146387, 744.219194714404},
+      /* latency floor: per = 64 B, 1 chunk: (0.0026 + 6.003 + 31.0005) * 15/8 * 2 + 45 */
+      {TS_COLL_ALL_REDUCE, 1024, 2, 1, 183.7729623671849, 131.2699167309443},
+      /* send/recv: G = 2, per = the whole buffer, one step */
+      {TS_COLL_COLLECTIVE_PERMUTE, 64 * MiB, 2, 1, 2923.291731788537, 1473.6631178626524},
+      /* all-to-all: 8 off-node peers, 268435456/15 = 17895697 B each, 5 chunks */
+      {TS_COLL_ALL_TO_ALL, 256 * MiB, 2, 1, 6402.442869730333, 3227.7714360095756},
+      /* 4 nodes, 2 communicators: G = 16, g = 4 */
+      {TS_COLL_ALL_GATHER, 1024 * MiB, 4, 2, 10838.593994207014, 5402.486691984946},
+      /* 8 communicators over 4 nodes: G = 4, one GPU per node, 3 peers */
+      {TS_COLL_ALL_TO_ALL, MiB, 4, 8, 198.9986330823401, 135.50606497905153},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    double th = us(&h, cases[i].kind, cases[i].bytes, cases[i].nodes, cases[i].comms);
+    double tb = us(&b, cases[i].kind, cases[i].bytes, cases[i].nodes, cases[i].comms);
+    if (!NEAR(th, cases[i].h100_us) || !NEAR(tb, cases[i].b200_us)) {
+      fprintf(stderr, "FAIL case %zu: got %.13g (h100), %.13g (b200) us, want %.13g, %.13g\n", i, th, tb,
+              cases[i].h100_us, cases[i].b200_us);
+      failures++;
+    }
+  }
 
   /* NumGpusPerComm: gpus_per_node must divide by the communicator count */
   int64_t g;

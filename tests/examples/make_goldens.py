@@ -14,13 +14,15 @@ gradient rows (p - t) sum to zero, so the results agree to rounding.
     after changing the generator, then commit mlp_step/)
 """
 import os
-import subprocess
 import sys
 
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.dirname(os.path.dirname(HERE))
+sys.dont_write_bytecode = True  # no __pycache__ in the source tree
+sys.path.insert(0, HERE)
+from step_golden import save_arrays, write_module  # noqa: E402
+
 OUT = os.path.join(HERE, "mlp_step")
 
 # Small enough that every file stays a few KB; a 2 x 2 mesh as the default.
@@ -58,12 +60,7 @@ def step(w1, b1, w2, b2, x):
 
 
 def main():
-    os.makedirs(OUT, exist_ok=True)
-    gen = os.path.join(ROOT, "examples", "gen_mlp_train.py")
-    subprocess.run([sys.executable, gen] + GEN_ARGS + ["-o", os.path.join(OUT, "mlp_train_small.hlo")],
-                   check=True)
-    with open(os.path.join(OUT, "gen_args"), "w") as f:
-        f.write(" ".join(GEN_ARGS) + "\n")
+    write_module(OUT, "gen_mlp_train.py", GEN_ARGS, "mlp_train_small.hlo")
     rng = np.random.default_rng(20240607)
     # The launcher's init for the weights; biases nonzero so that their
     # broadcasts are exercised too; the batch uniform in (0, 1].
@@ -73,11 +70,9 @@ def main():
     b2 = rng.uniform(-0.1, 0.1, C).astype(np.float32)
     x = (1 - rng.random((B, I))).astype(np.float32)
     params = [w1, b1, w2, b2, x]
-    for k, a in enumerate(params):
-        np.save(os.path.join(OUT, "param%d.npy" % k), a)
+    save_arrays(OUT, "param", params)
     outs = step(*params)
-    for k, a in enumerate(outs):
-        np.save(os.path.join(OUT, "out%d.npy" % k), a)
+    save_arrays(OUT, "out", outs)
     print("loss %.6f; wrote %s" % (float(outs[0]), OUT))
 
 

@@ -23,13 +23,15 @@ checked against central finite differences of the loss (float64).
 """
 import argparse
 import os
-import subprocess
 import sys
 
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.dirname(os.path.dirname(HERE))
+sys.dont_write_bytecode = True  # no __pycache__ in the source tree
+sys.path.insert(0, HERE)
+from step_golden import save_arrays, write_module  # noqa: E402
+
 OUT = os.path.join(HERE, "transformer_step")
 
 # Small enough that every file stays a few KB; a 2 x 2 mesh as the default.
@@ -209,13 +211,7 @@ def main(argv):
     if a.simulate:
         simulate(a)
         return 0
-    os.makedirs(OUT, exist_ok=True)
-    args = gen_args(SMALL, LR)
-    gen = os.path.join(ROOT, "examples", "gen_transformer_train.py")
-    subprocess.run([sys.executable, gen] + args + ["-o", os.path.join(OUT, "transformer_train_small.hlo")],
-                   check=True)
-    with open(os.path.join(OUT, "gen_args"), "w") as f:
-        f.write(" ".join(args) + "\n")
+    write_module(OUT, "gen_transformer_train.py", gen_args(SMALL, LR), "transformer_train_small.hlo")
     rng = np.random.default_rng(20240611)
     shp = shapes(SMALL)
     params = []
@@ -227,12 +223,10 @@ def main(argv):
             # Gains, biases nonzero so that their broadcasts are exercised.
             params.append(rng.uniform(-0.2, 0.2, shp[n]).astype(np.float32))
     x = (1 - rng.random((SMALL["batch"], SMALL["seq"], SMALL["n_in"]))).astype(np.float32)
-    for i, arr in enumerate(params + [x]):
-        np.save(os.path.join(OUT, "param%d.npy" % i), arr)
+    save_arrays(OUT, "param", params + [x])
     worst = gradient_check(params, x, SMALL["heads"], np.random.default_rng(1))
     outs, labels = step(params, x, SMALL["heads"], LR)
-    for i, arr in enumerate(outs):
-        np.save(os.path.join(OUT, "out%d.npy" % i), np.asarray(arr, dtype=np.float32))
+    save_arrays(OUT, "out", outs)
     print("gradient check: worst relative error %.2g" % worst)
     print("loss %.6f labels %s; wrote %s" % (outs[0], labels.tolist(), OUT))
     return 0

@@ -20,7 +20,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     if (n == 0) abort(); /* a decoded message always fits */
     if (ts_hang_msg_decode(buf, n, &again, &used2) != TS_OK || used2 != n || again.type != m.type) abort();
     if (memcmp(&again.state, &m.state, sizeof m.state) != 0 || strcmp(again.text, m.text) ||
-        strcmp(again.secret, m.secret) || again.request != m.request)
+        strcmp(again.auth, m.auth) || again.request != m.request)
       abort();
     off += used;
   }

@@ -4,19 +4,33 @@
 # every TESSERA_FAULT (label hang). The mpirun runs of `tessera run` come
 # with the launcher's integration.
 
-foreach(t classify wire fault digest)
+# The program test_hang_NAME, from hang/test_hang_NAME.c.
+function(hang_test_program t)
   add_executable(test_hang_${t} ${CMAKE_CURRENT_SOURCE_DIR}/hang/test_hang_${t}.c)
   target_include_directories(test_hang_${t} PRIVATE ${CMAKE_CURRENT_SOURCE_DIR})
   target_link_libraries(test_hang_${t} PRIVATE ts_hang ts_coll ts_common)
+endfunction()
+
+foreach(t classify wire fault digest)
+  hang_test_program(${t})
   add_test(NAME hang.${t} COMMAND test_hang_${t})
   set_tests_properties(hang.${t} PROPERTIES LABELS unit TIMEOUT 60)
 endforeach()
 
-add_executable(test_hang_coord ${CMAKE_CURRENT_SOURCE_DIR}/hang/test_hang_coord.c)
-target_include_directories(test_hang_coord PRIVATE ${CMAKE_CURRENT_SOURCE_DIR})
-target_link_libraries(test_hang_coord PRIVATE ts_hang ts_coll ts_common)
+hang_test_program(coord)
 
-# name | TESSERA_FAULT | expected cause | expected culprits | extra flags
+# A fault case, "name|TESSERA_FAULT|expected cause|expected culprits|extra
+# flags": sets name, fault, cause, culprits and extra (a list).
+macro(hang_case_fields row)
+  string(REPLACE "|" ";" f "${row}")
+  list(GET f 0 name)
+  list(GET f 1 fault)
+  list(GET f 2 cause)
+  list(GET f 3 culprits)
+  list(GET f 4 extra)
+  separate_arguments(extra UNIX_COMMAND "${extra}")
+endmacro()
+
 set(hang_cases
   "bad_device|stall:rank=1:step=3|bad_device|1|"
   "unknown_all_stall|stall:rank=all:step=3|unknown|-|"
@@ -31,13 +45,7 @@ set(hang_cases
   "slow_step_no_false_positive|slow:rank=2:step=2:seconds=3|none|-|--steps 4"
   "straggler|slow:rank=1|none|-|--steps 16 --straggler 1")
 foreach(c ${hang_cases})
-  string(REPLACE "|" ";" f "${c}")
-  list(GET f 0 name)
-  list(GET f 1 fault)
-  list(GET f 2 cause)
-  list(GET f 3 culprits)
-  list(GET f 4 extra)
-  separate_arguments(extra UNIX_COMMAND "${extra}")
+  hang_case_fields("${c}")
   add_test(NAME hang.coord.${name} COMMAND test_hang_coord ${fault} ${cause} ${culprits} ${extra})
   set_tests_properties(hang.coord.${name} PROPERTIES LABELS hang TIMEOUT 90)
 endforeach()
@@ -85,16 +93,22 @@ if(MPI_C_FOUND)
     "slow_step_no_false_positive|slow:rank=2:step=3:seconds=4|none|-|"
     "straggler|slow:rank=1|none|-|--straggler 1")
   foreach(c ${hang_mpirun_cases})
-    string(REPLACE "|" ";" f "${c}")
-    list(GET f 0 name)
-    list(GET f 1 fault)
-    list(GET f 2 cause)
-    list(GET f 3 culprits)
-    list(GET f 4 extra)
-    separate_arguments(extra UNIX_COMMAND "${extra}")
+    hang_case_fields("${c}")
     add_test(NAME hang.mpirun.${name}
              COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/hang/mpirun_fault.sh $<TARGET_FILE:tessera>
                      ${PROJECT_SOURCE_DIR}/examples/mlp_train.hlo ${fault} ${cause} ${culprits} ${extra})
     set_tests_properties(hang.mpirun.${name} PROPERTIES LABELS "hang;mpi" TIMEOUT 180 SKIP_RETURN_CODE 77)
   endforeach()
 endif()
+
+# The coordinator dies with a job killed before its workers connected, and
+# is visible as tessera-hang-coordinator.
+hang_test_program(lifetime)
+add_test(NAME hang.lifetime.parent_gone COMMAND test_hang_lifetime)
+set_tests_properties(hang.lifetime.parent_gone PROPERTIES LABELS hang TIMEOUT 60)
+
+# An unreachable coordinator: the job warns once and runs to the end.
+add_test(NAME hang.run.unreachable_coordinator
+         COMMAND sh -c "out=$(TESSERA_HANG_SECRET=x \"$0\" run \"$1\" --devices 4 --steps 3 --hang-coordinator 127.0.0.1:1 2>&1) || { echo \"$out\"; echo 'the job failed'; exit 1; }; echo \"$out\"; [ $(echo \"$out\" | grep -c 'running without the hang detector') = 1 ]"
+                 $<TARGET_FILE:tessera> ${PROJECT_SOURCE_DIR}/examples/mlp_train.hlo)
+set_tests_properties(hang.run.unreachable_coordinator PROPERTIES LABELS hang TIMEOUT 120)

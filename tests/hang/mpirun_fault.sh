@@ -79,7 +79,7 @@ while [ $i -lt 100 ]; do
   alive=
   for p in $pids; do kill -0 "$p" 2>/dev/null && alive="$alive $p"; done
   for f in /proc/[0-9]*/cmdline; do
-    tr '\0' ' ' <"$f" 2>/dev/null | grep -q -- "$digest" && alive="$alive ${f#/proc/}"
+    { tr '\0' ' ' <"$f"; } 2>/dev/null | grep -q -- "$digest" && alive="$alive ${f#/proc/}"
   done
   [ -z "$alive" ] && break
   sleep 0.1

@@ -42,6 +42,12 @@ static void not_posted(int r, int activity) {
   strcpy(w[r].instr_name, "fusion.2");
 }
 
+/* Rank r failed with `error`. */
+static void failed(int r, ts_status_t error) {
+  w[r].activity = TS_HANG_FAILED;
+  w[r].error = error;
+}
+
 static void check(const char *name, int n, ts_hang_cause_t cause, const char *culprits) {
   ts_hang_verdict_t v;
   EXPECT_EQ(ts_hang_classify(w, n, &v), TS_OK);
@@ -151,24 +157,19 @@ int main(void) {
   /* unrecoverable: rank 0 died; rank 3 failed only because of it. */
   reset(N);
   w[0].status = TS_HANG_WORKER_DEAD;
-  w[3].activity = TS_HANG_FAILED;
-  w[3].error = TS_ERR_REMOTE;
+  failed(3, TS_ERR_REMOTE);
   check("unrecoverable_dead", N, TS_HANG_CAUSE_UNRECOVERABLE_ERROR, "0");
 
   /* unrecoverable: rank 1 failed with its own error. */
   reset(N);
-  w[1].activity = TS_HANG_FAILED;
-  w[1].error = TS_ERR_NOMEM;
-  w[2].activity = TS_HANG_FAILED;
-  w[2].error = TS_ERR_REMOTE;
+  failed(1, TS_ERR_NOMEM);
+  failed(2, TS_ERR_REMOTE);
   check("unrecoverable_failed", N, TS_HANG_CAUSE_UNRECOVERABLE_ERROR, "1");
 
   /* unrecoverable: only timeouts/remote errors: the timed-out one. */
   reset(N);
-  w[2].activity = TS_HANG_FAILED;
-  w[2].error = TS_ERR_TIMEOUT;
-  w[0].activity = TS_HANG_FAILED;
-  w[0].error = TS_ERR_REMOTE;
+  failed(2, TS_ERR_TIMEOUT);
+  failed(0, TS_ERR_REMOTE);
   check("unrecoverable_timeout", N, TS_HANG_CAUSE_UNRECOVERABLE_ERROR, "2");
 
   /* a worker that never connected. */
@@ -188,6 +189,55 @@ int main(void) {
   not_posted(1, TS_HANG_COMPUTE);
   w[3].status = TS_HANG_WORKER_NO_RESPONSE;
   check("no_response_is_not_culprit", N, TS_HANG_CAUSE_BAD_DEVICE, "1");
+
+  /* kill -STOP of rank 2 mid-collective: its last heartbeat (stale) said it
+   * waits on rank 1, and rank 1 waits on rank 2. Not a broken link: rank 2
+   * alone stopped answering. (The old classifier said networking [1,2].) */
+  reset(N);
+  w[1].waiting_on = 2;
+  w[2].waiting_on = 1;
+  w[2].status = TS_HANG_WORKER_NO_RESPONSE;
+  check("frozen_mid_collective", N, TS_HANG_CAUSE_BAD_DEVICE, "2");
+
+  /* kill -STOP of rank 0 between steps: stale "idle" at step 2, every other
+   * rank waits on it. (The old classifier said unknown.) */
+  reset(N);
+  not_posted(0, TS_HANG_IDLE);
+  w[0].step = 2;
+  w[0].status = TS_HANG_WORKER_NO_RESPONSE;
+  for (int r = 1; r < N; r++) w[r].waiting_on = 0;
+  check("frozen_between_steps", N, TS_HANG_CAUSE_BAD_DEVICE, "0");
+
+  /* kill -STOP of the last rank, stale "collective" with no peer known. */
+  reset(N);
+  w[3].status = TS_HANG_WORKER_NO_RESPONSE;
+  check("frozen_last_rank", N, TS_HANG_CAUSE_BAD_DEVICE, "3");
+
+  /* a rank frozen after its last step: the others wait for it in the
+   * output gather; its stale heartbeat says finished. */
+  reset(N);
+  not_posted(1, TS_HANG_FINISHED);
+  w[1].status = TS_HANG_WORKER_NO_RESPONSE;
+  check("frozen_after_last_step", N, TS_HANG_CAUSE_BAD_DEVICE, "1");
+
+  /* kill -STOP of rank 2 while it waited for its input batch: stale
+   * "input", the others wait in a collective. Frozen, not an input stall
+   * (seen once in tests/faults before this case existed). */
+  reset(N);
+  not_posted(2, TS_HANG_INPUT_WAIT);
+  w[2].status = TS_HANG_WORKER_NO_RESPONSE;
+  check("frozen_in_input", N, TS_HANG_CAUSE_BAD_DEVICE, "2");
+
+  /* a worker that left after the first event is a bystander, never the
+   * frozen one. */
+  reset(N);
+  w[2].status = TS_HANG_WORKER_LEFT;
+  check("left_is_not_frozen", N, TS_HANG_CAUSE_UNKNOWN, "");
+
+  /* nobody answering but the silent one waits: nothing to tell apart. */
+  reset(N);
+  for (int r = 0; r < N; r++) w[r].status = TS_HANG_WORKER_NO_RESPONSE;
+  check("all_silent", N, TS_HANG_CAUSE_UNKNOWN, "");
 
   /* names */
   ts_hang_cause_t c;

@@ -53,7 +53,56 @@ static const char expected[] =
     "    Stragglers:\n"
     "      Tessera detects a straggler: rank 1 ...\n";
 
+/* The flight recorder through JSON and `diagnose --collectives`: ranks 0,
+ * 1 and 3 posted all-reduce seq 11 of group 1 and wait on rank 2, which
+ * completed seq 10 and never posted 11; rank 3 ran seq 5 as an all-gather
+ * (a code-path divergence). Expected lines worked out by hand. */
+static void flight(void) {
+  ts_hang_state_t *w = ts_calloc(4, sizeof *w);
+  fill(w, 4);
+  for (int r = 0; r < 4; r++) {
+    w[r].nflight = 0;
+    for (uint64_t s = 1; s <= 10; s++)
+      w[r].flight[w[r].nflight++] = (ts_hang_coll_t){1, s, TS_COLL_ALL_REDUCE, TS_COLL_COMPLETED, 0, -1, -1, 64,
+                                                      20.0 - (double)s, 20.0 - (double)s, 19.5 - (double)s};
+    if (r != 2)
+      w[r].flight[w[r].nflight++] =
+          (ts_hang_coll_t){1, 11, TS_COLL_ALL_REDUCE, TS_COLL_STARTED, 0, -1, 2, 64, 5, 5, -1};
+  }
+  w[3].flight[4].kind = TS_COLL_ALL_GATHER;
+  ts_hang_digest_t d;
+  memset(&d, 0, sizeof d);
+  d.nworkers = 4;
+  d.workers = w;
+  EXPECT_EQ(ts_hang_classify(d.workers, 4, &d.verdict), TS_OK);
+  char *json = NULL;
+  EXPECT(ts_hang_digest_json(&d, &json) == TS_OK && json && strstr(json, "\"flight\":"));
+  ts_hang_digest_t back;
+  ts_diag_t diag = {0};
+  EXPECT(json && ts_hang_digest_parse_json(json, strlen(json), "f.json", &back, &diag) == TS_OK);
+  if (!diag.text) {
+    EXPECT(back.workers[0].nflight == 11 && back.workers[2].nflight == 10 && back.workers[1].flight[10].seq == 11 &&
+           back.workers[1].flight[10].waiting_on == 2);
+    ts_buf_t t = {0};
+    ts_hang_digest_collectives(&back, &t);
+    printf("%s", t.data ? t.data : "");
+    EXPECT(t.data && strstr(t.data, "    rank 2: completed through seq 10, newest seq 10\n"));
+    EXPECT(t.data && strstr(t.data, "    rank 1: completed through seq 10, newest seq 11, seq 11 all-reduce started "
+                                    "waiting on rank 2\n"));
+    EXPECT(t.data && strstr(t.data, "    MISMATCH at seq 5: rank 0 all-reduce 64 bytes, rank 3 all-gather 64 bytes\n"));
+    EXPECT(t.data && strstr(t.data, "    ranks diverge at seq 11 (all-reduce):\n"
+                                    "      posted it, not completed: 0 1 3\n"
+                                    "      never posted it (the laggards): 2\n"));
+    ts_buf_free(&t);
+    ts_hang_digest_free(&back);
+  }
+  ts_diag_free(&diag);
+  ts_free(json);
+  ts_hang_digest_free(&d);
+}
+
 int main(void) {
+  flight();
   ts_hang_state_t w[4];
   fill(w, 4);
   ts_hang_digest_t d;

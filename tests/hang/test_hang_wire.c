@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "hang_internal.h"
+#include "hang_test.h"
 #include "ts_coll.h"
 #include "ts_test.h"
 
@@ -54,7 +55,7 @@ static void roundtrip(void) {
   ts_hang_msg_t h;
   memset(&h, 0, sizeof h);
   h.type = TS_HANG_MSG_HELLO;
-  strcpy(h.secret, "s3cr3t");
+  strcpy(h.auth, "0123456789abcdef");
   h.state.rank = 2;
   h.state.size = 4;
   h.state.pid = 99;
@@ -64,7 +65,7 @@ static void roundtrip(void) {
   h.state.launch_id = 5;
   n = ts_hang_msg_encode(&h, buf, sizeof buf);
   EXPECT_EQ(ts_hang_msg_decode(buf, n, &d, &used), TS_OK);
-  EXPECT(!strcmp(d.secret, "s3cr3t") && d.state.rank == 2 && d.state.size == 4 && !strcmp(d.state.host, "node-7"));
+  EXPECT(!strcmp(d.auth, "0123456789abcdef") && d.state.rank == 2 && d.state.size == 4 && !strcmp(d.state.host, "node-7"));
   EXPECT(d.state.fingerprint == 0xfedcba9876543210ull && d.state.launch_id == 5);
 
   /* text messages */
@@ -130,7 +131,7 @@ static void malformed(void) {
   n = ts_hang_msg_encode(&bad, b, sizeof b);
   EXPECT_EQ(ts_hang_msg_decode(b, n, &d, &used), TS_ERR_PARSE);
   ts_hang_msg_t h = {.type = TS_HANG_MSG_HELLO};
-  strcpy(h.secret, "s");
+  strcpy(h.auth, "s");
   h.state.rank = 4;
   h.state.size = 4; /* rank out of its world */
   n = ts_hang_msg_encode(&h, b, sizeof b);
@@ -165,14 +166,18 @@ static int raw_client(const char *addr, const uint8_t *bytes, size_t n, char *te
   ts_hang_msg_t m;
   int type = 0;
   double deadline = ts_hang_mono() + 5;
+  /* The last message before the coordinator closed (or a CHALLENGE left
+   * unanswered when `bytes` is a HELLO alone). */
   while (ts_hang_mono() < deadline) {
     struct pollfd pf = {fd, POLLIN, 0};
-    if (poll(&pf, 1, 100) <= 0) continue;
+    if (poll(&pf, 1, 100) <= 0) {
+      if (type == TS_HANG_MSG_CHALLENGE) break;
+      continue;
+    }
     int rc = ts_hang_rbuf_fill(&rb, fd);
-    if (ts_hang_rbuf_next(&rb, &m) == TS_OK) {
+    while (ts_hang_rbuf_next(&rb, &m) == TS_OK) {
       type = m.type;
-      if (text) ts_hang_strlcpy(text, m.text, tn);
-      break;
+      if (text) ts_hang_strlcpy(text, m.type == TS_HANG_MSG_CHALLENGE ? m.auth : m.text, tn);
     }
     if (rc <= 0) break;
   }
@@ -181,13 +186,21 @@ static int raw_client(const char *addr, const uint8_t *bytes, size_t n, char *te
   return type;
 }
 
+/* RFC 4231 test case 2 and the handshake's proofs. */
+static void hmac_vectors(void) {
+  char out[65];
+  ts_hang_hmac_sha256_hex("Jefe", "what do ya want for nothing?", 28, out);
+  EXPECT_STREQ(out, "5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843");
+  char a[65], b[65];
+  ts_hang_auth_mac("k", "worker", "n1", "n2", 3, a);
+  ts_hang_auth_mac("k", "worker", "n1", "n2", 4, b); /* the rank is bound into the proof */
+  EXPECT(strcmp(a, b) != 0 && !ts_hang_auth_equal(a, b) && ts_hang_auth_equal(a, a));
+  ts_hang_auth_mac("k", "coordinator", "n1", "n2", 3, b); /* a worker's proof is no coordinator's */
+  EXPECT(strcmp(a, b) != 0);
+}
+
 static void live(void) {
-  ts_hang_coord_opts_t o;
-  ts_hang_coord_opts_default(&o);
-  o.world = 1;
-  o.secret = "right-secret";
-  o.hang_timeout_s = 30;
-  o.quiet = true;
+  ts_hang_coord_opts_t o = quiet_coord_opts(1, "right-secret", 30);
   ts_hang_coord_t *c;
   ts_diag_t diag = {0};
   EXPECT_EQ(ts_hang_coord_create(&o, &c, &diag), TS_OK);
@@ -198,13 +211,28 @@ static void live(void) {
 
   uint8_t buf[TS_HANG_MSG_HEADER + TS_HANG_MSG_MAX];
   char why[TS_HANG_TEXT_MAX];
-  /* wrong secret */
+  /* HELLO is answered with a challenge (a fresh nonce each time)... */
   ts_hang_msg_t h = {.type = TS_HANG_MSG_HELLO};
-  strcpy(h.secret, "wrong-secret");
+  strcpy(h.auth, "00112233445566778899aabbccddeeff");
   h.state.rank = 0;
   h.state.size = 1;
   size_t n = ts_hang_msg_encode(&h, buf, sizeof buf);
-  EXPECT(raw_client(addr, buf, n, why, sizeof why) == TS_HANG_MSG_REJECT && strstr(why, "secret"));
+  char nonce1[TS_HANG_TEXT_MAX] = "", nonce2[TS_HANG_TEXT_MAX] = "";
+  EXPECT(raw_client(addr, buf, n, nonce1, sizeof nonce1) == TS_HANG_MSG_CHALLENGE && strlen(nonce1) == 32);
+  EXPECT(raw_client(addr, buf, n, nonce2, sizeof nonce2) == TS_HANG_MSG_CHALLENGE && strcmp(nonce1, nonce2));
+  /* ...and a proof made with another secret (or a replayed one: the nonce
+   * differs) is refused. */
+  ts_hang_msg_t a = {.type = TS_HANG_MSG_AUTH};
+  ts_hang_auth_mac("wrong-secret", "worker", nonce2, h.auth, 0, a.auth);
+  n = ts_hang_msg_encode(&h, buf, sizeof buf);
+  n += ts_hang_msg_encode(&a, buf + n, sizeof buf - n);
+  EXPECT(raw_client(addr, buf, n, why, sizeof why) == TS_HANG_MSG_REJECT && strstr(why, "authentication failed"));
+  ts_hang_auth_mac("right-secret", "worker", nonce2, h.auth, 0, a.auth);
+  n = ts_hang_msg_encode(&h, buf, sizeof buf);
+  n += ts_hang_msg_encode(&a, buf + n, sizeof buf - n);
+  EXPECT(raw_client(addr, buf, n, why, sizeof why) == TS_HANG_MSG_REJECT && strstr(why, "authentication failed"));
+  /* The secret is on no frame a worker sends. */
+  EXPECT(memmem(buf, n, "right-secret", 12) == NULL);
   /* a state before HELLO */
   ts_hang_msg_t s = sample_state();
   n = ts_hang_msg_encode(&s, buf, sizeof buf);
@@ -213,7 +241,6 @@ static void live(void) {
   EXPECT(raw_client(addr, (const uint8_t *)"GET / HTTP/1.0\r\n\r\n", 18, why, sizeof why) == TS_HANG_MSG_REJECT &&
          strstr(why, "malformed"));
   /* a rank outside the world */
-  strcpy(h.secret, "right-secret");
   h.state.rank = 1;
   h.state.size = 2;
   n = ts_hang_msg_encode(&h, buf, sizeof buf);
@@ -266,6 +293,7 @@ static void live(void) {
 int main(void) {
   roundtrip();
   malformed();
+  hmac_vectors();
   live();
   char s1[33], s2[33];
   EXPECT(ts_hang_secret_generate(s1) == TS_OK && ts_hang_secret_generate(s2) == TS_OK);

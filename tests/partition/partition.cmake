@@ -23,22 +23,13 @@ function(ts_check_test name file want labels)
   set_tests_properties(${name} PROPERTIES LABELS "${labels}" TIMEOUT ${timeout} SKIP_RETURN_CODE 77)
 endfunction()
 
-# --- corpus: xla_spmd, num_partitions and options from expectations.jsonl ---
-# A fixed --max-memory keeps "too large to run here" (exit 3) the same on
-# every machine: the six einsum cases of 38 to 384 GiB.
-set(spmd_dir ${TESSERA_SHARED_DIR}/corpus/xla_spmd)
-# The README's six einsum cases hold 38 to 384 GiB arrays: partitioned and
-# verified, then exit 3 without running.
-set(spmd_too_large
-    076_einsum_contracting_dims_partitioned.hlo
-    079_einsum_rhs_non_contracting_dims_partitioned.hlo
-    080_einsum_output_lhs_non_contracting_dim_partitioned.hlo
-    082_unrolled_einsum_rhs_windowed_in_contracting_out_non_contracting_partitioned.hlo
-    083_bidirectional_einsum_rhs_windowed_in_contracting_out_non_contracting_partitioned.hlo
-    085_einsum_rhs_windowed_non_contracting_no_double_ag.hlo)
-if(EXISTS ${spmd_dir}/expectations.jsonl)
-  set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS ${spmd_dir}/expectations.jsonl)
-  file(READ ${spmd_dir}/expectations.jsonl rest)
+# ts_spmd_expectations(PATH): reads xla_spmd's expectations.jsonl into
+# ts_spmd_files (the cases' files, in order) and, per FILE,
+# ts_spmd_nparts_FILE (num_partitions) and ts_spmd_options_FILE (its options
+# as KEY=VALUE, booleans true or false). Here and for runtime.cmake.
+function(ts_spmd_expectations path)
+  file(READ ${path} rest)
+  set(files "")
   # One JSON object per line; split by hand (no CMake lists: the lines hold
   # ';' and unbalanced '[').
   while(NOT rest STREQUAL "")
@@ -58,31 +49,64 @@ if(EXISTS ${spmd_dir}/expectations.jsonl)
     string(JSON file GET "${line}" file)
     string(JSON nparts GET "${line}" num_partitions)
     string(JSON nopts LENGTH "${line}" options)
-    set(flags --num-partitions ${nparts} --max-memory 8G)
+    set(options "")
     if(nopts GREATER 0)
       math(EXPR last "${nopts} - 1")
       foreach(k RANGE ${last})
         string(JSON key MEMBER "${line}" options ${k})
         string(JSON type TYPE "${line}" options ${key})
         string(JSON value GET "${line}" options ${key})
-        string(REPLACE "_" "-" flag "${key}")
         if(type STREQUAL "BOOLEAN")
           if(value)
-            list(APPEND flags --${flag})
+            set(value true)
           else()
-            list(APPEND flags --${flag}=false)
+            set(value false)
           endif()
-        else()
-          list(APPEND flags --${flag}=${value})
         endif()
+        list(APPEND options ${key}=${value})
       endforeach()
     endif()
+    list(APPEND files ${file})
+    set(ts_spmd_nparts_${file} ${nparts} PARENT_SCOPE)
+    set(ts_spmd_options_${file} "${options}" PARENT_SCOPE)
+  endwhile()
+  set(ts_spmd_files "${files}" PARENT_SCOPE)
+endfunction()
+
+# --- corpus: xla_spmd, num_partitions and options from expectations.jsonl ---
+# A fixed --max-memory keeps "too large to run here" (exit 3) the same on
+# every machine: the six einsum cases of 38 to 384 GiB.
+set(spmd_dir ${TESSERA_SHARED_DIR}/corpus/xla_spmd)
+# The README's six einsum cases hold 38 to 384 GiB arrays: partitioned and
+# verified, then exit 3 without running.
+set(spmd_too_large
+    076_einsum_contracting_dims_partitioned.hlo
+    079_einsum_rhs_non_contracting_dims_partitioned.hlo
+    080_einsum_output_lhs_non_contracting_dim_partitioned.hlo
+    082_unrolled_einsum_rhs_windowed_in_contracting_out_non_contracting_partitioned.hlo
+    083_bidirectional_einsum_rhs_windowed_in_contracting_out_non_contracting_partitioned.hlo
+    085_einsum_rhs_windowed_non_contracting_no_double_ag.hlo)
+if(EXISTS ${spmd_dir}/expectations.jsonl)
+  set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS ${spmd_dir}/expectations.jsonl)
+  ts_spmd_expectations(${spmd_dir}/expectations.jsonl)
+  foreach(file ${ts_spmd_files})
+    # tessera check's flags: --KEY-NAME, --KEY-NAME=false, --KEY-NAME=VALUE
+    set(flags --num-partitions ${ts_spmd_nparts_${file}} --max-memory 8G)
+    foreach(opt ${ts_spmd_options_${file}})
+      string(REGEX MATCH "^([^=]*)=(.*)$" kv "${opt}")
+      string(REPLACE "_" "-" flag "${CMAKE_MATCH_1}")
+      if(CMAKE_MATCH_2 STREQUAL "true")
+        list(APPEND flags --${flag})
+      else()
+        list(APPEND flags --${flag}=${CMAKE_MATCH_2})
+      endif()
+    endforeach()
     set(want ok)
     if(file IN_LIST spmd_too_large)
       set(want "not-run:memory estimate:")
     endif()
     ts_check_test(corpus.spmd.${file} ${spmd_dir}/${file} ${want} corpus ${flags})
-  endwhile()
+  endforeach()
 else()
   add_test(NAME corpus.spmd.absent COMMAND sh -c "echo 'skipped: ${spmd_dir} not found'; exit 77")
   set_tests_properties(corpus.spmd.absent PROPERTIES LABELS corpus SKIP_RETURN_CODE 77)

@@ -11,15 +11,18 @@
 #include <stdio.h>
 #include <string.h>
 
+/* Prints what went wrong (the diagnostic, or `what`); returns 1. */
+static int failed(ts_diag_t *diag, const char *what) {
+  fprintf(stderr, "%s", diag->text ? diag->text : what);
+  ts_diag_free(diag);
+  return 1;
+}
+
 static int dump_coll(const ts_perf_table_t *t, const char *dev) {
   ts_diag_t diag = {0};
   ts_coll_measurement_t *ms;
   size_t n;
-  if (ts_perf_table_collectives(t, dev, &ms, &n, &diag) < 0) {
-    fprintf(stderr, "%s", diag.text ? diag.text : "cannot read the entries\n");
-    ts_diag_free(&diag);
-    return 1;
-  }
+  if (ts_perf_table_collectives(t, dev, &ms, &n, &diag) < 0) return failed(&diag, "cannot read the entries\n");
   int rc = 0;
   for (size_t i = 0; i < n; i++) {
     const ts_coll_measurement_t *m = &ms[i];
@@ -50,11 +53,7 @@ static int dump_gemm(const ts_perf_table_t *t, const char *dev) {
   ts_diag_t diag = {0};
   ts_gemm_measurement_t *ms;
   size_t n;
-  if (ts_perf_table_gemms(t, dev, &ms, &n, &diag) < 0) {
-    fprintf(stderr, "%s", diag.text ? diag.text : "cannot read the entries\n");
-    ts_diag_free(&diag);
-    return 1;
-  }
+  if (ts_perf_table_gemms(t, dev, &ms, &n, &diag) < 0) return failed(&diag, "cannot read the entries\n");
   int rc = 0;
   for (size_t i = 0; i < n; i++) {
     const ts_gemm_measurement_t *m = &ms[i];
@@ -75,11 +74,7 @@ int main(int argc, char **argv) {
   }
   ts_diag_t diag = {0};
   ts_perf_table_t *t = NULL;
-  if (ts_perf_table_load(argv[1], &t, &diag) < 0) {
-    fprintf(stderr, "%s", diag.text ? diag.text : "cannot load the table\n");
-    ts_diag_free(&diag);
-    return 1;
-  }
+  if (ts_perf_table_load(argv[1], &t, &diag) < 0) return failed(&diag, "cannot load the table\n");
   int rc = 0;
   for (size_t d = 0; d < ts_perf_table_num_devices(t) && rc == 0; d++) {
     const char *dev = ts_perf_table_device(t, d);

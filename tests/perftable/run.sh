@@ -54,6 +54,17 @@ print("ok: plot with %d panels, %d series" % (want_p, want_s))
 EOF
 }
 
+# xla_header TABLE MESSAGE: the text table names its message as XLA's files do.
+xla_header() {
+  head -2 "$1" | grep -q "proto-message: $2" || fail "no XLA header"
+}
+
+# scores TABLE N: tessera perf-table check passes and scores all N points.
+scores() {
+  "$tessera" perf-table check "$1" >"$dir/check" || fail "check failed"
+  grep -Eq "^  all +$2 " "$dir/check" || { cat "$dir/check"; fail "check did not score $2 points"; }
+}
+
 case $scenario in
 threads)
   # 4 in-process ranks (lcm of 2 and 4): groups of 2 twice over (contiguous and
@@ -71,12 +82,11 @@ threads)
   grep -q '^tessera perf-table: \[85/85\] collective-permute ' "$dir/err" || fail "no progress line [85/85]"
   grep -q '^tessera perf-table: done: 85 points in ' "$dir/err" || fail "no final progress line"
   grep -q "^# wrote $dir/t.txtpb and its plot $dir/t.svg" "$dir/out" || fail "no 'wrote' line"
-  head -2 "$dir/t.txtpb" | grep -q 'proto-message: xla.gpu.DeviceHloInstructionProfiles' || fail "no XLA header"
+  xla_header "$dir/t.txtpb" xla.gpu.DeviceHloInstructionProfiles
   grep -q '^  key: "host:' "$dir/t.txtpb" || fail "device key is not host:<cpu model>"
   # 4 grouped kinds x 3 (D, layout) lines + permute 2 + 3 lines
   svg_count "$dir/t.svg" 5 17
-  "$tessera" perf-table check "$dir/t.txtpb" >"$dir/check" || fail "check failed"
-  grep -Eq '^  all +85 ' "$dir/check" || { cat "$dir/check"; fail "check did not score 85 points"; }
+  scores "$dir/t.txtpb" 85
   ;;
 binary)
   # A .pb table reads back through the binary reader.
@@ -140,11 +150,10 @@ gemm)
     echo "$t $b $m $n $k"
   done; done; done; done; done >"$dir/want.raw"
   same_entries "$dir/g.txtpb" "$dir/want.raw"
-  head -2 "$dir/g.txtpb" | grep -q 'proto-message: xla.GemmPerfTable' || fail "no XLA header"
+  xla_header "$dir/g.txtpb" xla.GemmPerfTable
   grep -q '^tessera perf-table: \[32/32\] bf16xbf16->f32 b=2 m=32 n=32 k=32: ' "$dir/err" || fail "no progress [32/32]"
   svg_count "$dir/g.svg" 2 4
-  "$tessera" perf-table check "$dir/g.txtpb" >"$dir/check" || fail "check failed"
-  grep -Eq '^  all +32 ' "$dir/check" || { cat "$dir/check"; fail "check did not score 32 points"; }
+  scores "$dir/g.txtpb" 32
   ;;
 memcap)
   # With 1 MiB free, two buffers per rank for 2 ranks fit in 80% up to 128K.

@@ -8,8 +8,13 @@
 # MODE fit     ARG = the test_scurve_fit program (it writes the table)
 # MODE maxtext ARG = the MaxText module (exit 77 when absent): schedules for
 #              8 devices under the H100 preset; prints the figures
+# MODE peak    ARG = a module (exit 77 when absent), DEVICES = its devices,
+#              PRESET = a cost-model preset (optional): the per-device peak
+#              of buffer assignment (tessera run --compile-only) scheduled
+#              under the default memory target is not above program
+#              order's (--no-schedule)
 set -u
-mode=$1 tessera=$2 arg=$3
+mode=$1 tessera=$2 arg=$3 devices=${4:-} preset=${5:-}
 dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
 fail() { echo "FAIL: $*"; exit 1; }
@@ -72,6 +77,23 @@ maxtext)
   step=$(sed -n 's/^predicted step time: \([0-9.]*\) us$/\1/p' "$dir/stats")
   [ -n "$step" ] || fail "no predicted step time"
   awk -v s="$step" 'BEGIN { exit !(s > 0) }' || fail "step time $step"
+  ;;
+peak)
+  [ -f "$arg" ] || { echo "skipped: $arg not found"; exit 77; }
+  # peak_bytes FLAGS...: the printed peak ("peak 27.45 GiB") in bytes
+  peak_bytes() {
+    "$tessera" run --compile-only --devices "$devices" ${preset:+--cost-model-preset="$preset"} "$@" "$arg" \
+      >"$dir/o" 2>&1 || fail "exit $? $(cat "$dir/o")"
+    awk '/per-device memory/ { for (i = 1; i <= NF; i++) if ($i == "peak") { v = $(i + 1); u = $(i + 2); break }
+           m = u == "B" ? 1 : u == "KiB" ? 1024 : u == "MiB" ? 1048576 : u == "GiB" ? 1073741824 : u == "TiB" ? 1099511627776 : -1
+           if (m < 0) exit 1; printf "%.0f\n", v * m; found = 1 }
+         END { if (!found) exit 1 }' "$dir/o" || fail "no peak in: $(cat "$dir/o")"
+  }
+  po=$(peak_bytes --no-schedule) || exit 1
+  sched=$(peak_bytes) || exit 1
+  grep '^schedule' "$dir/o"
+  echo "peak: program order $po B, scheduled $sched B"
+  [ "$sched" -le "$po" ] || fail "scheduled peak $sched B above program order's $po B"
   ;;
 *) echo "unknown mode $mode"; exit 2 ;;
 esac

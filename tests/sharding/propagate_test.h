@@ -1,6 +1,6 @@
 /* What the propagation unit tests share: a module parsed, verified,
- * propagated and verified again, and a check of one instruction's sharding
- * that prints what it got. */
+ * propagated and verified again, and a check of the shardings named
+ * instructions end with, which prints what it got. */
 #ifndef TS_PROPAGATE_TEST_H
 #define TS_PROPAGATE_TEST_H
 
@@ -10,6 +10,14 @@
 
 #include <stdio.h>
 #include <string.h>
+
+/* The f32 sum a reduce or scatter applies (to_apply=sum): parameters x and y, root s. */
+#define SUM_F32                  \
+  "sum {\n"                      \
+  "  x = f32[] parameter(0)\n"   \
+  "  y = f32[] parameter(1)\n"   \
+  "  ROOT s = f32[] add(x, y)\n" \
+  "}\n"
 
 /* Parses, verifies, propagates and verifies again; NULL (and a failure)
  * when any step fails. */
@@ -31,8 +39,6 @@ static inline ts_hlo_module_t *run_at(const char *text, ts_sharding_propagate_st
   ts_diag_free(&d);
   return m;
 }
-#define RUN(text) run_at(text, NULL, __FILE__, __LINE__)
-
 static inline const ts_hlo_instr_t *find(const ts_hlo_module_t *m, const char *name) {
   for (int c = 0; c < m->ncomps; c++) {
     const ts_hlo_instr_t *i = ts_hlo_comp_find_instr(m->comps[c], name);
@@ -53,6 +59,23 @@ static inline void expect_sharding_at(const ts_hlo_module_t *m, const char *name
   }
   ts_buf_free(&b);
 }
-#define EXPECT_SHARDING(m, name, want) expect_sharding_at(m, name, want, __FILE__, __LINE__)
+
+/* One instruction's expected sharding, as ts_sharding_print writes it. */
+typedef struct {
+  const char *name, *want;
+} want_sharding_t;
+
+/* Propagates `text` (stats: NULL, or filled) and checks every sharding of
+ * want[], which ends with a NULL name. */
+static inline void expect_propagation_at(const char *text, ts_sharding_propagate_stats_t *stats,
+                                         const want_sharding_t *want, const char *file, int line) {
+  ts_hlo_module_t *m = run_at(text, stats, file, line);
+  for (const want_sharding_t *w = want; m && w->name; w++) expect_sharding_at(m, w->name, w->want, file, line);
+  ts_hlo_module_destroy(m);
+}
+/* EXPECT_PROPAGATION(text, {"name", "{sharding}"}, ...) */
+#define EXPECT_PROPAGATION(text, ...) EXPECT_PROPAGATION_STATS(text, NULL, __VA_ARGS__)
+#define EXPECT_PROPAGATION_STATS(text, stats, ...) \
+  expect_propagation_at(text, stats, (const want_sharding_t[]){__VA_ARGS__, {NULL, NULL}}, __FILE__, __LINE__)
 
 #endif

@@ -13,41 +13,35 @@
  * iota and constants with no tiled neighbour end replicated. */
 static void test_defaults(void) {
   ts_sharding_propagate_stats_t st = {0};
-  ts_hlo_module_t *m = run_at("HloModule m, num_partitions=2\n"
-                              "sum {\n"
-                              "  x = f32[] parameter(0)\n"
-                              "  y = f32[] parameter(1)\n"
-                              "  ROOT s = f32[] add(x, y)\n"
-                              "}\n"
-                              "ENTRY e {\n"
-                              "  p = f32[8] parameter(0), sharding={maximal device=1}\n"
-                              "  z = f32[] constant(0)\n"
-                              "  n = f32[8] negate(p)\n"
-                              "  ROOT r = f32[] reduce(n, z), dimensions={0}, to_apply=sum\n"
-                              "}\n",
-                              &st, __FILE__, __LINE__);
-  EXPECT_SHARDING(m, "n", "{maximal device=1}");
-  EXPECT_SHARDING(m, "r", "{maximal device=1}");
-  EXPECT_SHARDING(m, "x", "{maximal device=1}");
-  EXPECT_SHARDING(m, "z", "{maximal device=1}");
-  EXPECT_SHARDING(m, "s", "{maximal device=1}");
+  EXPECT_PROPAGATION_STATS("HloModule m, num_partitions=2\n"
+                           SUM_F32
+                           "ENTRY e {\n"
+                           "  p = f32[8] parameter(0), sharding={maximal device=1}\n"
+                           "  z = f32[] constant(0)\n"
+                           "  n = f32[8] negate(p)\n"
+                           "  ROOT r = f32[] reduce(n, z), dimensions={0}, to_apply=sum\n"
+                           "}\n",
+                           &st,
+                           {"n", "{maximal device=1}"},
+                           {"r", "{maximal device=1}"},
+                           {"x", "{maximal device=1}"},
+                           {"z", "{maximal device=1}"},
+                           {"s", "{maximal device=1}"});
   EXPECT(st.annotated == 1 && st.propagated == 6 && st.defaulted == 0 && st.converged);
-  ts_hlo_module_destroy(m);
 
-  m = RUN("HloModule m, num_partitions=2\n"
-          "ENTRY e {\n"
-          "  p = f32[8] parameter(0), sharding={manual}\n"
-          "  c = f32[] constant(1)\n"
-          "  b = f32[8] broadcast(c), dimensions={}\n"
-          "  a = f32[8] add(b, p)\n"
-          "  io = s32[8] iota(), iota_dimension=0\n"
-          "  ROOT t = (f32[8], s32[8]) tuple(a, io)\n"
-          "}\n");
-  EXPECT_SHARDING(m, "a", "{manual}");
-  EXPECT_SHARDING(m, "b", "{manual}");
-  EXPECT_SHARDING(m, "io", "{replicated}");
-  EXPECT_SHARDING(m, "t", "{{manual}, {replicated}}");
-  ts_hlo_module_destroy(m);
+  EXPECT_PROPAGATION("HloModule m, num_partitions=2\n"
+                     "ENTRY e {\n"
+                     "  p = f32[8] parameter(0), sharding={manual}\n"
+                     "  c = f32[] constant(1)\n"
+                     "  b = f32[8] broadcast(c), dimensions={}\n"
+                     "  a = f32[8] add(b, p)\n"
+                     "  io = s32[8] iota(), iota_dimension=0\n"
+                     "  ROOT t = (f32[8], s32[8]) tuple(a, io)\n"
+                     "}\n",
+                     {"a", "{manual}"},
+                     {"b", "{manual}"},
+                     {"io", "{replicated}"},
+                     {"t", "{{manual}, {replicated}}"});
 }
 
 /* Slice, pad, concatenate keep a dim's tiling while it still has at least
@@ -58,29 +52,28 @@ static void test_defaults(void) {
  * gets it backward. Backward through a slice: ann's [4,1] reaches su and
  * then u (8 >= 4 rows). */
 static void test_slice_pad_concat(void) {
-  ts_hlo_module_t *m = RUN("HloModule m, num_partitions=4\n"
-                           "ENTRY e {\n"
-                           "  p = f32[8,16] parameter(0), sharding={devices=[2,2]<=[4]}\n"
-                           "  q = f32[8,16] parameter(1)\n"
-                           "  u = f32[8,16] parameter(2)\n"
-                           "  c = f32[] constant(0)\n"
-                           "  sl = f32[8,2] slice(p), slice={[0:8], [0:2]}\n"
-                           "  s1 = f32[8,1] slice(p), slice={[0:8], [3:4]}\n"
-                           "  pd = f32[10,20] pad(p, c), padding=1_1x2_2\n"
-                           "  cat = f32[8,32] concatenate(p, q), dimensions={1}\n"
-                           "  su = f32[4,16] slice(u), slice={[0:4], [0:16]}\n"
-                           "  ann = f32[4,16] custom-call(su), custom_call_target=\"Sharding\", sharding={devices=[4,1]<=[4]}\n"
-                           "  ROOT t = (f32[8,2], f32[8,1], f32[10,20], f32[8,32], f32[4,16]) tuple(sl, s1, pd, cat, ann)\n"
-                           "}\n");
-  EXPECT_SHARDING(m, "sl", "{devices=[2,2]<=[4]}");
-  EXPECT_SHARDING(m, "s1", "{devices=[2,1,2]<=[4] last_tile_dim_replicate}");
-  EXPECT_SHARDING(m, "pd", "{devices=[2,2]<=[4]}");
-  EXPECT_SHARDING(m, "c", "{replicated}");
-  EXPECT_SHARDING(m, "cat", "{devices=[2,2]<=[4]}");
-  EXPECT_SHARDING(m, "q", "{devices=[2,2]<=[4]}");
-  EXPECT_SHARDING(m, "su", "{devices=[4,1]<=[4]}");
-  EXPECT_SHARDING(m, "u", "{devices=[4,1]<=[4]}");
-  ts_hlo_module_destroy(m);
+  EXPECT_PROPAGATION("HloModule m, num_partitions=4\n"
+                     "ENTRY e {\n"
+                     "  p = f32[8,16] parameter(0), sharding={devices=[2,2]<=[4]}\n"
+                     "  q = f32[8,16] parameter(1)\n"
+                     "  u = f32[8,16] parameter(2)\n"
+                     "  c = f32[] constant(0)\n"
+                     "  sl = f32[8,2] slice(p), slice={[0:8], [0:2]}\n"
+                     "  s1 = f32[8,1] slice(p), slice={[0:8], [3:4]}\n"
+                     "  pd = f32[10,20] pad(p, c), padding=1_1x2_2\n"
+                     "  cat = f32[8,32] concatenate(p, q), dimensions={1}\n"
+                     "  su = f32[4,16] slice(u), slice={[0:4], [0:16]}\n"
+                     "  ann = f32[4,16] custom-call(su), custom_call_target=\"Sharding\", sharding={devices=[4,1]<=[4]}\n"
+                     "  ROOT t = (f32[8,2], f32[8,1], f32[10,20], f32[8,32], f32[4,16]) tuple(sl, s1, pd, cat, ann)\n"
+                     "}\n",
+                     {"sl", "{devices=[2,2]<=[4]}"},
+                     {"s1", "{devices=[2,1,2]<=[4] last_tile_dim_replicate}"},
+                     {"pd", "{devices=[2,2]<=[4]}"},
+                     {"c", "{replicated}"},
+                     {"cat", "{devices=[2,2]<=[4]}"},
+                     {"q", "{devices=[2,2]<=[4]}"},
+                     {"su", "{devices=[4,1]<=[4]}"},
+                     {"u", "{devices=[4,1]<=[4]}"});
 }
 
 /* Dynamic-slice / dynamic-update-slice: a dim sliced whole keeps its
@@ -89,27 +82,26 @@ static void test_slice_pad_concat(void) {
  * dus follows its operand p; upd (8x4 in 8x16) gets dim 0 backward; v
  * gets s2's dim-1 tiling backward (dim 1 whole). */
 static void test_dynamic_slice(void) {
-  ts_hlo_module_t *m = RUN("HloModule m, num_partitions=4\n"
-                           "ENTRY e {\n"
-                           "  p = f32[8,16] parameter(0), sharding={devices=[2,2]<=[4]}\n"
-                           "  i = s32[] parameter(1)\n"
-                           "  z = s32[] constant(0)\n"
-                           "  upd = f32[8,4] parameter(2)\n"
-                           "  v = f32[4,16] parameter(3)\n"
-                           "  ds = f32[8,4] dynamic-slice(p, z, i), dynamic_slice_sizes={8,4}\n"
-                           "  dus = f32[8,16] dynamic-update-slice(p, upd, z, i)\n"
-                           "  ds2 = f32[1,16] dynamic-slice(v, i, z), dynamic_slice_sizes={1,16}\n"
-                           "  s2 = f32[1,16] custom-call(ds2), custom_call_target=\"Sharding\", sharding={devices=[1,4]<=[4]}\n"
-                           "  ROOT t = (f32[8,4], f32[8,16], f32[1,16]) tuple(ds, dus, s2)\n"
-                           "}\n");
-  EXPECT_SHARDING(m, "ds", "{devices=[2,1,2]<=[4] last_tile_dim_replicate}");
-  EXPECT_SHARDING(m, "dus", "{devices=[2,2]<=[4]}");
-  EXPECT_SHARDING(m, "upd", "{devices=[2,1,2]<=[4] last_tile_dim_replicate}");
-  EXPECT_SHARDING(m, "ds2", "{devices=[1,4]<=[4]}");
-  EXPECT_SHARDING(m, "v", "{devices=[1,4]<=[4]}");
-  EXPECT_SHARDING(m, "i", "{replicated}");
-  EXPECT_SHARDING(m, "z", "{replicated}");
-  ts_hlo_module_destroy(m);
+  EXPECT_PROPAGATION("HloModule m, num_partitions=4\n"
+                     "ENTRY e {\n"
+                     "  p = f32[8,16] parameter(0), sharding={devices=[2,2]<=[4]}\n"
+                     "  i = s32[] parameter(1)\n"
+                     "  z = s32[] constant(0)\n"
+                     "  upd = f32[8,4] parameter(2)\n"
+                     "  v = f32[4,16] parameter(3)\n"
+                     "  ds = f32[8,4] dynamic-slice(p, z, i), dynamic_slice_sizes={8,4}\n"
+                     "  dus = f32[8,16] dynamic-update-slice(p, upd, z, i)\n"
+                     "  ds2 = f32[1,16] dynamic-slice(v, i, z), dynamic_slice_sizes={1,16}\n"
+                     "  s2 = f32[1,16] custom-call(ds2), custom_call_target=\"Sharding\", sharding={devices=[1,4]<=[4]}\n"
+                     "  ROOT t = (f32[8,4], f32[8,16], f32[1,16]) tuple(ds, dus, s2)\n"
+                     "}\n",
+                     {"ds", "{devices=[2,1,2]<=[4] last_tile_dim_replicate}"},
+                     {"dus", "{devices=[2,2]<=[4]}"},
+                     {"upd", "{devices=[2,1,2]<=[4] last_tile_dim_replicate}"},
+                     {"ds2", "{devices=[1,4]<=[4]}"},
+                     {"v", "{devices=[1,4]<=[4]}"},
+                     {"i", "{replicated}"},
+                     {"z", "{replicated}"});
 }
 
 /* Iota is replicated forward and takes a user's tiling backward (a [2,1]
@@ -118,48 +110,46 @@ static void test_dynamic_slice(void) {
  * the array operand. */
 static void test_iota_clamp(void) {
   ts_sharding_propagate_stats_t st = {0};
-  ts_hlo_module_t *m = run_at("HloModule m, num_partitions=2\n"
-                              "ENTRY e {\n"
-                              "  p = s32[8,16] parameter(0), sharding={devices=[2,1]<=[2]}\n"
-                              "  io = s32[8,16] iota(), iota_dimension=1\n"
-                              "  a = s32[8,16] add(io, p)\n"
-                              "  io2 = s32[8] iota(), iota_dimension=0\n"
-                              "  lo = s32[] constant(0)\n"
-                              "  hi = s32[] constant(5)\n"
-                              "  cl = s32[8,16] clamp(lo, a, hi)\n"
-                              "  ROOT t = (s32[8,16], s32[8]) tuple(cl, io2)\n"
-                              "}\n",
-                              &st, __FILE__, __LINE__);
-  EXPECT_SHARDING(m, "io", "{devices=[2,1]<=[2]}");
-  EXPECT_SHARDING(m, "a", "{devices=[2,1]<=[2]}");
-  EXPECT_SHARDING(m, "cl", "{devices=[2,1]<=[2]}");
-  EXPECT_SHARDING(m, "io2", "{replicated}");
-  EXPECT_SHARDING(m, "t", "{{devices=[2,1]<=[2]}, {replicated}}");
+  EXPECT_PROPAGATION_STATS("HloModule m, num_partitions=2\n"
+                           "ENTRY e {\n"
+                           "  p = s32[8,16] parameter(0), sharding={devices=[2,1]<=[2]}\n"
+                           "  io = s32[8,16] iota(), iota_dimension=1\n"
+                           "  a = s32[8,16] add(io, p)\n"
+                           "  io2 = s32[8] iota(), iota_dimension=0\n"
+                           "  lo = s32[] constant(0)\n"
+                           "  hi = s32[] constant(5)\n"
+                           "  cl = s32[8,16] clamp(lo, a, hi)\n"
+                           "  ROOT t = (s32[8,16], s32[8]) tuple(cl, io2)\n"
+                           "}\n",
+                           &st,
+                           {"io", "{devices=[2,1]<=[2]}"},
+                           {"a", "{devices=[2,1]<=[2]}"},
+                           {"cl", "{devices=[2,1]<=[2]}"},
+                           {"io2", "{replicated}"},
+                           {"t", "{{devices=[2,1]<=[2]}, {replicated}}"});
   /* lo and hi: clamp passes nothing to a scalar bound */
   EXPECT(st.annotated == 1 && st.propagated == 5 && st.defaulted == 2);
-  ts_hlo_module_destroy(m);
 }
 
 /* Sort along dim 1, which k tiles: XLA keeps a sharded sort dim (the
  * partitioner sorts it), one sharding for every operand and output: k's
  * [2,2] on both outputs, and it reaches v backward. */
 static void test_sort(void) {
-  ts_hlo_module_t *m = RUN("HloModule m, num_partitions=4\n"
-                           "cmp {\n"
-                           "  a = f32[] parameter(0)\n"
-                           "  b = f32[] parameter(1)\n"
-                           "  c = s32[] parameter(2)\n"
-                           "  d = s32[] parameter(3)\n"
-                           "  ROOT lt = pred[] compare(a, b), direction=LT\n"
-                           "}\n"
-                           "ENTRY e {\n"
-                           "  k = f32[8,16] parameter(0), sharding={devices=[2,2]<=[4]}\n"
-                           "  v = s32[8,16] parameter(1)\n"
-                           "  ROOT s = (f32[8,16], s32[8,16]) sort(k, v), dimensions={1}, to_apply=cmp\n"
-                           "}\n");
-  EXPECT_SHARDING(m, "s", "{{devices=[2,2]<=[4]}, {devices=[2,2]<=[4]}}");
-  EXPECT_SHARDING(m, "v", "{devices=[2,2]<=[4]}");
-  ts_hlo_module_destroy(m);
+  EXPECT_PROPAGATION("HloModule m, num_partitions=4\n"
+                     "cmp {\n"
+                     "  a = f32[] parameter(0)\n"
+                     "  b = f32[] parameter(1)\n"
+                     "  c = s32[] parameter(2)\n"
+                     "  d = s32[] parameter(3)\n"
+                     "  ROOT lt = pred[] compare(a, b), direction=LT\n"
+                     "}\n"
+                     "ENTRY e {\n"
+                     "  k = f32[8,16] parameter(0), sharding={devices=[2,2]<=[4]}\n"
+                     "  v = s32[8,16] parameter(1)\n"
+                     "  ROOT s = (f32[8,16], s32[8,16]) sort(k, v), dimensions={1}, to_apply=cmp\n"
+                     "}\n",
+                     {"s", "{{devices=[2,2]<=[4]}, {devices=[2,2]<=[4]}}"},
+                     {"v", "{devices=[2,2]<=[4]}"});
 }
 
 /* Gather (embedding lookup [32,16] by ids [4,6,1] -> [4,6,16]): output
@@ -171,25 +161,24 @@ static void test_sort(void) {
  * (the D tiling replicated) and emb2 its dim 1 (the B tiling replicated,
  * devices again [2,2]T(1,0)). */
 static void test_gather(void) {
-  ts_hlo_module_t *m = RUN("HloModule m, num_partitions=4\n"
-                           "ENTRY e {\n"
-                           "  emb = f32[32,16] parameter(0), sharding={devices=[2,2]<=[4]}\n"
-                           "  ids = s32[4,6,1] parameter(1)\n"
-                           "  g = f32[4,6,16] gather(emb, ids), offset_dims={2}, collapsed_slice_dims={0}, "
-                           "start_index_map={0}, index_vector_dim=2, slice_sizes={1,16}\n"
-                           "  emb2 = f32[32,16] parameter(2)\n"
-                           "  ids2 = s32[4,6,1] parameter(3)\n"
-                           "  g2 = f32[4,6,16] gather(emb2, ids2), offset_dims={2}, collapsed_slice_dims={0}, "
-                           "start_index_map={0}, index_vector_dim=2, slice_sizes={1,16}\n"
-                           "  a2 = f32[4,6,16] custom-call(g2), custom_call_target=\"Sharding\", sharding={devices=[2,1,2]<=[4]}\n"
-                           "  ROOT t = (f32[4,6,16], f32[4,6,16]) tuple(g, a2)\n"
-                           "}\n");
-  EXPECT_SHARDING(m, "g", "{devices=[1,1,2,2]<=[2,2]T(1,0) last_tile_dim_replicate}");
-  EXPECT_SHARDING(m, "ids", "{replicated}");
-  EXPECT_SHARDING(m, "g2", "{devices=[2,1,2]<=[4]}");
-  EXPECT_SHARDING(m, "ids2", "{devices=[2,1,1,2]<=[4] last_tile_dim_replicate}");
-  EXPECT_SHARDING(m, "emb2", "{devices=[1,2,2]<=[2,2]T(1,0) last_tile_dim_replicate}");
-  ts_hlo_module_destroy(m);
+  EXPECT_PROPAGATION("HloModule m, num_partitions=4\n"
+                     "ENTRY e {\n"
+                     "  emb = f32[32,16] parameter(0), sharding={devices=[2,2]<=[4]}\n"
+                     "  ids = s32[4,6,1] parameter(1)\n"
+                     "  g = f32[4,6,16] gather(emb, ids), offset_dims={2}, collapsed_slice_dims={0}, "
+                     "start_index_map={0}, index_vector_dim=2, slice_sizes={1,16}\n"
+                     "  emb2 = f32[32,16] parameter(2)\n"
+                     "  ids2 = s32[4,6,1] parameter(3)\n"
+                     "  g2 = f32[4,6,16] gather(emb2, ids2), offset_dims={2}, collapsed_slice_dims={0}, "
+                     "start_index_map={0}, index_vector_dim=2, slice_sizes={1,16}\n"
+                     "  a2 = f32[4,6,16] custom-call(g2), custom_call_target=\"Sharding\", sharding={devices=[2,1,2]<=[4]}\n"
+                     "  ROOT t = (f32[4,6,16], f32[4,6,16]) tuple(g, a2)\n"
+                     "}\n",
+                     {"g", "{devices=[1,1,2,2]<=[2,2]T(1,0) last_tile_dim_replicate}"},
+                     {"ids", "{replicated}"},
+                     {"g2", "{devices=[2,1,2]<=[4]}"},
+                     {"ids2", "{devices=[2,1,1,2]<=[4] last_tile_dim_replicate}"},
+                     {"emb2", "{devices=[1,2,2]<=[2,2]T(1,0) last_tile_dim_replicate}"});
 }
 
 /* Scatter (embedding gradient): the output follows the operand both ways
@@ -198,31 +187,26 @@ static void test_gather(void) {
  * 8) over the output's view of them (D tiled 2 with a replicated
  * subgroup: score 4). */
 static void test_scatter(void) {
-  ts_hlo_module_t *m = RUN("HloModule m, num_partitions=4\n"
-                           "add {\n"
-                           "  x = f32[] parameter(0)\n"
-                           "  y = f32[] parameter(1)\n"
-                           "  ROOT s = f32[] add(x, y)\n"
-                           "}\n"
-                           "ENTRY e {\n"
-                           "  z = f32[32,16] parameter(0)\n"
-                           "  ids = s32[4,6,1] parameter(1), sharding={devices=[4,1,1]<=[4]}\n"
-                           "  upd = f32[4,6,16] parameter(2)\n"
-                           "  z2 = f32[32,16] parameter(3), sharding={devices=[2,1,2]<=[4] last_tile_dim_replicate}\n"
-                           "  sc = f32[32,16] scatter(z, ids, upd), update_window_dims={2}, inserted_window_dims={0}, "
-                           "scatter_dims_to_operand_dims={0}, index_vector_dim=2, to_apply=add\n"
-                           "  r = f32[32,16] copy(sc), sharding={devices=[1,2,2]<=[4] last_tile_dim_replicate}\n"
-                           "  sc2 = f32[32,16] scatter(z2, ids, upd), update_window_dims={2}, inserted_window_dims={0}, "
-                           "scatter_dims_to_operand_dims={0}, index_vector_dim=2, to_apply=add\n"
-                           "  ROOT t = (f32[32,16], f32[32,16]) tuple(r, sc2)\n"
-                           "}\n");
-  EXPECT_SHARDING(m, "sc", "{devices=[1,2,2]<=[4] last_tile_dim_replicate}");
-  EXPECT_SHARDING(m, "z", "{devices=[1,2,2]<=[4] last_tile_dim_replicate}");
-  EXPECT_SHARDING(m, "upd", "{devices=[4,1,1]<=[4]}");
-  EXPECT_SHARDING(m, "sc2", "{devices=[2,1,2]<=[4] last_tile_dim_replicate}");
-  /* the combiner's parameters: the scalar view of a tiled scatter */
-  EXPECT_SHARDING(m, "x", "{replicated}");
-  ts_hlo_module_destroy(m);
+  EXPECT_PROPAGATION("HloModule m, num_partitions=4\n"
+                     SUM_F32
+                     "ENTRY e {\n"
+                     "  z = f32[32,16] parameter(0)\n"
+                     "  ids = s32[4,6,1] parameter(1), sharding={devices=[4,1,1]<=[4]}\n"
+                     "  upd = f32[4,6,16] parameter(2)\n"
+                     "  z2 = f32[32,16] parameter(3), sharding={devices=[2,1,2]<=[4] last_tile_dim_replicate}\n"
+                     "  sc = f32[32,16] scatter(z, ids, upd), update_window_dims={2}, inserted_window_dims={0}, "
+                     "scatter_dims_to_operand_dims={0}, index_vector_dim=2, to_apply=sum\n"
+                     "  r = f32[32,16] copy(sc), sharding={devices=[1,2,2]<=[4] last_tile_dim_replicate}\n"
+                     "  sc2 = f32[32,16] scatter(z2, ids, upd), update_window_dims={2}, inserted_window_dims={0}, "
+                     "scatter_dims_to_operand_dims={0}, index_vector_dim=2, to_apply=sum\n"
+                     "  ROOT t = (f32[32,16], f32[32,16]) tuple(r, sc2)\n"
+                     "}\n",
+                     {"sc", "{devices=[1,2,2]<=[4] last_tile_dim_replicate}"},
+                     {"z", "{devices=[1,2,2]<=[4] last_tile_dim_replicate}"},
+                     {"upd", "{devices=[4,1,1]<=[4]}"},
+                     {"sc2", "{devices=[2,1,2]<=[4] last_tile_dim_replicate}"},
+                     /* the combiner's parameters: the scalar view of a tiled scatter */
+                     {"x", "{replicated}"});
 }
 
 int test_propagate_data(void) {
