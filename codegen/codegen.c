@@ -184,7 +184,8 @@ static bool supported(const ts_hlo_comp_t *c, int nin, bool *flat) {
     case TS_OP_ADD: case TS_OP_SUBTRACT: case TS_OP_MULTIPLY: case TS_OP_DIVIDE: case TS_OP_MAXIMUM:
     case TS_OP_MINIMUM: case TS_OP_NEGATE: case TS_OP_ABS: case TS_OP_FLOOR: case TS_OP_CEIL: case TS_OP_CLAMP:
     case TS_OP_EXPONENTIAL: case TS_OP_LOG: case TS_OP_TANH: case TS_OP_LOGISTIC: case TS_OP_SQRT: case TS_OP_RSQRT:
-    case TS_OP_LOG_PLUS_ONE: case TS_OP_EXPONENTIAL_MINUS_ONE:
+    case TS_OP_LOG_PLUS_ONE: case TS_OP_EXPONENTIAL_MINUS_ONE: case TS_OP_ERF: case TS_OP_POWER: case TS_OP_SINE:
+    case TS_OP_COSINE:
       if (!f) return false;
       break;
     default: return false;
@@ -262,6 +263,10 @@ static LLVMValueRef emit_op(cg_t *g, const ts_hlo_instr_t *i, LLVMValueRef *ov, 
   case TS_OP_ABS: return call_f(g, cg_intrinsic_f32(g->mod, "llvm.fabs.f32", 1), a);
   case TS_OP_FLOOR: return call_f(g, cg_intrinsic_f32(g->mod, "llvm.floor.f32", 1), a);
   case TS_OP_CEIL: return call_f(g, cg_intrinsic_f32(g->mod, "llvm.ceil.f32", 1), a);
+  case TS_OP_POWER: {
+    LLVMValueRef fn = cg_math_f32(g->mod, i->op), args[2] = {a, c};
+    return LLVMBuildCall2(b, LLVMGlobalGetValueType(fn), fn, args, 2, "");
+  }
   default: return call_f(g, cg_math_f32(g->mod, i->op), a);
   }
 }
