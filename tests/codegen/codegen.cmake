@@ -28,10 +28,20 @@ set_tests_properties(codegen.run.interp PROPERTIES ENVIRONMENT TESSERA_CODEGEN_P
 # a JIT that cannot start: one warning, the plain kernels, still a match
 add_test(NAME codegen.run.no_jit COMMAND ${cg_run} nojit ${chain})
 set_tests_properties(codegen.run.no_jit PROPERTIES ENVIRONMENT TESSERA_CODEGEN_NO_JIT=1)
+# erf, power, sine and cosine fused and compiled, against the interpreter; each
+# made wrong on purpose must then fail --check (so each really ran compiled)
+set(trans ${CMAKE_CURRENT_LIST_DIR}/transcendental.hlo)
+add_test(NAME codegen.run.transcendental COMMAND ${cg_run} match ${trans})
+set(cg_run_tests codegen.run.transcendental)
+foreach(op erf power sine cosine)
+  add_test(NAME codegen.run.transcendental.bad_${op} COMMAND ${cg_run} mismatch ${trans})
+  set_tests_properties(codegen.run.transcendental.bad_${op} PROPERTIES ENVIRONMENT TESSERA_CODEGEN_PERTURB=${op})
+  list(APPEND cg_run_tests codegen.run.transcendental.bad_${op})
+endforeach()
 # the examples, compiled, against the interpreter
 foreach(ex mlp_sharded mlp_train transformer_train)
   add_test(NAME codegen.run.example.${ex} COMMAND ${cg_run} match ${CMAKE_SOURCE_DIR}/examples/${ex}.hlo --devices 4)
 endforeach()
 set_tests_properties(codegen.run.check codegen.run.bad_kernel codegen.run.interp codegen.run.no_jit
                      codegen.run.example.mlp_sharded codegen.run.example.mlp_train codegen.run.example.transformer_train
-                     PROPERTIES LABELS unit TIMEOUT 300)
+                     ${cg_run_tests} PROPERTIES LABELS unit TIMEOUT 300)

@@ -23,6 +23,12 @@ static const fusion_case_t fusion_cases[] = {
      " m1 = f32[300] exponential-minus-one(a)\n w = f32[300] add(p1, m1)\n u2 = f32[300] add(u, w)\n"
      " ROOT v = f32[300] multiply(s, u2)\n}\n",
      1, 0, 1},
+    {"transcendental", /* one fusion per function, so that each is compared alone */
+     "HloModule m\nENTRY e {\n a = f32[300] parameter(0)\n b = f32[300] parameter(1)\n e = f32[300] erf(a)\n"
+     " s = f32[300] sine(b)\n c = f32[300] cosine(a)\n p = f32[300] power(a, b)\n ne = f32[300] negate(e)\n"
+     " ns = f32[300] negate(s)\n nc = f32[300] negate(c)\n np = f32[300] negate(p)\n"
+     " ROOT t = (f32[300], f32[300], f32[300], f32[300]) tuple(ne, ns, nc, np)\n}\n",
+     4, 0, 4},
     {"select_compare_convert",
      "HloModule m\nENTRY e {\n a = f32[64] parameter(0)\n b = f32[64] parameter(1)\n"
      " lt = pred[64] compare(a, b), direction=LT\n ne = pred[64] compare(a, a), direction=NE\n"
