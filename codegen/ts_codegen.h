@@ -3,8 +3,9 @@
  * reshapes, scalar constants) becomes one loop in LLVM IR built with the C
  * API, optimized with the new pass manager (default<O2>: the loop vectorizer
  * widens it for the host CPU), and JIT-compiled with ORC LLJIT. Math
- * functions (exp, log, tanh, logistic) are our own range reduction plus
- * polynomial, emitted as IR so that they vectorize (codegen/math.c). The
+ * functions (exp, log, log1p, expm1, tanh, logistic, erf, power, sine,
+ * cosine) are our own range reduction plus polynomial, emitted as IR so
+ * that they vectorize (codegen/math.c). The
  * rest stays on kernels/. One JIT per process; code lives until exit. */
 #ifndef TS_CODEGEN_H
 #define TS_CODEGEN_H
