@@ -210,7 +210,10 @@ static void pow_grid(void) {
       memcpy(&x[k], &b32, 4);
       double l = log2((double)x[k]), w = -160.0 + 300.0 * (double)(rng(&s) & 0xffffff) / 0x1000000;
       y[k] = isfinite(l) && l != 0 ? (float)(w / l) : 2.0f;
-      if (rng(&s) & 1) x[k] = -x[k], y[k] = rintf(y[k]) + (float)(rng(&s) & 1); /* a negative base: integer y */
+      if (rng(&s) & 1) { /* a negative base to an integer, odd or even */
+        x[k] = -x[k];
+        y[k] = rintf(y[k]) + (float)(rng(&s) & 1);
+      }
     }
     pow_check(kern.fn, x, y, out, CHUNK, &st);
   }
