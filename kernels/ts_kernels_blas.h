@@ -96,7 +96,8 @@ void ts_kernels_blas_sgemm(bool trans_a, bool trans_b, int m, int n, int k, cons
  * loop in double: *ok when each is within (k + 2) * FLT_EPSILON *
  * (sum |a b| + |beta c|), a rigorous bound for f32 accumulation. `*worst`
  * (may be NULL) gets the largest error as a multiple of that bound
- * (infinity for a NaN). Takes about a millisecond. TS_ERR_NOMEM. */
+ * (infinity for a NaN). Runs on one OpenBLAS thread (the count is restored
+ * after) and takes a few milliseconds. TS_ERR_NOMEM. */
 ts_status_t ts_kernels_blas_check(ts_kernels_sgemm_fn gemm, bool *ok, double *worst);
 
 /* The core type OpenBLAS runs (openblas_get_corename), e.g. "SkylakeX". */
