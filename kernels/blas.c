@@ -72,19 +72,44 @@ ts_kernels_blas_source_t ts_kernels_blas_source(const ts_kernels_blas_env_t *env
   return chosen && strcasecmp(chosen, "none") == 0 ? TS_BLAS_FROM_TESSERA : TS_BLAS_FROM_LIBRARY;
 }
 
-bool ts_kernels_blas_plan_start(const ts_kernels_blas_env_t *env, const char *detected,
+/* How wide the kernels of a core type are: 3 AVX-512, 2 AVX2, 1 AVX, 0
+ * anything older or unknown (OpenBLAS's own names for the same widths
+ * included, so that a model the library knows is left alone). */
+static int tier(const char *coretype) {
+  static const struct {
+    const char *name;
+    int tier;
+  } tiers[] = {{"SkylakeX", 3}, {"Cooperlake", 3}, {"SapphireRapids", 3}, {"Haswell", 2},
+               {"Zen", 2},      {"Sandybridge", 1}};
+  for (size_t i = 0; coretype && i < sizeof tiers / sizeof tiers[0]; i++)
+    if (strcasecmp(coretype, tiers[i].name) == 0) return tiers[i].tier;
+  return 0;
+}
+
+bool ts_kernels_blas_plan_start(const ts_kernels_blas_env_t *env, const char *detected, const char *running,
                                 ts_kernels_blas_env_t *next) {
   if (ts_kernels_blas_source(env) != TS_BLAS_FROM_LIBRARY) return false;
   /* A known name in TESSERA_BLAS_CORETYPE (with OPENBLAS_CORETYPE unset) is
    * a request; anything else there is ignored. */
   const char *want = chain_index(env->chosen) >= 0 ? env->chosen : nonempty(detected);
   if (!want) return false;
+  if (want != env->chosen && tier(running) >= tier(want)) return false; /* OpenBLAS knows this CPU */
   *next = (ts_kernels_blas_env_t){want, want};
   return true;
 }
 
-bool ts_kernels_blas_plan_fallback(const ts_kernels_blas_env_t *env, ts_kernels_blas_env_t *next) {
-  if (ts_kernels_blas_source(env) != TS_BLAS_FROM_TESSERA || !nonempty(env->coretype)) return false;
+bool ts_kernels_blas_plan_fallback(const ts_kernels_blas_env_t *env, const char *running,
+                                   ts_kernels_blas_env_t *next) {
+  ts_kernels_blas_source_t source = ts_kernels_blas_source(env);
+  if (source == TS_BLAS_FROM_LIBRARY) {
+    /* OpenBLAS's own pick failed: the chain below its width. */
+    int t = tier(running);
+    if (t < 2) return false;
+    const char *safer = chain[CHAIN_LEN - t + 1];
+    *next = (ts_kernels_blas_env_t){safer, safer};
+    return true;
+  }
+  if (source != TS_BLAS_FROM_TESSERA || !nonempty(env->coretype)) return false;
   const char *safer = ts_kernels_blas_coretype_safer(env->coretype);
   *next = (ts_kernels_blas_env_t){safer, safer ? safer : "none"};
   return true;

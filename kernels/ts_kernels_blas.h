@@ -65,19 +65,23 @@ ts_kernels_blas_source_t ts_kernels_blas_source(const ts_kernels_blas_env_t *env
 
 /* At start-up, before the check: true when the process should re-execute
  * itself with `*next` so that a core type takes effect: `detected` (from
- * ts_kernels_blas_coretype_for; NULL: none to force), or the one a user
- * wrote into TESSERA_BLAS_CORETYPE. False (keep this image) when anything
- * was already decided: a user's OPENBLAS_CORETYPE, an earlier image's
- * choice, or "none". `next`'s strings are `env`'s, `detected` or static. */
-bool ts_kernels_blas_plan_start(const ts_kernels_blas_env_t *env, const char *detected,
+ * ts_kernels_blas_coretype_for; NULL: none to force) unless `running`
+ * (what OpenBLAS picked itself in this image) is as wide already (a model
+ * it knows: Cooperlake, Zen, ...), or the one a user wrote into
+ * TESSERA_BLAS_CORETYPE. False (keep this image) when anything was already
+ * decided: a user's OPENBLAS_CORETYPE, an earlier image's choice, or
+ * "none". `next`'s strings are `env`'s, `detected` or static. */
+bool ts_kernels_blas_plan_start(const ts_kernels_blas_env_t *env, const char *detected, const char *running,
                                 ts_kernels_blas_env_t *next);
 
-/* After a failed check: true with the next safer `*next` when the core type
- * was tessera's choice; false when nothing safer is left (OpenBLAS's own
- * detection ran, or the user chose). Every step moves one place down
- * SkylakeX, Haswell, Sandybridge, none, and "none" has no next, so a chain
+/* After a failed check of `running`: true with the next safer `*next` when
+ * the core type was tessera's choice (one place down SkylakeX, Haswell,
+ * Sandybridge, none) or OpenBLAS's own pick (the chain below its width:
+ * Haswell below AVX-512 kernels, Sandybridge below AVX2 ones); false when
+ * nothing safer is left or the user chose. "none" has no next, so a chain
  * of re-executions ends after at most four. */
-bool ts_kernels_blas_plan_fallback(const ts_kernels_blas_env_t *env, ts_kernels_blas_env_t *next);
+bool ts_kernels_blas_plan_fallback(const ts_kernels_blas_env_t *env, const char *running,
+                                   ts_kernels_blas_env_t *next);
 
 /* ---- the start-up check ------------------------------------------------- */
 

@@ -80,9 +80,9 @@ void ts_cli_blas_setup(char **argv) {
   ts_kernels_cpu_t cpu;
   ts_kernels_cpu_detect(&cpu);
   const char *detected = ts_kernels_blas_coretype_for(&cpu);
-  if (ts_kernels_blas_plan_start(&env, detected, &next)) reexec(argv, &next);
-
   const char *running = ts_kernels_blas_corename();
+  if (ts_kernels_blas_plan_start(&env, detected, running, &next)) reexec(argv, &next);
+
   const char *perturb = ts_env_get(TS_ENV_BLAS_CHECK_PERTURB);
   bool wrong = false;
   for (const char *p = perturb; p && *p && !wrong; p += strcspn(p, ","), p += *p == ',') {
@@ -97,7 +97,7 @@ void ts_cli_blas_setup(char **argv) {
   }
   ts_kernels_blas_source_t source = ts_kernels_blas_source(&env);
   if (!ok) {
-    bool safer = ts_kernels_blas_plan_fallback(&env, &next);
+    bool safer = ts_kernels_blas_plan_fallback(&env, running, &next);
     TS_LOG_WARN("blas: OpenBLAS's %s kernels (%s) compute sgemm wrong at start-up (error %.3g times the f32 "
                 "bound); %s",
                 running, source_words(source, &env), worst,

@@ -67,38 +67,54 @@ static void test_plan_start(void) {
   /* Nothing set: re-execute with what cpuid calls for, recorded as tessera's. */
   ts_kernels_blas_env_t e = {NULL, NULL};
   EXPECT_EQ(ts_kernels_blas_source(&e), TS_BLAS_FROM_LIBRARY);
-  EXPECT(ts_kernels_blas_plan_start(&e, "SkylakeX", &next));
+  EXPECT(ts_kernels_blas_plan_start(&e, "SkylakeX", "Prescott", &next));
   EXPECT_STREQ(next.coretype, "SkylakeX");
   EXPECT_STREQ(next.chosen, "SkylakeX");
   /* The image that re-execution makes: tessera's choice, no second exec. */
   EXPECT_EQ(ts_kernels_blas_source(&next), TS_BLAS_FROM_TESSERA);
   ts_kernels_blas_env_t again;
-  EXPECT(!ts_kernels_blas_plan_start(&next, "SkylakeX", &again));
+  EXPECT(!ts_kernels_blas_plan_start(&next, "SkylakeX", "Prescott", &again));
   /* Empty values count as unset. */
   e = (ts_kernels_blas_env_t){"", ""};
-  EXPECT(ts_kernels_blas_plan_start(&e, "Haswell", &next));
+  EXPECT(ts_kernels_blas_plan_start(&e, "Haswell", "Prescott", &next));
   EXPECT_STREQ(next.coretype, "Haswell");
   /* Nothing to force. */
   e = (ts_kernels_blas_env_t){NULL, NULL};
-  EXPECT(!ts_kernels_blas_plan_start(&e, NULL, &next));
+  EXPECT(!ts_kernels_blas_plan_start(&e, NULL, "Prescott", &next));
   /* The user's OPENBLAS_CORETYPE wins, whatever cpuid says. */
   e = (ts_kernels_blas_env_t){"Prescott", NULL};
   EXPECT_EQ(ts_kernels_blas_source(&e), TS_BLAS_FROM_USER);
-  EXPECT(!ts_kernels_blas_plan_start(&e, "SkylakeX", &next));
+  EXPECT(!ts_kernels_blas_plan_start(&e, "SkylakeX", "Prescott", &next));
   /* ... also when it differs from what an earlier image recorded. */
   e = (ts_kernels_blas_env_t){"Zen", "SkylakeX"};
   EXPECT_EQ(ts_kernels_blas_source(&e), TS_BLAS_FROM_USER);
-  EXPECT(!ts_kernels_blas_plan_start(&e, "SkylakeX", &next));
+  EXPECT(!ts_kernels_blas_plan_start(&e, "SkylakeX", "Prescott", &next));
   /* TESSERA_BLAS_CORETYPE=none: OpenBLAS's own, no exec. */
   e = (ts_kernels_blas_env_t){NULL, "none"};
   EXPECT_EQ(ts_kernels_blas_source(&e), TS_BLAS_FROM_TESSERA);
-  EXPECT(!ts_kernels_blas_plan_start(&e, "SkylakeX", &next));
+  EXPECT(!ts_kernels_blas_plan_start(&e, "SkylakeX", "Prescott", &next));
   /* A known name there is a request; an unknown one is ignored. */
   e = (ts_kernels_blas_env_t){NULL, "Sandybridge"};
-  EXPECT(ts_kernels_blas_plan_start(&e, "SkylakeX", &next));
+  EXPECT(ts_kernels_blas_plan_start(&e, "SkylakeX", "Prescott", &next));
   EXPECT_STREQ(next.coretype, "Sandybridge");
   e = (ts_kernels_blas_env_t){NULL, "Bogus"};
-  EXPECT(ts_kernels_blas_plan_start(&e, "Haswell", &next));
+  EXPECT(ts_kernels_blas_plan_start(&e, "Haswell", "Prescott", &next));
+  EXPECT_STREQ(next.coretype, "Haswell");
+  /* OpenBLAS knows the CPU and picked kernels as wide: no exec. */
+  e = (ts_kernels_blas_env_t){NULL, NULL};
+  EXPECT(!ts_kernels_blas_plan_start(&e, "SkylakeX", "SkylakeX", &next));
+  EXPECT(!ts_kernels_blas_plan_start(&e, "SkylakeX", "cooperlake", &next));
+  EXPECT(!ts_kernels_blas_plan_start(&e, "Haswell", "Zen", &next));
+  EXPECT(!ts_kernels_blas_plan_start(&e, "Haswell", "SkylakeX", &next));
+  /* ... narrower than the CPU allows: exec. */
+  EXPECT(ts_kernels_blas_plan_start(&e, "SkylakeX", "Zen", &next));
+  EXPECT_STREQ(next.coretype, "SkylakeX");
+  EXPECT(ts_kernels_blas_plan_start(&e, "SkylakeX", "Sandybridge", &next));
+  EXPECT(ts_kernels_blas_plan_start(&e, "Sandybridge", "Nehalem", &next));
+  EXPECT(ts_kernels_blas_plan_start(&e, "Sandybridge", NULL, &next));
+  /* A request in TESSERA_BLAS_CORETYPE is followed whatever OpenBLAS picked. */
+  e = (ts_kernels_blas_env_t){NULL, "Haswell"};
+  EXPECT(ts_kernels_blas_plan_start(&e, "SkylakeX", "Cooperlake", &next));
   EXPECT_STREQ(next.coretype, "Haswell");
 }
 
@@ -107,26 +123,40 @@ static void test_plan_start(void) {
 static void test_plan_fallback_ends(void) {
   ts_kernels_blas_env_t img = {NULL, NULL}, next;
   const char *want[] = {"SkylakeX", "Haswell", "Sandybridge", NULL};
-  EXPECT(ts_kernels_blas_plan_start(&img, "SkylakeX", &next));
+  EXPECT(ts_kernels_blas_plan_start(&img, "SkylakeX", "Prescott", &next));
   img = next;
   int execs = 1;
   for (int step = 0; step < 10; step++) {
-    EXPECT(!ts_kernels_blas_plan_start(&img, "SkylakeX", &next)); /* an image decides once */
+    EXPECT(!ts_kernels_blas_plan_start(&img, "SkylakeX", "Prescott", &next)); /* an image decides once */
     EXPECT_STREQ(img.coretype, want[step < 4 ? step : 3]);
-    if (!ts_kernels_blas_plan_fallback(&img, &next)) break;
+    if (!ts_kernels_blas_plan_fallback(&img, img.coretype ? img.coretype : "Prescott", &next)) break;
     img = next;
     execs++;
   }
   EXPECT_EQ(execs, 4);
   EXPECT_STREQ(img.coretype, NULL);
   EXPECT_STREQ(img.chosen, "none");
-  /* Neither the user's choice nor OpenBLAS's own has a fallback. */
+  /* The user's choice has no fallback, nor has OpenBLAS's own when it is
+   * no wider than AVX. */
   ts_kernels_blas_env_t user = {"SkylakeX", NULL}, lib = {NULL, NULL};
-  EXPECT(!ts_kernels_blas_plan_fallback(&user, &next));
-  EXPECT(!ts_kernels_blas_plan_fallback(&lib, &next));
+  EXPECT(!ts_kernels_blas_plan_fallback(&user, "SkylakeX", &next));
+  EXPECT(!ts_kernels_blas_plan_fallback(&lib, "Prescott", &next));
+  EXPECT(!ts_kernels_blas_plan_fallback(&lib, "Sandybridge", &next));
+  /* OpenBLAS's own wide pick failing: the chain below its width, and on to the end. */
+  EXPECT(ts_kernels_blas_plan_fallback(&lib, "Zen", &next));
+  EXPECT_STREQ(next.coretype, "Sandybridge");
+  EXPECT(ts_kernels_blas_plan_fallback(&lib, "Cooperlake", &next));
+  EXPECT_STREQ(next.coretype, "Haswell");
+  EXPECT_STREQ(next.chosen, "Haswell");
+  execs = 1;
+  for (img = next; ts_kernels_blas_plan_fallback(&img, img.coretype ? img.coretype : "Cooperlake", &next) && execs < 10;
+       img = next)
+    execs++;
+  EXPECT_EQ(execs, 3); /* Haswell, Sandybridge, none */
+  EXPECT_STREQ(img.chosen, "none");
   /* A chosen type outside the chain (only a user can write one) ends at none. */
   ts_kernels_blas_env_t odd = {"Cooperlake", "Cooperlake"};
-  EXPECT(ts_kernels_blas_plan_fallback(&odd, &next));
+  EXPECT(ts_kernels_blas_plan_fallback(&odd, "Cooperlake", &next));
   EXPECT_STREQ(next.coretype, NULL);
   EXPECT_STREQ(next.chosen, "none");
 }
