@@ -1017,12 +1017,14 @@ static ts_status_t run_job(job_t *j, ts_diag_t *diag) {
   const run_flags_t *f = j->f;
   TS_CHECK(make_world(j, diag));
   int W = j->env.ndevices;
-  /* Cores: each device on this host gets its share, BLAS included. */
+  /* Cores: each device on this host gets its share, BLAS included (bound
+   * or not: the devices' threads together never outnumber the cores). */
   int per_host = j->env.mode == RUN_THREADS ? j->nlocal : j->env.local_size;
-  int cores = 1;
+  int cores = run_core_share(per_host);
   if (f->bind && j->env.mode != RUN_THREADS) cores = run_bind(j->env.local_rank, per_host, true);
-  else if (f->bind) cores = run_bind(-1, per_host, false);
   ts_kernels_set_blas_threads(cores);
+  TS_LOG_INFO("blas: %d OpenBLAS thread%s per device (%d cores for %d device%s on this host)", cores,
+              cores == 1 ? "" : "s", run_host_cores(), per_host, per_host == 1 ? "" : "s");
   j->status = ts_calloc((size_t)j->nlocal, sizeof *j->status);
   j->diags = ts_calloc((size_t)j->nlocal, sizeof *j->diags);
   j->progress = ts_calloc((size_t)j->nlocal, sizeof *j->progress);

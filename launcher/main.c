@@ -10,16 +10,25 @@
 static const struct {
   const char *name;
   ts_cmd_fn fn;
+  bool blas; /* runs kernels: set OpenBLAS's core type up first */
   const char *summary;
 } commands[] = {
-    {"opt", ts_cmd_opt, "parse, verify and print an HLO module after a pipeline stage"},
-    {"run", ts_cmd_run, "run a module (--devices 1: the reference interpreter)"},
-    {"bench", ts_cmd_bench, "benchmark collectives (nccl-tests style tables)"},
-    {"check", ts_cmd_check, "partition a module, run it on N simulated devices, compare with the reference"},
-    {"perf-table", ts_cmd_perf_table, "measure collectives or GEMMs and write an XLA performance table"},
-    {"diagnose", ts_cmd_diagnose, "print hang digests and the hosts that recur in them"},
-    {"checkpoint", ts_cmd_checkpoint, "inspect a checkpoint folder, assemble a step's full arrays"},
+    {"opt", ts_cmd_opt, false, "parse, verify and print an HLO module after a pipeline stage"},
+    {"run", ts_cmd_run, true, "run a module (--devices 1: the reference interpreter)"},
+    {"bench", ts_cmd_bench, false, "benchmark collectives (nccl-tests style tables)"},
+    {"check", ts_cmd_check, true, "partition a module, run it on N simulated devices, compare with the reference"},
+    {"perf-table", ts_cmd_perf_table, true, "measure collectives or GEMMs and write an XLA performance table"},
+    {"diagnose", ts_cmd_diagnose, false, "print hang digests and the hosts that recur in them"},
+    {"checkpoint", ts_cmd_checkpoint, false, "inspect a checkpoint folder, assemble a step's full arrays"},
 };
+
+/* TESSERA_LOG: a level name; anything else keeps the default (warnings). */
+static void set_log_level(void) {
+  static const char *const names[] = {"error", "warning", "info", "debug"};
+  const char *s = ts_env_get(TS_ENV_LOG);
+  for (int l = 0; s && l < 4; l++)
+    if (strcmp(s, names[l]) == 0) ts_log_set_level((ts_log_level_t)l);
+}
 
 static void usage(FILE *f) {
   fprintf(f,
@@ -40,6 +49,7 @@ static void usage(FILE *f) {
 }
 
 int main(int argc, char **argv) {
+  set_log_level();
   static const struct option opts[] = {
       {"help", no_argument, NULL, 'h'},
       {"help-env", no_argument, NULL, 'E'},
@@ -74,6 +84,7 @@ int main(int argc, char **argv) {
   }
   for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++) {
     if (strcmp(commands[i].name, name) == 0) {
+      if (commands[i].blas) ts_cli_blas_setup(argv);
       optind = 0; /* glibc: a full reset for the subcommand's getopt_long */
       return commands[i].fn(argc - first, argv + first);
     }

@@ -114,8 +114,13 @@ ts_status_t run_env_detect(int64_t devices, int64_t task_id, int64_t num_nodes, 
 
 /* This host's topology, loaded once per process (a load takes ~10 ms and
  * every device thread binds itself) and kept for the process's life; hwloc
- * allows concurrent readers of a loaded topology. NULL when it cannot load. */
+ * allows concurrent readers of a loaded topology. NULL when it cannot load.
+ * With it, the cores this process may use: those its binding at the first
+ * load touches (a taskset, mpirun's --bind-to, a cgroup), in the order of
+ * the topology; device threads and ranks share these, never the others. */
 static hwloc_topology_t host_topo;
+static hwloc_obj_t *my_cores;
+static int my_ncores;
 static pthread_once_t host_topo_once = PTHREAD_ONCE_INIT;
 
 static void load_host_topology(void) {
@@ -125,6 +130,18 @@ static void load_host_topology(void) {
     hwloc_topology_destroy(t);
     return;
   }
+  int n = hwloc_get_nbobjs_by_type(t, HWLOC_OBJ_CORE);
+  hwloc_bitmap_t bound = hwloc_bitmap_alloc();
+  my_cores = n > 0 ? ts_calloc((size_t)n, sizeof *my_cores) : NULL;
+  if (bound && my_cores) {
+    bool known = hwloc_get_cpubind(t, bound, HWLOC_CPUBIND_PROCESS) == 0;
+    for (int c = 0; c < n; c++) {
+      hwloc_obj_t core = hwloc_get_obj_by_type(t, HWLOC_OBJ_CORE, (unsigned)c);
+      if (core && core->cpuset && (!known || hwloc_bitmap_intersects(core->cpuset, bound)))
+        my_cores[my_ncores++] = core;
+    }
+  }
+  hwloc_bitmap_free(bound);
   host_topo = t;
 }
 
@@ -134,28 +151,26 @@ static hwloc_topology_t topology(void) {
 }
 
 int run_host_cores(void) {
-  hwloc_topology_t topo = topology();
-  int ncores = topo ? hwloc_get_nbobjs_by_type(topo, HWLOC_OBJ_CORE) : 0;
-  return ncores > 0 ? ncores : 1;
+  topology();
+  return my_ncores > 0 ? my_ncores : 1;
+}
+
+int run_core_share(int nslots) {
+  int per = run_host_cores() / (nslots > 0 ? nslots : 1);
+  return per >= 1 ? per : 1;
 }
 
 int run_bind(int slot, int nslots, bool whole_process) {
   hwloc_topology_t topo = topology();
-  if (!topo) return 1;
-  int ncores = hwloc_get_nbobjs_by_type(topo, HWLOC_OBJ_CORE);
-  if (ncores <= 0) ncores = 1;
-  int per = ncores / (nslots > 0 ? nslots : 1);
-  if (per >= 1 && slot >= 0 && slot < nslots) {
-    hwloc_bitmap_t set = hwloc_bitmap_alloc();
-    for (int c = slot * per; c < (slot + 1) * per; c++) {
-      hwloc_obj_t core = hwloc_get_obj_by_type(topo, HWLOC_OBJ_CORE, (unsigned)c);
-      if (core && core->cpuset) hwloc_bitmap_or(set, set, core->cpuset);
-    }
-    /* Best effort: a container may forbid binding; running unbound is fine. */
-    (void)hwloc_set_cpubind(topo, set, whole_process ? HWLOC_CPUBIND_PROCESS : HWLOC_CPUBIND_THREAD);
-    hwloc_bitmap_free(set);
-  }
-  return per >= 1 ? per : 1;
+  int per = run_core_share(nslots);
+  if (!topo || my_ncores / (nslots > 0 ? nslots : 1) < 1 || slot < 0 || slot >= nslots) return per;
+  hwloc_bitmap_t set = hwloc_bitmap_alloc();
+  if (!set) return per;
+  for (int c = slot * per; c < (slot + 1) * per; c++) hwloc_bitmap_or(set, set, my_cores[c]->cpuset);
+  /* Best effort: a container may forbid binding; running unbound is fine. */
+  (void)hwloc_set_cpubind(topo, set, whole_process ? HWLOC_CPUBIND_PROCESS : HWLOC_CPUBIND_THREAD);
+  hwloc_bitmap_free(set);
+  return per;
 }
 
 ts_status_t run_count_hosts(ts_coll_comm_t *world, const char *host, int *nhosts) {

@@ -39,13 +39,18 @@ ts_status_t run_env_detect(int64_t devices, int64_t task_id, int64_t num_nodes, 
                            bool compile_only, run_env_t *env, ts_diag_t *diag);
 
 /* Binds the calling thread (threads mode) or process to its share of the
- * host's cores through hwloc: `slot` of `nslots` on this host. Returns the
- * cores each slot gets (at least 1); binds nothing when the slots outnumber
- * the cores (oversubscribed: the kernel spreads them better than a fixed
- * pinning would). */
+ * cores this process may use (hwloc; run_host_cores): `slot` of `nslots`
+ * on this host. Returns run_core_share(nslots); binds nothing when the
+ * slots outnumber the cores (oversubscribed: the kernel spreads them better
+ * than a fixed pinning would). */
 int run_bind(int slot, int nslots, bool whole_process);
-/* This host's cores (hwloc; 1 when it cannot tell). */
+/* The cores this process may use: those its binding at the first call
+ * touches (hwloc; 1 when it cannot tell). */
 int run_host_cores(void);
+/* One of `nslots` sharers' part of run_host_cores(), at least 1: what a
+ * rank (nslots = its host's ranks) or a device thread gives OpenBLAS, so
+ * that the slots' threads together never outnumber the cores. */
+int run_core_share(int nslots);
 
 /* The number of distinct hosts in the world (hostnames gathered over
  * `world`), when the ranks of each host are contiguous and equally many;

@@ -19,6 +19,13 @@ int ts_cmd_perf_table(int argc, char **argv); /* cmd_perftable.c */
 int ts_cmd_diagnose(int argc, char **argv);   /* cmd_diagnose.c */
 int ts_cmd_checkpoint(int argc, char **argv); /* cmd_checkpoint.c */
 
+/* Makes OpenBLAS run the kernels this CPU calls for, checks sgemm and logs
+ * (info) which kernels run (blas_setup.c). Call first in main, before any
+ * thread exists: it may replace the process image with argv, up to five
+ * times along the fallback chain. Never fails; a core type it cannot set
+ * leaves OpenBLAS's own. */
+void ts_cli_blas_setup(char **argv);
+
 /* Parses --random-inputs' seed (a non-negative integer); prints a usage
  * error naming `cmd` and returns false when `s` is not one. */
 bool ts_cli_parse_seed(const char *cmd, const char *s, uint64_t *out);

@@ -41,3 +41,11 @@ set_tests_properties(cli.help_env PROPERTIES LABELS unit TIMEOUT 30)
 add_test(NAME cli.run_coll_timeout_env
          COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/check_coll_timeout.sh $<TARGET_FILE:tessera> ${CMAKE_SOURCE_DIR}/examples/mlp_train_2.hlo)
 set_tests_properties(cli.run_coll_timeout_env PROPERTIES LABELS unit TIMEOUT 150)
+# OpenBLAS's core type end to end (launcher/blas_setup.c): the kernels cpuid
+# calls for run and are logged, a failed start-up check falls back and the
+# chain ends, the user's OPENBLAS_CORETYPE wins; --check matches in each.
+foreach(s chosen fallback all_wrong user)
+  add_test(NAME cli.blas_${s}
+           COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/cli/check_blas.sh $<TARGET_FILE:tessera> ${example} ${s})
+  set_tests_properties(cli.blas_${s} PROPERTIES LABELS unit TIMEOUT 120)
+endforeach()

@@ -17,3 +17,7 @@ foreach(s plain lhs_contracting_first rhs_transposed both_transposed batched bat
   add_test(NAME kernels.dot_blas.${s} COMMAND test_dot_blas ${s})
   set_tests_properties(kernels.dot_blas.${s} PROPERTIES LABELS unit TIMEOUT 60)
 endforeach()
+# kernels/blas.c: cpuid features -> OpenBLAS core type, the re-execution plan
+# and its end, the start-up sgemm check against injected wrong gemms.
+ts_unit_test(test_blas CASES mapping chain plan_start plan_fallback check check_openblas check_chosen)
+target_link_libraries(test_blas PRIVATE ts_kernels)
