@@ -367,6 +367,7 @@ static bool serve(ts_hang_coord_t *c, int ci) {
         snprintf(c->cancel_reason, sizeof c->cancel_reason, "its launcher (pid %d) is gone", c->o.launcher_pid);
       }
     }
+    if (r >= 0 && c->cancel_at > 0 && c->phase == PH_RUN) c->w[r].cancelled = true;
     if (r >= 0 && c->w[r].cancelled && c->w[r].s.status == TS_HANG_WORKER_OK) {
       c->w[r].s.status = TS_HANG_WORKER_CANCELLED;
       c->w[r].answered = true;
@@ -446,6 +447,13 @@ static void start_gather(ts_hang_coord_t *c, bool error_event) {
 
 static void worker_event(ts_hang_coord_t *c, int r, int status, const char *note) {
   wstate_t *w = &c->w[r];
+  if (c->cancel_at > 0 && c->phase == PH_RUN) {
+    /* a whole-job cancel is under way: this end is part of it */
+    w->cancelled = true;
+    if (status != TS_HANG_WORKER_OK) w->s.status = TS_HANG_WORKER_CANCELLED;
+    info(c, "rank %d: %s (during the cancel)", r, note);
+    return;
+  }
   w->s.status = status;
   if (status != TS_HANG_WORKER_OK) w->answered = true;
   if (c->phase != PH_RUN) w->late = true;
@@ -666,7 +674,7 @@ int ts_hang_coord_run(ts_hang_coord_t *c) {
       break;
     }
     if (c->phase == PH_RUN && c->cancel_at > 0 && now - c->cancel_at > 0.5) {
-      /* No other worker died on its own meanwhile: the user stopped the job. */
+      /* The user stopped the job (deaths since the cancel are part of it). */
       fprintf(stderr, "hang detector: the job was cancelled (%s); no digest\n", c->cancel_reason);
       fflush(stderr);
       c->result = 5;

@@ -43,7 +43,8 @@ set(hang_cases
   "no_abort|stall:rank=2:step=2|bad_device|2|--no-abort"
   "finish|none|none|-|"
   "slow_step_no_false_positive|slow:rank=2:step=2:seconds=3|none|-|--steps 4"
-  "straggler|slow:rank=1|none|-|--steps 16 --straggler 1")
+  "straggler|slow:rank=1|none|-|--steps 16 --straggler 1"
+  "cancel_race|none|cancelled|-|--steps 200 --cancel-race")
 foreach(c ${hang_cases})
   hang_case_fields("${c}")
   add_test(NAME hang.coord.${name} COMMAND test_hang_coord ${fault} ${cause} ${culprits} ${extra})

@@ -10,7 +10,11 @@
  *   test_hang_coord FAULT CAUSE CULPRITS [--steps N] [--no-abort]
  *   CAUSE: a JSON cause key, or "none" (no digest may be written; every
  *   worker must finish); CULPRITS: comma-separated ranks, or "-" for none.
- *   --straggler R: also expect a straggler line naming rank R. */
+ *   --straggler R: also expect a straggler line naming rank R.
+ *   --cancel-race: stop the job as mpirun does when its user cancels it:
+ *   SIGTERM (from this process, the workers' launcher) to every rank but 2,
+ *   then, once they are gone, SIGKILL to rank 2; CAUSE must be "cancelled"
+ *   (no digest, coordinator exit 5). */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
@@ -172,12 +176,14 @@ int main(int argc, char **argv) {
   }
   const char *spec = argv[1], *want_cause = argv[2], *want_culprits = argv[3];
   int steps = 6, straggler = -1;
-  bool abort_on_hang = true, terminated = false;
+  bool abort_on_hang = true, terminated = false, cancel_race = false;
   for (int i = 4; i < argc; i++) {
     if (!strcmp(argv[i], "--steps") && i + 1 < argc)
       steps = atoi(argv[++i]);
     else if (!strcmp(argv[i], "--no-abort"))
       abort_on_hang = false;
+    else if (!strcmp(argv[i], "--cancel-race"))
+      cancel_race = true;
     else if (!strcmp(argv[i], "--straggler") && i + 1 < argc)
       straggler = atoi(argv[++i]);
   }
@@ -242,7 +248,26 @@ int main(int argc, char **argv) {
         reaped[r] = true;
         left--;
       }
-    if (left == 0 && strcmp(want_cause, "none") == 0) break;
+    if (left == 0 && (!strcmp(want_cause, "none") || !strcmp(want_cause, "cancelled"))) break;
+    if (cancel_race && !terminated && atomic_load(&sh->arrived[2]) == NW) {
+      /* Every rank runs steps: the launcher stops the job, the last rank
+       * it gets to dies without a word (SIGKILL) after the others said
+       * CANCEL and went. */
+      for (int r = 0; r < NW; r++)
+        if (r != 2) kill(pids[r], SIGTERM);
+      uint64_t until = now_ns() + 10ull * 1000000000u;
+      while (left > 1 && now_ns() < until) {
+        for (int r = 0; r < NW; r++)
+          if (r != 2 && !reaped[r] && waitpid(pids[r], &status[r], WNOHANG) == pids[r]) {
+            reaped[r] = true;
+            left--;
+          }
+        nap_ms(5);
+      }
+      nap_ms(100); /* the coordinator reads their CANCEL and their end first */
+      kill(pids[2], SIGKILL);
+      terminated = true;
+    }
     if (left == 0 && t_digest) break;
     nap_ms(5);
     if (!abort_on_hang && !terminated && t_digest && left > 0) {
@@ -274,7 +299,13 @@ int main(int argc, char **argv) {
   char *errtext = slurp(errlog);
   printf("---- coordinator stderr ----\n%s----\n", errtext ? errtext : "(none)");
 
-  if (!strcmp(want_cause, "none")) {
+  if (!strcmp(want_cause, "cancelled")) {
+    struct stat sb;
+    EXPECT(stat(digest, &sb) != 0); /* a cancel names no culprit */
+    EXPECT_EQ(ccode, 5);
+    for (int r = 0; r < NW; r++)
+      EXPECT(WIFSIGNALED(status[r]) && WTERMSIG(status[r]) == (r == 2 ? SIGKILL : SIGTERM));
+  } else if (!strcmp(want_cause, "none")) {
     struct stat sb;
     EXPECT(stat(digest, &sb) != 0); /* no false positive */
     EXPECT_EQ(ccode, 0);
