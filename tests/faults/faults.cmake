@@ -23,18 +23,14 @@ if(MPI_C_FOUND AND TESSERA_JQ)
     endforeach()
     # A slow-but-progressing rank (STOP/CONT every second) never gives a
     # digest; SIGTERM to mpirun (a cancel) gives none and names nobody.
-    # The slow case fails in about half the runs today (the ranks stall in
-    # all-reduce-done for over the hang timeout after a CONT, an `unknown`
-    # digest): label slow, outside scripts/test.sh, until that is fixed.
+    # (The slow case's failures of stop 25 were the end-of-run cancel
+    # racing a rank's death, hang.coord.cancel_race, and runs at load
+    # 20-30 where no rank progressed for the hang timeout of 3 s.)
     foreach(sc slow cancel)
       add_test(NAME faults.${ex}.${sc}
                COMMAND sh ${fault_script} $<TARGET_FILE:tessera> ${PROJECT_SOURCE_DIR}/scripts/mpirun.sh
                        ${PROJECT_SOURCE_DIR}/examples/${ex}.hlo ${sc} middle 1)
-      set(labels "faults;mpi")
-      if(sc STREQUAL slow)
-        set(labels slow)
-      endif()
-      set_tests_properties(faults.${ex}.${sc} PROPERTIES LABELS "${labels}" TIMEOUT 600 RUN_SERIAL TRUE)
+      set_tests_properties(faults.${ex}.${sc} PROPERTIES LABELS "faults;mpi" TIMEOUT 600 RUN_SERIAL TRUE)
     endforeach()
   endforeach()
 endif()
