@@ -9,7 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#ifdef TESSERA_HAVE_CUDA
+#ifdef TS_GPU_HAVE_CUDA
 #include <cuda_runtime.h>
 #include <dlfcn.h>
 #endif
@@ -18,7 +18,7 @@ static pthread_once_t probe_once = PTHREAD_ONCE_INIT;
 static int probe_n;
 static char probe_why[512];
 
-#ifdef TESSERA_HAVE_CUDA
+#ifdef TS_GPU_HAVE_CUDA
 static void probe(void) {
   void *h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
   if (!h) {
@@ -47,7 +47,7 @@ bool ts_gpu_built(void) { return true; }
 #else
 static void probe(void) {
   snprintf(probe_why, sizeof probe_why,
-           "this build has no CUDA (configured with TESSERA_CUDA=OFF, or the CUDA toolkit with NCCL was not found)");
+           "this build has no CUDA (built with CUDA turned off, or without the CUDA toolkit and NCCL)");
 }
 
 bool ts_gpu_built(void) { return false; }

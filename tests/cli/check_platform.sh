@@ -26,7 +26,7 @@ ON)
   *) echo "FAIL: not the no-driver nor the no-device error: $line"; fail=1 ;;
   esac ;;
 *)
-  [ "$line" = "${prefix}this build has no CUDA (configured with TESSERA_CUDA=OFF, or the CUDA toolkit with NCCL was not found)" ] ||
+  [ "$line" = "${prefix}this build has no CUDA (built with CUDA turned off, or without the CUDA toolkit and NCCL)" ] ||
     { echo "FAIL: not the no-CUDA-build error: $line"; fail=1; } ;;
 esac
 [ $fail = 0 ] && echo "ok: $line"
