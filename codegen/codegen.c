@@ -20,8 +20,6 @@
 #include <string.h>
 #include <time.h>
 
-#define MAX_IN 256
-
 /* ---- the process's JIT ------------------------------------------------------ */
 
 static pthread_once_t jit_once = PTHREAD_ONCE_INIT;
@@ -92,13 +90,6 @@ struct ts_codegen {
   ts_codegen_loop_fn entry;
 };
 
-typedef struct {
-  LLVMContextRef cx;
-  LLVMModuleRef mod;
-  LLVMBuilderRef b;
-  LLVMTypeRef f32, i1, i8, i32, i64, i8p, i8pp;
-  const char *perturb; /* TESSERA_CODEGEN_PERTURB: an opcode whose results are made wrong */
-} cg_t;
 
 static double now_ms(void) {
   struct timespec t;
@@ -116,7 +107,7 @@ static ts_i64_list_t list_attr(const ts_hlo_instr_t *i, const char *name) {
  * element and no op moves elements, so one loop over the linear index (of
  * any length n) does; otherwise nested loops over the root's dimensions
  * with each operand read at its index map (XLA's elemental emitter). */
-static bool supported(const ts_hlo_comp_t *c, int nin, bool *flat) {
+bool cg_supported(const ts_hlo_comp_t *c, int nin, bool *flat) {
   if (c->nparams > nin || c->nparams > MAX_IN) return false;
   const ts_hlo_instr_t *root = c->root;
   if (!root || !ts_shape_is_array(root->shape) || root->shape->rank > 8) return false;
@@ -271,6 +262,29 @@ static LLVMValueRef emit_op(cg_t *g, const ts_hlo_instr_t *i, LLVMValueRef *ov, 
   }
 }
 
+/* The root of a flat computation at linear index i, emitted in the
+ * current block (straight-line code: no branches); NULL when out of memory. */
+static LLVMValueRef flat_element(cg_t *g, const ts_hlo_comp_t *c, LLVMValueRef *inp, LLVMValueRef i) {
+  const ts_hlo_module_t *m = c->module;
+  LLVMValueRef *v = ts_calloc((size_t)m->next_id + 1, sizeof *v), r = NULL;
+  const ts_hlo_instr_t **order = ts_calloc((size_t)c->ninstrs + 1, sizeof *order);
+  if (v && order && ts_hlo_comp_post_order(c, order) == TS_OK) {
+    for (int k = 0; k < c->ninstrs; k++) {
+      const ts_hlo_instr_t *ins = order[k];
+      LLVMValueRef ov[3] = {0};
+      for (int o = 0; o < ins->nops && o < 3; o++) ov[o] = v[ins->ops[o]->id];
+      LLVMValueRef x = emit_op(g, ins, ov, inp, i);
+      if (g->perturb && ins->shape->elem == TS_F32 && strcmp(g->perturb, ts_opcode_name(ins->op)) == 0)
+        x = LLVMBuildFMul(g->b, x, cf(g, 1.01), ""); /* a deliberately wrong kernel (tests: --check catches it) */
+      v[ins->id] = x;
+    }
+    r = v[c->root->id];
+  }
+  ts_free(v);
+  ts_free(order);
+  return r;
+}
+
 /* Emits `void sym_loop(i8** in, i8* out, i64 n)`: the computation's root over
  * n elements. */
 static LLVMValueRef emit_loop(cg_t *g, const ts_hlo_comp_t *c, const char *sym) {
@@ -291,24 +305,8 @@ static LLVMValueRef emit_loop(cg_t *g, const ts_hlo_comp_t *c, const char *sym) 
   LLVMBuildCondBr(b, LLVMBuildICmp(b, LLVMIntSGT, n, LLVMConstInt(g->i64, 0, 0), ""), loop, exit);
   LLVMPositionBuilderAtEnd(b, loop);
   LLVMValueRef i = LLVMBuildPhi(b, g->i64, "i");
-  const ts_hlo_module_t *m = c->module;
-  LLVMValueRef *v = ts_calloc((size_t)m->next_id + 1, sizeof *v);
-  const ts_hlo_instr_t **order = ts_calloc((size_t)c->ninstrs + 1, sizeof *order);
-  if (!v || !order || ts_hlo_comp_post_order(c, order) != TS_OK) {
-    ts_free(v);
-    ts_free(order);
-    return NULL;
-  }
-  for (int k = 0; k < c->ninstrs; k++) {
-    const ts_hlo_instr_t *ins = order[k];
-    LLVMValueRef ov[3] = {0};
-    for (int o = 0; o < ins->nops && o < 3; o++) ov[o] = v[ins->ops[o]->id];
-    LLVMValueRef x = emit_op(g, ins, ov, inp, i);
-    if (g->perturb && ins->shape->elem == TS_F32 && strcmp(g->perturb, ts_opcode_name(ins->op)) == 0)
-      x = LLVMBuildFMul(b, x, cf(g, 1.01), ""); /* a deliberately wrong kernel (tests: --check catches it) */
-    v[ins->id] = x;
-  }
-  LLVMValueRef r = v[c->root->id];
+  LLVMValueRef r = flat_element(g, c, inp, i);
+  if (!r) return NULL;
   bool f = c->root->shape->elem == TS_F32;
   LLVMValueRef outp = f ? LLVMBuildBitCast(b, LLVMGetParam(fn, 1), LLVMPointerType(g->f32, 0), "") : LLVMGetParam(fn, 1);
   if (!f) r = LLVMBuildZExt(b, r, g->i8, "");
@@ -321,8 +319,6 @@ static LLVMValueRef emit_loop(cg_t *g, const ts_hlo_comp_t *c, const char *sym) 
   LLVMAddIncoming(i, vals, from, 2);
   LLVMPositionBuilderAtEnd(b, exit);
   LLVMBuildRetVoid(b);
-  ts_free(v);
-  ts_free(order);
   return fn;
 }
 
@@ -512,6 +508,31 @@ static LLVMValueRef emit_nested(cg_t *g, const ts_hlo_comp_t *c, const char *sym
   return fn;
 }
 
+LLVMValueRef cg_element(cg_t *g, const ts_hlo_comp_t *c, bool flat, LLVMValueRef *inp, LLVMValueRef lin) {
+  if (flat) return flat_element(g, c, inp, lin);
+  const ts_shape_t *rs = c->root->shape;
+  LLVMValueRef idx[8];
+  int64_t st[8];
+  ts_strides(rs->rank, rs->dims, st);
+  for (int d = 0; d < rs->rank; d++) /* row-major: the root's multi-index of linear index lin */
+    idx[d] = LLVMBuildURem(g->b, LLVMBuildUDiv(g->b, lin, i64c(g, st[d]), ""), i64c(g, rs->dims[d]), "");
+  gen_t G = {.g = g, .inp = inp};
+  LLVMValueRef v = gen(&G, c->root, rs->rank ? idx : NULL);
+  free(G.memo);
+  return v;
+}
+
+void cg_types(cg_t *g, LLVMContextRef cx) {
+  g->cx = cx;
+  g->f32 = LLVMFloatTypeInContext(cx);
+  g->i1 = LLVMInt1TypeInContext(cx);
+  g->i8 = LLVMInt8TypeInContext(cx);
+  g->i32 = LLVMInt32TypeInContext(cx);
+  g->i64 = LLVMInt64TypeInContext(cx);
+  g->i8p = LLVMPointerType(g->i8, 0);
+  g->i8pp = LLVMPointerType(g->i8p, 0);
+}
+
 /* Emits the ts_kernel_fn wrapper: i32 sym(ctx*, instr*, ts_array_t *in, i32
  * nin, ts_array_t *out, i32 nout) reading each view's data pointer. */
 static void emit_kernel(cg_t *g, LLVMValueRef loop, int nparams, int64_t count, const char *sym) {
@@ -566,16 +587,10 @@ ts_status_t ts_codegen_compile(const ts_hlo_module_t *m, const ts_codegen_opts_t
   pthread_mutex_lock(&jit_mu);
   double t0 = now_ms();
   LLVMOrcThreadSafeContextRef tsc = LLVMOrcCreateNewThreadSafeContext();
-  cg_t g = {.cx = LLVMOrcThreadSafeContextGetContext(tsc)};
+  cg_t g = {0};
+  cg_types(&g, LLVMOrcThreadSafeContextGetContext(tsc));
   g.mod = LLVMModuleCreateWithNameInContext("tessera_fusions", g.cx);
   g.b = LLVMCreateBuilderInContext(g.cx);
-  g.f32 = LLVMFloatTypeInContext(g.cx);
-  g.i1 = LLVMInt1TypeInContext(g.cx);
-  g.i8 = LLVMInt8TypeInContext(g.cx);
-  g.i32 = LLVMInt32TypeInContext(g.cx);
-  g.i64 = LLVMInt64TypeInContext(g.cx);
-  g.i8p = LLVMPointerType(g.i8, 0);
-  g.i8pp = LLVMPointerType(g.i8p, 0);
   g.perturb = ts_env_get(TS_ENV_CODEGEN_PERTURB);
   if (g.perturb && !*g.perturb) g.perturb = NULL;
   unsigned long long seq = ++kernel_seq;
@@ -585,7 +600,7 @@ ts_status_t ts_codegen_compile(const ts_hlo_module_t *m, const ts_codegen_opts_t
       if (i->op != TS_OP_FUSION) continue;
       st0.fusions++;
       bool flat;
-      if (i->ncalled != 1 || !ts_shape_is_array(i->shape) || !supported(i->called[0], i->nops, &flat)) continue;
+      if (i->ncalled != 1 || !ts_shape_is_array(i->shape) || !cg_supported(i->called[0], i->nops, &flat)) continue;
       kernel_t *kk = &cg->k[cg->n];
       char lsym[64];
       snprintf(kk->sym, sizeof kk->sym, "ts_m%llu_k%d", seq, cg->n);
@@ -598,7 +613,7 @@ ts_status_t ts_codegen_compile(const ts_hlo_module_t *m, const ts_codegen_opts_t
       cg->n++;
     }
   bool eflat;
-  if (opts && opts->entry && supported(m->entry, m->entry->nparams, &eflat)) {
+  if (opts && opts->entry && cg_supported(m->entry, m->entry->nparams, &eflat)) {
     snprintf(cg->entry_sym, sizeof cg->entry_sym, "ts_m%llu_entry", seq);
     if (eflat) emit_loop(&g, m->entry, cg->entry_sym);
     else emit_nested(&g, m->entry, cg->entry_sym);

@@ -45,4 +45,40 @@ typedef void (*ts_codegen_loop_fn)(void *const *in, void *out, int64_t n);
 /* The entry's loop (opts.entry), or NULL. */
 ts_codegen_loop_fn ts_codegen_entry(const ts_codegen_t *cg);
 
+/* ---- PTX for the GPU (nvptx.c) ----------------------------------------------
+ * The same fusions (the same element IR as the CPU loops) as NVPTX kernels,
+ * one PTX module per call through LLVM's NVPTX backend: target sm_86, PTX
+ * ISA 7.5, the newest LLVM 14 knows; the driver (and ptxas -arch=sm_90)
+ * compiles that PTX for newer GPUs. Math functions are codegen/'s own IR:
+ * no libdevice, no external calls. Each kernel is
+ *   .entry NAME(.param .u64 in0, ..., .param .u64 in<nparams-1>, .param .u64 out, .param .u64 n)
+ * (device pointers, n the element count) and covers its n elements with a
+ * grid-stride loop, so any grid size is correct. */
+#define TS_CODEGEN_PTX_SM "sm_86"
+#define TS_CODEGEN_PTX_ISA "ptx75"
+
+typedef struct {
+  const ts_hlo_instr_t *instr; /* the fusion */
+  char name[48];               /* its .entry */
+  int nparams;                 /* device pointers before out */
+  int64_t elements;            /* n */
+} ts_codegen_ptx_kernel_t;
+
+typedef struct {
+  char *ptx; /* NUL-terminated PTX text; owned */
+  size_t len;
+  int n; /* kernels */
+  ts_codegen_ptx_kernel_t *k;
+} ts_codegen_ptx_t;
+
+/* Emits every fusion of `m` that ts_codegen_compile would compile as one
+ * kernel of one PTX module (stats: fusions seen, compiled, times). An LLVM
+ * without the NVPTX target returns TS_ERR_UNSUPPORTED with the reason in
+ * diag. Thread-safe; needs no GPU. */
+ts_status_t ts_codegen_ptx(const ts_hlo_module_t *m, ts_codegen_ptx_t **out, ts_codegen_stats_t *stats,
+                           ts_diag_t *diag);
+void ts_codegen_ptx_destroy(ts_codegen_ptx_t *p); /* NULL is a no-op */
+/* The kernel of a fusion instruction, or NULL when it has none. */
+const ts_codegen_ptx_kernel_t *ts_codegen_ptx_kernel(const ts_codegen_ptx_t *p, const ts_hlo_instr_t *fusion);
+
 #endif

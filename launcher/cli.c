@@ -72,3 +72,26 @@ ts_status_t ts_cli_write_output(const char *path, const char *data, size_t len, 
   }
   return ts_write_file_atomic(path, data, len, diag);
 }
+
+bool ts_cli_parse_platform(const char *cmd, const char *s, ts_platform_t *out) {
+  if (strcmp(s, "cpu") == 0) *out = TS_PLATFORM_CPU;
+  else if (strcmp(s, "gpu") == 0) *out = TS_PLATFORM_GPU;
+  else {
+    fprintf(stderr, "tessera %s: error: --platform wants cpu or gpu, got '%s'\n", cmd, s);
+    return false;
+  }
+  return true;
+}
+
+int ts_cli_platform(const char *cmd, ts_platform_t asked, ts_platform_t *out, int *ndev) {
+  *ndev = 0;
+  *out = asked == TS_PLATFORM_DEFAULT ? (ts_gpu_default() ? TS_PLATFORM_GPU : TS_PLATFORM_CPU) : asked;
+  if (*out == TS_PLATFORM_CPU) return -1;
+  ts_diag_t d = {0};
+  if (ts_gpu_device_count(ndev, &d) == TS_OK) return -1;
+  const char *why = d.text ? d.text : "no CUDA device";
+  if (strncmp(why, "error: ", 7) == 0) why += 7;
+  fprintf(stderr, "tessera %s: error: --platform=gpu: %.*s\n", cmd, (int)strcspn(why, "\n"), why);
+  ts_diag_free(&d);
+  return 2;
+}

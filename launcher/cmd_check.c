@@ -19,7 +19,7 @@
 static void usage(FILE *f) {
   fprintf(f,
           "usage: tessera check --num-partitions N [PARTITIONER FLAGS] [--random-inputs SEED]\n"
-          "                     [--max-memory BYTES] MODULE.hlo\n"
+          "                     [--max-memory BYTES] [--platform=P] MODULE.hlo\n"
           "\n"
           "Partitions an HLO module for N devices, verifies the per-device program,\n"
           "runs it on N simulated devices in this process (real collective semantics)\n"
@@ -31,6 +31,8 @@ static void usage(FILE *f) {
           "  --num-partitions N    devices (required unless the module's header has\n"
           "                        num_partitions > 1)\n"
           "  --random-inputs SEED  seed of the random inputs (default 0)\n"
+          "  --platform=P          cpu (the default) or gpu; gpu needs a CUDA build and a\n"
+          "                        CUDA device\n"
           "  --max-memory BYTES    do not run when the estimated memory of a run exceeds\n"
           "                        BYTES (suffixes K, M, G, T: powers of 1024); the\n"
           "                        default is half of this machine's memory\n"
@@ -254,11 +256,13 @@ int ts_cmd_check(int argc, char **argv) {
       {"num-partitions", required_argument, NULL, 'p'},
       {"random-inputs", required_argument, NULL, 'r'},
       {"max-memory", required_argument, NULL, 'm'},
+      {"platform", required_argument, NULL, 'P'},
       {"help", no_argument, NULL, 'h'},
       TS_PARTITION_FLAG_OPTIONS,
       {NULL, 0, NULL, 0},
   };
   check_args_t a = {0};
+  ts_platform_t platform = TS_PLATFORM_DEFAULT;
   ts_partition_opts_default(&a.popts);
   a.max_memory = default_max_memory();
   int c;
@@ -268,6 +272,7 @@ int ts_cmd_check(int argc, char **argv) {
     case 'p': if (!ts_cli_parse_count("check", "--num-partitions", optarg, &a.partitions)) return 2; break;
     case 'r': if (!ts_cli_parse_seed("check", optarg, &a.seed)) return 2; break;
     case 'm': if (!ts_cli_parse_bytes("check", "--max-memory", optarg, &a.max_memory)) return 2; break;
+    case 'P': if (!ts_cli_parse_platform("check", optarg, &platform)) return 2; break;
     case 'h': usage(stdout); return 0;
     case ':':
     case '?': return ts_cli_getopt_error("check", c, argv[optind - 1], usage);
@@ -283,6 +288,13 @@ int ts_cmd_check(int argc, char **argv) {
     return 2;
   }
   a.path = argv[optind];
+  int gpus, prc = ts_cli_platform("check", platform, &platform, &gpus);
+  if (prc >= 0) return prc;
+  if (platform == TS_PLATFORM_GPU) {
+    fprintf(stderr, "tessera check: error: --platform=gpu: %d CUDA device(s) found, but check runs the simulated "
+            "devices of the interpreter; `tessera run --platform=gpu --check` compares a GPU run\n", gpus);
+    return 3;
+  }
   ts_diag_t diag = {0};
   ts_status_t st = check(&a, &diag);
   if (st < 0 && !(st == TS_ERR_CHECK_FAILED && !diag.text)) { /* a mismatch is reported above */

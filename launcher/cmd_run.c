@@ -102,6 +102,10 @@ static void usage(FILE *f) {
           "  --hang-coordinator ADDR  report to a running coordinator (secret from\n"
           "                        TESSERA_HANG_SECRET) instead of starting one beside rank 0\n"
           "  --no-hang-detector    run without the hang detector\n"
+          "  --platform=P          cpu or gpu: where the devices run (default cpu; gpu\n"
+          "                        needs a CUDA build and a CUDA device: one GPU per\n"
+          "                        rank, the local rank's modulo the devices seen,\n"
+          "                        CUDA_VISIBLE_DEVICES respected)\n"
           "  --kernels=K           compiled (default): fuse the per-device program and run\n"
           "                        LLVM-compiled kernels for the fusions; interp: every\n"
           "                        instruction on the plain kernels\n"
@@ -131,6 +135,8 @@ typedef struct {
   uint64_t seed;
   bool seeded, loop, check, compile_only, reference, trap, bind, hang, abort_on_hang, schedule, no_partition;
   bool compiled; /* --kernels=compiled (default) or interp */
+  ts_platform_t platform; /* --platform; resolved (cpu or gpu) after the flags */
+  int gpus;               /* CUDA devices this process sees (platform gpu) */
   double tolerance, timeout, hang_timeout;
   ts_coll_backend_t backend;
   ts_partition_opts_t popts;
@@ -1151,6 +1157,7 @@ enum {
   OPT_TIMEOUT, OPT_NO_BIND, OPT_REFERENCE, OPT_TASK, OPT_NODES, OPT_ADDRESS,
   OPT_HANG_TIMEOUT, OPT_HANG_DIGEST, OPT_ABORT_ON_HANG, OPT_HANG_COORD, OPT_NO_HANG,
   OPT_NO_SCHEDULE, OPT_COST_MODEL, OPT_COST_PRESET, OPT_OVERLAP, OPT_NO_PARTITION, OPT_MEMORY_LIMIT, OPT_KERNELS,
+  OPT_PLATFORM,
 };
 
 /* Parses argv into f; returns -1 to go on, else the exit code. */
@@ -1176,6 +1183,7 @@ static int parse_flags(int argc, char **argv, run_flags_t *f) {
       {"no-bind", no_argument, NULL, OPT_NO_BIND},
       {"reference", no_argument, NULL, OPT_REFERENCE},
       {"kernels", required_argument, NULL, OPT_KERNELS},
+      {"platform", required_argument, NULL, OPT_PLATFORM},
       {"task_id", required_argument, NULL, OPT_TASK},
       {"num_nodes", required_argument, NULL, OPT_NODES},
       {"address", required_argument, NULL, OPT_ADDRESS},
@@ -1236,6 +1244,7 @@ static int parse_flags(int argc, char **argv, run_flags_t *f) {
       }
       f->compiled = strcmp(optarg, "compiled") == 0;
       break;
+    case OPT_PLATFORM: if (!ts_cli_parse_platform("run", optarg, &f->platform)) return 2; break;
     case OPT_TASK: if (!parse_task_id(optarg, &f->task_id)) return 2; break;
     case OPT_NODES: if (!ts_cli_parse_count("run", "--num_nodes", optarg, &f->num_nodes)) return 2; break;
     case OPT_ADDRESS: f->address = optarg; break;
@@ -1293,7 +1302,11 @@ static int parse_flags(int argc, char **argv, run_flags_t *f) {
   /* --timeout wins; without it, TESSERA_COLL_TIMEOUT (as every communicator
    * reads it), else 300 s. */
   if (f->timeout == 0) f->timeout = ts_env_positive(TS_ENV_COLL_TIMEOUT, 300);
-  return -1;
+  if (f->reference && f->platform == TS_PLATFORM_GPU) {
+    fprintf(stderr, "tessera run: error: --reference runs the interpreter on the CPU, not with --platform=gpu\n");
+    return 2;
+  }
+  return ts_cli_platform("run", f->platform, &f->platform, &f->gpus);
 }
 
 static void report(ts_status_t st, ts_diag_t *diag) {
@@ -1314,6 +1327,11 @@ int ts_cmd_run(int argc, char **argv) {
   run_flags_t f;
   int rc = parse_flags(argc, argv, &f);
   if (rc >= 0) return rc;
+  if (f.platform == TS_PLATFORM_GPU) { /* the flag and the device are checked; the executor is not here yet */
+    fprintf(stderr, "tessera run: error: --platform=gpu: %d CUDA device(s) found, but this build cannot run modules "
+            "on them yet\n", f.gpus);
+    return 3;
+  }
   ts_diag_t diag = {0};
   job_t j = {.f = &f, .start_step = 1};
   bool mpi = false;

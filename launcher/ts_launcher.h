@@ -3,6 +3,7 @@
 #define TS_LAUNCHER_H
 
 #include "ts_common.h"
+#include "ts_gpu.h"
 #include "ts_hlo.h"
 #include "ts_partitioner.h"
 
@@ -35,6 +36,15 @@ bool ts_cli_parse_seed(const char *cmd, const char *s, uint64_t *out);
 bool ts_cli_parse_count(const char *cmd, const char *flag, const char *s, int64_t *out);
 /* A positive byte count with an optional K, M, G or T suffix (powers of 1024). */
 bool ts_cli_parse_bytes(const char *cmd, const char *flag, const char *s, uint64_t *out);
+
+/* --platform's value (cpu or gpu); prints a usage error naming `cmd` and
+ * returns false otherwise. */
+bool ts_cli_parse_platform(const char *cmd, const char *s, ts_platform_t *out);
+/* The platform this process runs on: `asked`, or the default (cpu unless
+ * ts_gpu_default()). gpu without a CUDA build, without the driver or with
+ * no device prints one usage error naming what is missing and returns 2;
+ * otherwise -1 (go on), with *ndev the devices seen (0 on cpu). */
+int ts_cli_platform(const char *cmd, ts_platform_t asked, ts_platform_t *out, int *ndev);
 
 /* getopt_long's ':' (a flag without its value) or any other code it
  * returns for a flag not in the table, as "tessera CMD: error: ..."; after

@@ -49,3 +49,21 @@ foreach(s chosen fallback all_wrong user)
            COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/cli/check_blas.sh $<TARGET_FILE:tessera> ${example} ${s})
   set_tests_properties(cli.blas_${s} PROPERTIES LABELS unit TIMEOUT 120)
 endforeach()
+
+# --platform (launcher/cli.c, gpu/device.c): a bad value; gpu where it cannot
+# run (no CUDA build, no driver, or no device: CUDA_VISIBLE_DEVICES="" hides
+# them all) is one error naming what is missing, exit 2, for run and check;
+# --platform=cpu runs and matches the interpreter.
+ts_cli_test(run_platform_bad 2 "tessera run: error: --platform wants cpu or gpu, got 'tpu'" run --platform=tpu ${example})
+ts_cli_test(check_platform_bad 2 "tessera check: error: --platform wants cpu or gpu, got 'TPU'" check --platform TPU ${example})
+ts_cli_test(run_platform_missing_value 2 "tessera run: error: option '--platform' needs a value" run ${example} --platform)
+ts_cli_test(run_platform_reference 2 "tessera run: error: --reference runs the interpreter on the CPU, not with --platform=gpu"
+            run --reference --platform=gpu ${example})
+foreach(cmd run check)
+  add_test(NAME cli.${cmd}_platform_gpu_unavailable
+           COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/cli/check_platform.sh $<TARGET_FILE:tessera> ${TESSERA_HAVE_CUDA} ${cmd} ${example})
+  set_tests_properties(cli.${cmd}_platform_gpu_unavailable PROPERTIES LABELS unit TIMEOUT 60)
+endforeach()
+add_test(NAME cli.run_platform_cpu
+         COMMAND sh -c "$<TARGET_FILE:tessera> run --platform=cpu --devices 4 --check ${example} | grep -q '^check: match'")
+set_tests_properties(cli.run_platform_cpu PROPERTIES LABELS unit TIMEOUT 120)

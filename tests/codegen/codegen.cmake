@@ -46,3 +46,18 @@ endforeach()
 set_tests_properties(codegen.run.check codegen.run.bad_kernel codegen.run.interp codegen.run.no_jit
                      codegen.run.example.mlp_sharded codegen.run.example.mlp_train codegen.run.example.transformer_train
                      ${cg_run_tests} PROPERTIES LABELS unit TIMEOUT 300)
+
+# PTX (codegen/nvptx.c), checked without a GPU: ptxas -arch=sm_90 assembles
+# the kernels of every fusion kind and of the examples' fused per-device
+# programs; skipped (77) where ptxas is not found.
+find_program(TS_PTXAS ptxas HINTS ${CUDAToolkit_BIN_DIR} /usr/local/cuda/bin)
+add_executable(test_codegen_ptx ${CMAKE_CURRENT_LIST_DIR}/test_codegen_ptx.c)
+target_link_libraries(test_codegen_ptx PRIVATE ts_codegen ts_fusion ts_hlo ts_common)
+target_include_directories(test_codegen_ptx PRIVATE ${CMAKE_CURRENT_LIST_DIR} ${CMAKE_CURRENT_LIST_DIR}/../fusion)
+add_test(NAME codegen.ptx.fusion_kinds COMMAND test_codegen_ptx ${TS_PTXAS})
+foreach(ex mlp_sharded mlp_train transformer_train)
+  add_test(NAME codegen.ptx.example.${ex}
+           COMMAND sh -c "f=$(mktemp) && $<TARGET_FILE:tessera> opt --stage=fused -o $f ${CMAKE_SOURCE_DIR}/examples/${ex}.hlo && $<TARGET_FILE:test_codegen_ptx> ${TS_PTXAS} $f; rc=$?; rm -f $f; exit $rc")
+endforeach()
+set_tests_properties(codegen.ptx.fusion_kinds codegen.ptx.example.mlp_sharded codegen.ptx.example.mlp_train
+                     codegen.ptx.example.transformer_train PROPERTIES LABELS unit TIMEOUT 120 SKIP_RETURN_CODE 77)
