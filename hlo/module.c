@@ -378,9 +378,22 @@ ts_status_t ts_hlo_comp_index_params(ts_hlo_comp_t *c) {
   return TS_OK;
 }
 
+void ts_hlo_comp_id_range(const ts_hlo_comp_t *c, int *lo, int *hi) {
+  int a = c->ninstrs ? c->instrs[0]->id : 0, b = a;
+  for (int k = 1; k < c->ninstrs; k++) {
+    int id = c->instrs[k]->id;
+    if (id < a) a = id;
+    if (id > b) b = id;
+  }
+  *lo = a;
+  *hi = c->ninstrs ? b + 1 : a;
+}
+
 static ts_status_t post_order(const ts_hlo_comp_t *c, bool ctrl, const ts_hlo_instr_t **order) {
-  int n = c->ninstrs, done = 0;
-  uint8_t *state = ts_calloc((size_t)c->module->next_id + 1, 1); /* 0 new, 1 on the stack, 2 placed */
+  int n = c->ninstrs, done = 0, lo, hi;
+  ts_hlo_comp_id_range(c, &lo, &hi);
+  /* per id - lo: 0 new, 1 on the stack, 2 placed */
+  uint8_t *state = ts_calloc((size_t)(hi - lo) + 1, 1);
   const ts_hlo_instr_t **stack = ts_calloc((size_t)n + 1, sizeof *stack);
   int *next = ts_calloc((size_t)n + 1, sizeof *next); /* the next dependency to visit */
   ts_status_t st = TS_OK;
@@ -390,11 +403,11 @@ static ts_status_t post_order(const ts_hlo_comp_t *c, bool ctrl, const ts_hlo_in
   }
   for (int k = 0; k < n; k++) {
     const ts_hlo_instr_t *s = c->instrs[k];
-    if (state[s->id]) continue;
+    if (state[s->id - lo]) continue;
     int sp = 0;
     stack[sp] = s;
     next[sp++] = 0;
-    state[s->id] = 1;
+    state[s->id - lo] = 1;
     while (sp > 0) {
       const ts_hlo_instr_t *top = stack[sp - 1];
       int e = next[sp - 1]++;
@@ -402,13 +415,17 @@ static ts_status_t post_order(const ts_hlo_comp_t *c, bool ctrl, const ts_hlo_in
       if (e < top->nops) dep = top->ops[e];
       else if (ctrl && e < top->nops + top->nctrl_preds) dep = top->ctrl_preds[e - top->nops];
       else {
-        state[top->id] = 2;
+        state[top->id - lo] = 2;
         order[done++] = top;
         sp--;
         continue;
       }
-      if (state[dep->id] == 0) {
-        state[dep->id] = 1;
+      if (dep->id < lo || dep->id >= hi) { /* not an instruction of c */
+        st = TS_ERR_INTERNAL;
+        goto out;
+      }
+      if (state[dep->id - lo] == 0) {
+        state[dep->id - lo] = 1;
         stack[sp] = dep;
         next[sp++] = 0;
       }
