@@ -77,15 +77,22 @@ static void jit_start(void) {
 
 /* ---- compiled modules ------------------------------------------------------- */
 
+/* A fusion's kernel: one of the distinct kernels (fusions whose computations
+ * are the same up to names share one). */
 typedef struct {
   const ts_hlo_instr_t *instr;
-  char sym[48];
-  ts_kernel_fn fn;
+  int kernel;
 } kernel_t;
 
+typedef struct {
+  char sym[48];
+  ts_kernel_fn fn;
+} distinct_t;
+
 struct ts_codegen {
-  int n;
-  kernel_t *k;
+  int n, ndistinct;
+  kernel_t *k; /* sorted by instr, for ts_codegen_kernel */
+  distinct_t *d;
   char entry_sym[48];
   ts_codegen_loop_fn entry;
 };
@@ -265,8 +272,10 @@ static LLVMValueRef emit_op(cg_t *g, const ts_hlo_instr_t *i, LLVMValueRef *ov, 
 /* The root of a flat computation at linear index i, emitted in the
  * current block (straight-line code: no branches); NULL when out of memory. */
 static LLVMValueRef flat_element(cg_t *g, const ts_hlo_comp_t *c, LLVMValueRef *inp, LLVMValueRef i) {
-  const ts_hlo_module_t *m = c->module;
-  LLVMValueRef *v = ts_calloc((size_t)m->next_id + 1, sizeof *v), r = NULL;
+  /* per instruction id, written before read (operands come first in the
+   * post-order): the compile's array, sized to the module once */
+  LLVMValueRef *own = g->v ? NULL : ts_calloc((size_t)c->module->next_id + 1, sizeof *own);
+  LLVMValueRef *v = g->v ? g->v : own, r = NULL;
   const ts_hlo_instr_t **order = ts_calloc((size_t)c->ninstrs + 1, sizeof *order);
   if (v && order && ts_hlo_comp_post_order(c, order) == TS_OK) {
     for (int k = 0; k < c->ninstrs; k++) {
@@ -280,7 +289,7 @@ static LLVMValueRef flat_element(cg_t *g, const ts_hlo_comp_t *c, LLVMValueRef *
     }
     r = v[c->root->id];
   }
-  ts_free(v);
+  ts_free(own);
   ts_free(order);
   return r;
 }
@@ -556,6 +565,83 @@ static void emit_kernel(cg_t *g, LLVMValueRef loop, int nparams, int64_t count, 
   LLVMBuildRet(b, LLVMConstInt(g->i32, 0, 0));
 }
 
+/* ---- one kernel per distinct fusion ------------------------------------------ */
+
+static void put_word(ts_buf_t *b, int64_t w) { ts_buf_append(b, (const char *)&w, sizeof w); }
+
+static void put_list(ts_buf_t *b, ts_i64_list_t l) {
+  put_word(b, l.n);
+  for (int k = 0; k < l.n; k++) put_word(b, l.v[k]);
+}
+
+/* Everything the emitters read of fusion i (its element count, and its
+ * computation in post-order: opcodes, element types, dimensions, operands by
+ * position, parameter numbers, constant values and the attributes
+ * emit_op/gen look at), so that two fusions with the same key get the same
+ * IR: the kernel is emitted and compiled once. Names, layouts and metadata,
+ * which the emitters ignore, are left out. `pos` is scratch per instruction
+ * id. Returns false when out of memory. */
+static bool kernel_key(const ts_hlo_instr_t *i, bool flat, int *pos, ts_buf_t *b) {
+  const ts_hlo_comp_t *c = i->called[0];
+  const ts_hlo_instr_t **order = ts_calloc((size_t)c->ninstrs + 1, sizeof *order);
+  if (!order || ts_hlo_comp_post_order(c, order) != TS_OK) {
+    ts_free(order);
+    return false;
+  }
+  b->len = 0;
+  put_word(b, ts_shape_elements(i->shape));
+  put_word(b, flat);
+  put_word(b, c->nparams);
+  for (int p = 0; p < c->nparams; p++) put_word(b, c->params[p]->shape->elem);
+  for (int k = 0; k < c->ninstrs; k++) {
+    const ts_hlo_instr_t *x = order[k];
+    pos[x->id] = k;
+    put_word(b, x->op);
+    put_word(b, x->shape->elem);
+    put_word(b, x->shape->rank);
+    for (int d = 0; d < x->shape->rank; d++) put_word(b, x->shape->dims[d]);
+    put_word(b, x->nops);
+    for (int o = 0; o < x->nops; o++) put_word(b, pos[x->ops[o]->id]);
+    put_word(b, x->param_number);
+    put_word(b, x == c->root);
+    switch (x->op) {
+    case TS_OP_CONSTANT:
+      if (x->shape->elem == TS_F32) {
+        float f = (float)x->literal->f[0];
+        uint32_t bits;
+        memcpy(&bits, &f, sizeof bits);
+        put_word(b, bits);
+      } else {
+        put_word(b, x->literal->i[0] != 0);
+      }
+      break;
+    case TS_OP_BROADCAST: case TS_OP_TRANSPOSE: case TS_OP_CONCATENATE: put_list(b, list_attr(x, "dimensions")); break;
+    case TS_OP_SLICE: {
+      const ts_slice_t *sl = ts_hlo_instr_attr(x, "slice")->v.slice;
+      put_list(b, (ts_i64_list_t){sl->n, sl->start});
+      put_list(b, (ts_i64_list_t){sl->n, sl->limit});
+      put_list(b, (ts_i64_list_t){sl->n, sl->stride});
+      break;
+    }
+    case TS_OP_IOTA: put_word(b, ts_hlo_instr_attr(x, "iota_dimension")->v.i); break;
+    case TS_OP_COMPARE: {
+      const char *d = ts_hlo_instr_attr(x, "direction")->v.s;
+      put_word(b, (int64_t)strlen(d));
+      ts_buf_append(b, d, strlen(d));
+      break;
+    }
+    default: break;
+    }
+  }
+  ts_free(order);
+  return !b->oom;
+}
+
+static int by_instr(const void *a, const void *b) {
+  uintptr_t x = (uintptr_t)((const kernel_t *)a)->instr, y = (uintptr_t)((const kernel_t *)b)->instr;
+  return x < y ? -1 : x > y;
+}
+
 static void set_target_attrs(LLVMContextRef cx, LLVMModuleRef mod) {
   for (LLVMValueRef f = LLVMGetFirstFunction(mod); f; f = LLVMGetNextFunction(f)) {
     if (LLVMCountBasicBlocks(f) == 0) continue;
@@ -580,10 +666,20 @@ ts_status_t ts_codegen_compile(const ts_hlo_module_t *m, const ts_codegen_opts_t
   int nf = 0;
   for (int c = 0; c < m->ncomps; c++)
     for (int k = 0; k < m->comps[c]->ninstrs; k++) nf += m->comps[c]->instrs[k]->op == TS_OP_FUSION;
-  if (!cg || !(cg->k = ts_calloc((size_t)nf + 1, sizeof *cg->k))) {
-    ts_free(cg);
+  LLVMValueRef *values = ts_calloc((size_t)m->next_id + 1, sizeof *values);
+  int *pos = ts_calloc((size_t)m->next_id + 1, sizeof *pos);
+  ts_arena_t *keys = ts_arena_create();
+  ts_strmap_t seen = {0}; /* key -> distinct kernel index + 1 */
+  ts_buf_t key = {0};
+  if (!cg || !(cg->k = ts_calloc((size_t)nf + 1, sizeof *cg->k)) || !(cg->d = ts_calloc((size_t)nf + 1, sizeof *cg->d)) ||
+      !values || !pos || !keys) {
+    ts_codegen_destroy(cg);
+    ts_free(values);
+    ts_free(pos);
+    ts_arena_destroy(keys);
     return TS_ERR_NOMEM;
   }
+  ts_status_t st = TS_OK;
   pthread_mutex_lock(&jit_mu);
   double t0 = now_ms();
   LLVMOrcThreadSafeContextRef tsc = LLVMOrcCreateNewThreadSafeContext();
@@ -593,24 +689,37 @@ ts_status_t ts_codegen_compile(const ts_hlo_module_t *m, const ts_codegen_opts_t
   g.b = LLVMCreateBuilderInContext(g.cx);
   g.perturb = ts_env_get(TS_ENV_CODEGEN_PERTURB);
   if (g.perturb && !*g.perturb) g.perturb = NULL;
+  g.v = values;
   unsigned long long seq = ++kernel_seq;
-  for (int c = 0; c < m->ncomps; c++)
+  for (int c = 0; c < m->ncomps && st == TS_OK; c++)
     for (int k = 0; k < m->comps[c]->ninstrs; k++) {
       const ts_hlo_instr_t *i = m->comps[c]->instrs[k];
       if (i->op != TS_OP_FUSION) continue;
       st0.fusions++;
       bool flat;
       if (i->ncalled != 1 || !ts_shape_is_array(i->shape) || !cg_supported(i->called[0], i->nops, &flat)) continue;
-      kernel_t *kk = &cg->k[cg->n];
-      char lsym[64];
-      snprintf(kk->sym, sizeof kk->sym, "ts_m%llu_k%d", seq, cg->n);
-      snprintf(lsym, sizeof lsym, "%s_loop", kk->sym);
-      LLVMValueRef loop = flat ? emit_loop(&g, i->called[0], lsym) : emit_nested(&g, i->called[0], lsym);
-      if (!loop) continue;
-      LLVMSetLinkage(loop, LLVMInternalLinkage);
-      emit_kernel(&g, loop, i->called[0]->nparams, ts_shape_elements(i->shape), kk->sym);
-      kk->instr = i;
-      cg->n++;
+      if (!kernel_key(i, flat, pos, &key)) {
+        st = TS_ERR_NOMEM;
+        break;
+      }
+      int d = (int)(intptr_t)ts_strmap_get(&seen, key.data, key.len) - 1;
+      if (d < 0) {
+        distinct_t *dk = &cg->d[cg->ndistinct];
+        char lsym[64];
+        snprintf(dk->sym, sizeof dk->sym, "ts_m%llu_k%d", seq, cg->ndistinct);
+        snprintf(lsym, sizeof lsym, "%s_loop", dk->sym);
+        LLVMValueRef loop = flat ? emit_loop(&g, i->called[0], lsym) : emit_nested(&g, i->called[0], lsym);
+        if (!loop) continue;
+        LLVMSetLinkage(loop, LLVMInternalLinkage);
+        emit_kernel(&g, loop, i->called[0]->nparams, ts_shape_elements(i->shape), dk->sym);
+        char *kcopy = ts_arena_alloc(keys, key.len);
+        d = cg->ndistinct++;
+        if (!kcopy || !ts_strmap_put(&seen, memcpy(kcopy, key.data, key.len), key.len, (void *)(intptr_t)(d + 1))) {
+          st = TS_ERR_NOMEM;
+          break;
+        }
+      }
+      cg->k[cg->n++] = (kernel_t){i, d};
     }
   bool eflat;
   if (opts && opts->entry && cg_supported(m->entry, m->entry->nparams, &eflat)) {
@@ -619,6 +728,17 @@ ts_status_t ts_codegen_compile(const ts_hlo_module_t *m, const ts_codegen_opts_t
     else emit_nested(&g, m->entry, cg->entry_sym);
   }
   LLVMDisposeBuilder(g.b);
+  ts_free(values);
+  ts_free(pos);
+  ts_buf_free(&key);
+  ts_strmap_free(&seen);
+  ts_arena_destroy(keys);
+  if (st != TS_OK) {
+    LLVMDisposeModule(g.mod);
+    LLVMOrcDisposeThreadSafeContext(tsc);
+    goto done;
+  }
+  qsort(cg->k, (size_t)cg->n, sizeof *cg->k, by_instr);
   set_target_attrs(g.cx, g.mod);
   LLVMTargetDataRef td = LLVMCreateTargetDataLayout(opt_tm);
   char *dl = LLVMCopyStringRepOfTargetData(td);
@@ -636,7 +756,6 @@ ts_status_t ts_codegen_compile(const ts_hlo_module_t *m, const ts_codegen_opts_t
   const char *passes = ts_env_get(TS_ENV_CODEGEN_PASSES); /* experiments: another pipeline */
   LLVMErrorRef e = LLVMRunPasses(g.mod, passes && *passes ? passes : "default<O2>", opt_tm, po);
   LLVMDisposePassBuilderOptions(po);
-  ts_status_t st = TS_OK;
   if (e) {
     take_error(e);
     ts_diag_plain(diag, "LLVM passes failed: %s", jit_error);
@@ -657,15 +776,21 @@ ts_status_t ts_codegen_compile(const ts_hlo_module_t *m, const ts_codegen_opts_t
     st = TS_ERR_INTERNAL;
     goto done;
   }
-  for (int k = 0; k < cg->n && st == TS_OK; k++) {
+  for (int k = 0; k < cg->ndistinct && st == TS_OK; k++) {
     LLVMOrcExecutorAddress addr = 0;
-    if ((e = LLVMOrcLLJITLookup(jit, &addr, cg->k[k].sym))) {
+    if ((e = LLVMOrcLLJITLookup(jit, &addr, cg->d[k].sym))) {
       take_error(e);
-      ts_diag_plain(diag, "the LLVM JIT could not compile %s: %s", cg->k[k].instr->name, jit_error);
+      const char *name = "?";
+      for (int q = 0; q < cg->n; q++)
+        if (cg->k[q].kernel == k) {
+          name = cg->k[q].instr->name;
+          break;
+        }
+      ts_diag_plain(diag, "the LLVM JIT could not compile %s: %s", name, jit_error);
       st = TS_ERR_INTERNAL;
       break;
     }
-    cg->k[k].fn = (ts_kernel_fn)(uintptr_t)addr;
+    cg->d[k].fn = (ts_kernel_fn)(uintptr_t)addr;
   }
   if (st == TS_OK && cg->entry_sym[0]) {
     LLVMOrcExecutorAddress addr = 0;
@@ -678,6 +803,7 @@ ts_status_t ts_codegen_compile(const ts_hlo_module_t *m, const ts_codegen_opts_t
     }
   }
   st0.compiled = cg->n;
+  st0.kernels = cg->ndistinct;
   st0.ir_ms = t1 - t0;
   st0.opt_ms = t2 - t1;
   st0.jit_ms = now_ms() - t2;
@@ -695,15 +821,16 @@ done:
 void ts_codegen_destroy(ts_codegen_t *cg) {
   if (!cg) return;
   ts_free(cg->k);
+  ts_free(cg->d);
   ts_free(cg);
 }
 
 ts_kernel_fn ts_codegen_kernel(void *state, const ts_hlo_instr_t *fusion) {
   const ts_codegen_t *cg = state;
   if (!cg) return NULL;
-  for (int k = 0; k < cg->n; k++)
-    if (cg->k[k].instr == fusion) return cg->k[k].fn;
-  return NULL;
+  kernel_t key = {fusion, 0};
+  const kernel_t *k = bsearch(&key, cg->k, (size_t)cg->n, sizeof *cg->k, by_instr);
+  return k ? cg->d[k->kernel].fn : NULL;
 }
 
 ts_codegen_loop_fn ts_codegen_entry(const ts_codegen_t *cg) { return cg ? cg->entry : NULL; }

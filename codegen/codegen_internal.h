@@ -16,6 +16,7 @@ typedef struct {
   LLVMBuilderRef b;
   LLVMTypeRef f32, i1, i8, i32, i64, i8p, i8pp;
   const char *perturb; /* TESSERA_CODEGEN_PERTURB: an opcode whose results are made wrong */
+  LLVMValueRef *v;     /* per instruction id: its value in the loop being emitted, or NULL (each loop allocates) */
 } cg_t;
 
 /* Sets g's context and types (mod, b and perturb are the caller's). */

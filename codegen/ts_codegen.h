@@ -24,6 +24,7 @@ typedef struct {
 
 typedef struct {
   int fusions, compiled; /* fusions seen, fusions compiled */
+  int kernels;           /* distinct kernels emitted: fusions the same up to names share one */
   double ir_ms, opt_ms, jit_ms;
 } ts_codegen_stats_t;
 

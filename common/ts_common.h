@@ -119,18 +119,46 @@ typedef struct {
 /* ---- string map ------------------------------------------------------ */
 
 /* Open-addressing hash map from strings to pointers. Keys are not copied:
- * they must outlive the map (arena strings do). */
+ * they must outlive the map (arena strings do). A zeroed map is empty. */
 typedef struct {
-  const char **keys;
-  size_t *lens;
-  void **vals;
+  const char *key; /* NULL: an empty slot */
+  size_t len;
+  void *val;
+  uint64_t hash;
+} ts_strmap_slot_t;
+
+typedef struct {
+  ts_strmap_slot_t *slots;
   size_t cap, count;
 } ts_strmap_t;
 
 /* Returns false when out of memory. Replaces an existing key's value. */
 bool ts_strmap_put(ts_strmap_t *m, const char *key, size_t len, void *val);
+/* One probe for "add unless there": key -> val is added when key is absent
+ * (*existing = NULL); otherwise the map is left as it is and *existing is
+ * key's value (so values added this way should not be NULL). Returns false
+ * when out of memory. */
+bool ts_strmap_insert(ts_strmap_t *m, const char *key, size_t len, void *val, void **existing);
 void *ts_strmap_get(const ts_strmap_t *m, const char *key, size_t len);
 void ts_strmap_free(ts_strmap_t *m);
+
+/* ---- pointer map ------------------------------------------------------- */
+
+/* Open-addressing hash map from non-NULL pointers (identity) to integers.
+ * A zeroed map is empty. */
+typedef struct {
+  const void **keys;
+  intptr_t *vals;
+  size_t cap, count;
+} ts_ptrmap_t;
+
+/* Each returns false when out of memory. put replaces an existing key's
+ * value; reserve makes room for n keys without growing again. */
+bool ts_ptrmap_put(ts_ptrmap_t *m, const void *key, intptr_t val);
+bool ts_ptrmap_reserve(ts_ptrmap_t *m, size_t n);
+/* Whether key is there; its value into *val. */
+bool ts_ptrmap_get(const ts_ptrmap_t *m, const void *key, intptr_t *val);
+void ts_ptrmap_free(ts_ptrmap_t *m);
 
 /* ---- interval tree ---------------------------------------------------- */
 

@@ -155,8 +155,9 @@ void ts_hlo_liveness_free(ts_hlo_liveness_t *l) {
 
 ts_status_t ts_hlo_liveness(const ts_hlo_comp_t *c, const ts_hlo_instr_t *const *order, ts_hlo_liveness_t *out) {
   memset(out, 0, sizeof *out);
-  int n = c->ninstrs, nleaves = 0, nbufs = 0;
-  int *pos = ts_malloc(sizeof *pos * ((size_t)c->module->next_id + 1));
+  int n = c->ninstrs, nleaves = 0, nbufs = 0, lo, hi;
+  ts_hlo_comp_id_range(c, &lo, &hi);
+  int *pos = ts_malloc(sizeof *pos * ((size_t)(hi - lo) + 1)); /* per id - lo */
   out->n = n;
   out->leaf_start = ts_malloc(sizeof *out->leaf_start * ((size_t)n + 1));
   int *param_first = ts_malloc(sizeof *param_first * ((size_t)c->nparams + 1));
@@ -166,7 +167,11 @@ ts_status_t ts_hlo_liveness(const ts_hlo_comp_t *c, const ts_hlo_instr_t *const 
     goto fail;
   }
   for (int q = 0; q < n; q++) {
-    pos[order[q]->id] = q;
+    if (order[q]->id < lo || order[q]->id >= hi) {
+      st = TS_ERR_INVALID_ARGUMENT; /* not an order of c */
+      goto fail;
+    }
+    pos[order[q]->id - lo] = q;
     out->leaf_start[q] = nleaves;
     nleaves += ts_shape_leaf_count(order[q]->shape);
   }
@@ -195,8 +200,8 @@ ts_status_t ts_hlo_liveness(const ts_hlo_comp_t *c, const ts_hlo_instr_t *const 
       int *slot = &out->leaf_buf[out->leaf_start[q] + j];
       if (s.kind == TS_LEAF_ALIASED) {
         const ts_hlo_instr_t *o = i->ops[s.op];
-        int oq = pos[o->id];
-        if (o->parent != c || oq >= q || s.op_leaf >= out->leaf_start[oq + 1] - out->leaf_start[oq]) {
+        int oq = o->parent == c && o->id >= lo && o->id < hi ? pos[o->id - lo] : q;
+        if (oq >= q || s.op_leaf >= out->leaf_start[oq + 1] - out->leaf_start[oq]) {
           st = TS_ERR_INVALID_ARGUMENT; /* not an order of c, or a malformed alias */
           goto fail;
         }
@@ -219,7 +224,11 @@ ts_status_t ts_hlo_liveness(const ts_hlo_comp_t *c, const ts_hlo_instr_t *const 
     for (int pass = 0; pass < 2; pass++) {
       const ts_hlo_instr_t *reader = pass == 0 ? i : start;
       for (int o = 0; reader && o < reader->nops; o++) {
-        int oq = pos[reader->ops[o]->id];
+        if (reader->ops[o]->id < lo || reader->ops[o]->id >= hi) {
+          st = TS_ERR_INVALID_ARGUMENT;
+          goto fail;
+        }
+        int oq = pos[reader->ops[o]->id - lo];
         for (int e = out->leaf_start[oq]; e < out->leaf_start[oq + 1]; e++) {
           int b = out->leaf_buf[e];
           if (b >= 0 && out->bufs[b].last < q) out->bufs[b].last = q;
@@ -230,7 +239,7 @@ ts_status_t ts_hlo_liveness(const ts_hlo_comp_t *c, const ts_hlo_instr_t *const 
     }
   }
   if (c->root) {
-    int rq = pos[c->root->id];
+    int rq = pos[c->root->id - lo];
     for (int e = out->leaf_start[rq]; e < out->leaf_start[rq + 1]; e++) {
       int b = out->leaf_buf[e];
       if (b >= 0) out->bufs[b].last = n;

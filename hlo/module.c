@@ -225,17 +225,36 @@ ts_hlo_comp_t *ts_hlo_module_find_comp(const ts_hlo_module_t *m, const char *nam
   return ts_strmap_get(&m->comp_names, name, strlen(name));
 }
 
-/* Picks a module-unique name: `base` if free, else `stem.N` with the first
- * free N above any numeric suffix `base` already has (XLA's name uniquer).
- * The next N per stem is remembered so that many clashes stay linear. */
-static const char *unique_name(ts_hlo_module_t *m, const char *base) {
+/* "stem.n" in the arena. */
+static char *suffixed(ts_arena_t *a, const char *stem, size_t len, int64_t n) {
+  char digits[24];
+  int nd = 0;
+  do digits[nd++] = (char)('0' + n % 10);
+  while ((n /= 10) > 0);
+  char *s = ts_arena_alloc(a, len + 1 + (size_t)nd + 1);
+  if (!s) return NULL;
+  memcpy(s, stem, len);
+  s[len] = '.';
+  for (int k = 0; k < nd; k++) s[len + 1 + k] = digits[nd - 1 - k];
+  s[len + 1 + nd] = '\0';
+  return s;
+}
+
+/* Gives i a module-unique name and enters it in m->names: `base` if free,
+ * else `stem.N` with the first free N above any numeric suffix `base`
+ * already has (XLA's name uniquer). The next N per stem is remembered so
+ * that many clashes stay linear. NULL when out of memory. */
+static const char *unique_name(ts_hlo_module_t *m, const char *base, ts_hlo_instr_t *i) {
   size_t len = strlen(base);
-  if (!ts_strmap_get(&m->names, base, len)) return ts_arena_strndup(m->arena, base, len);
+  char *name = ts_arena_strndup(m->arena, base, len);
+  void *had;
+  if (!name || !ts_strmap_insert(&m->names, name, len, i, &had)) return NULL;
+  if (!had) return name;
   size_t stem = len;
   while (stem > 0 && base[stem - 1] >= '0' && base[stem - 1] <= '9') stem--;
   int64_t n = 0;
   if (stem > 0 && stem < len && base[stem - 1] == '.') {
-    for (size_t i = stem; i < len && n < INT64_MAX / 10 - 10; i++) n = n * 10 + (base[i] - '0');
+    for (size_t k = stem; k < len && n < INT64_MAX / 10 - 10; k++) n = n * 10 + (base[k] - '0');
     stem--;
   } else {
     stem = len;
@@ -244,10 +263,11 @@ static const char *unique_name(ts_hlo_module_t *m, const char *base) {
   if (next > n) n = next;
   char *cand;
   do {
-    cand = ts_arena_printf(m->arena, "%.*s.%lld", (int)stem, base, (long long)++n);
-  } while (cand && ts_strmap_get(&m->names, cand, strlen(cand)));
+    cand = suffixed(m->arena, base, stem, ++n);
+    if (!cand || !ts_strmap_insert(&m->names, cand, strlen(cand), i, &had)) return NULL;
+  } while (had);
   /* The key must outlive the map: the stem of the new name, in the arena. */
-  if (cand && n < INTPTR_MAX) ts_strmap_put(&m->name_next, cand, stem, (void *)(intptr_t)n);
+  if (n < INTPTR_MAX) ts_strmap_put(&m->name_next, cand, stem, (void *)(intptr_t)n);
   return cand;
 }
 
@@ -266,8 +286,8 @@ ts_status_t ts_hlo_instr_add(ts_hlo_comp_t *c, ts_opcode_t op, const ts_shape_t 
   ts_hlo_module_t *m = c->module;
   ts_hlo_instr_t *i = ts_arena_alloc(m->arena, sizeof *i);
   if (!i) return TS_ERR_NOMEM;
-  i->name = unique_name(m, name ? name : ts_opcode_name(op));
-  if (!i->name || !ts_strmap_put(&m->names, i->name, strlen(i->name), i)) return TS_ERR_NOMEM;
+  i->name = unique_name(m, name ? name : ts_opcode_name(op), i);
+  if (!i->name) return TS_ERR_NOMEM;
   i->op = op;
   i->async_wrapped = TS_OP_COUNT;
   i->shape = shape;
@@ -378,9 +398,22 @@ ts_status_t ts_hlo_comp_index_params(ts_hlo_comp_t *c) {
   return TS_OK;
 }
 
+void ts_hlo_comp_id_range(const ts_hlo_comp_t *c, int *lo, int *hi) {
+  int a = c->ninstrs ? c->instrs[0]->id : 0, b = a;
+  for (int k = 1; k < c->ninstrs; k++) {
+    int id = c->instrs[k]->id;
+    if (id < a) a = id;
+    if (id > b) b = id;
+  }
+  *lo = a;
+  *hi = c->ninstrs ? b + 1 : a;
+}
+
 static ts_status_t post_order(const ts_hlo_comp_t *c, bool ctrl, const ts_hlo_instr_t **order) {
-  int n = c->ninstrs, done = 0;
-  uint8_t *state = ts_calloc((size_t)c->module->next_id + 1, 1); /* 0 new, 1 on the stack, 2 placed */
+  int n = c->ninstrs, done = 0, lo, hi;
+  ts_hlo_comp_id_range(c, &lo, &hi);
+  /* per id - lo: 0 new, 1 on the stack, 2 placed */
+  uint8_t *state = ts_calloc((size_t)(hi - lo) + 1, 1);
   const ts_hlo_instr_t **stack = ts_calloc((size_t)n + 1, sizeof *stack);
   int *next = ts_calloc((size_t)n + 1, sizeof *next); /* the next dependency to visit */
   ts_status_t st = TS_OK;
@@ -390,11 +423,11 @@ static ts_status_t post_order(const ts_hlo_comp_t *c, bool ctrl, const ts_hlo_in
   }
   for (int k = 0; k < n; k++) {
     const ts_hlo_instr_t *s = c->instrs[k];
-    if (state[s->id]) continue;
+    if (state[s->id - lo]) continue;
     int sp = 0;
     stack[sp] = s;
     next[sp++] = 0;
-    state[s->id] = 1;
+    state[s->id - lo] = 1;
     while (sp > 0) {
       const ts_hlo_instr_t *top = stack[sp - 1];
       int e = next[sp - 1]++;
@@ -402,13 +435,17 @@ static ts_status_t post_order(const ts_hlo_comp_t *c, bool ctrl, const ts_hlo_in
       if (e < top->nops) dep = top->ops[e];
       else if (ctrl && e < top->nops + top->nctrl_preds) dep = top->ctrl_preds[e - top->nops];
       else {
-        state[top->id] = 2;
+        state[top->id - lo] = 2;
         order[done++] = top;
         sp--;
         continue;
       }
-      if (state[dep->id] == 0) {
-        state[dep->id] = 1;
+      if (dep->id < lo || dep->id >= hi) { /* not an instruction of c */
+        st = TS_ERR_INTERNAL;
+        goto out;
+      }
+      if (state[dep->id - lo] == 0) {
+        state[dep->id - lo] = 1;
         stack[sp] = dep;
         next[sp++] = 0;
       }

@@ -332,6 +332,11 @@ ts_coll_group_mode_t ts_hlo_group_mode(const ts_hlo_instr_t *i, ts_opcode_t op);
 ts_status_t ts_hlo_comp_add(ts_hlo_module_t *m, const char *name, ts_hlo_comp_t **out);
 ts_hlo_comp_t *ts_hlo_module_find_comp(const ts_hlo_module_t *m, const char *name);
 
+/* The ids of c's instructions all lie in [*lo, *hi): a table indexed by
+ * id - lo is sized to the computation, not to the module (a module with many
+ * small computations, fused ones say, stays linear). */
+void ts_hlo_comp_id_range(const ts_hlo_comp_t *c, int *lo, int *hi);
+
 /* The instructions of `c` in a post-order over operands and control
  * predecessors (every instruction after what it depends on), visiting roots
  * in text order; iterative, since chains in real modules are deep.

@@ -71,7 +71,7 @@ static const char *sharding_str(ts_vctx_t *v, const ts_sharding_t *s) {
   return r ? r : "<sharding>";
 }
 
-/* ---- pointer and pair sets ---------------------------------------------- */
+/* ---- pointer map ------------------------------------------------------- */
 
 /* Open addressing from pointers to dense indices. */
 typedef struct {
@@ -119,45 +119,55 @@ static int ptrmap_get(const ptrmap_t *m, const void *key) {
   return -1;
 }
 
-/* A set of (def, user) index pairs. */
-typedef struct {
-  uint64_t *keys;
-  size_t mask;
-} pairset_t;
-
-static bool pairset_init(pairset_t *s, size_t n) {
-  size_t cap = 16;
-  while (cap < 2 * n + 16) cap *= 2;
-  s->keys = ts_calloc(cap, sizeof *s->keys);
-  s->mask = cap - 1;
-  return s->keys != NULL;
-}
-
-static uint64_t pair(int a, int b) { return ((uint64_t)(uint32_t)(a + 1) << 32) | (uint32_t)(b + 1); }
-
-/* Returns true when newly inserted. */
-static bool pairset_add(pairset_t *s, uint64_t k) {
-  for (size_t h = mix(k) & s->mask;; h = (h + 1) & s->mask) {
-    if (!s->keys[h]) return (s->keys[h] = k), true;
-    if (s->keys[h] == k) return false;
-  }
-}
-
-static bool pairset_has(const pairset_t *s, uint64_t k) {
-  for (size_t h = mix(k) & s->mask; s->keys[h]; h = (h + 1) & s->mask)
-    if (s->keys[h] == k) return true;
-  return false;
-}
-
 /* ---- structure ---------------------------------------------------------- */
 
+/* Instruction -> position in instrs: by id (ids are unique and below
+ * next_id in any module built through ts_hlo_instr_add; an entry counts only
+ * when instrs[pos] is that very instruction), or, for a module whose ids are
+ * not, through a pointer map. */
 typedef struct {
   ts_vctx_t *v;
   int n; /* instructions in the module */
   const ts_hlo_instr_t **instrs;
-  ptrmap_t index; /* instruction -> position in instrs */
+  size_t total;   /* instructions listed in the module's computations */
+  bool dense;     /* byid holds the index (else the map) */
+  int *byid;      /* per id: position in instrs, -1 */
+  int nid;        /* byid's size */
+  ptrmap_t index; /* instruction -> position in instrs, when not dense */
   ptrmap_t comps; /* computation -> position in m->comps */
 } walk_t;
+
+static int index_of(const walk_t *w, const ts_hlo_instr_t *i) {
+  if (!w->dense) return ptrmap_get(&w->index, i);
+  if (i->id < 0 || i->id >= w->nid) return -1;
+  int k = w->byid[i->id];
+  return k >= 0 && w->instrs[k] == i ? k : -1;
+}
+
+/* From byid to the pointer map: instructions whose ids clash or are out of
+ * range. */
+static bool leave_dense(walk_t *w, size_t n) {
+  if (!ptrmap_init(&w->index, n)) return false;
+  for (int k = 0; k < w->n; k++) ptrmap_put(&w->index, w->instrs[k], k);
+  w->dense = false;
+  return true;
+}
+
+/* Adds i at position w->n; returns the earlier position of i when it is
+ * already there, -1 when added, -2 when out of memory. */
+static int index_add(walk_t *w, const ts_hlo_instr_t *i, size_t n) {
+  if (w->dense) {
+    bool fits = i->id >= 0 && i->id < w->nid;
+    int k = fits ? w->byid[i->id] : -1;
+    if (k >= 0 && w->instrs[k] == i) return k;
+    if (fits && k < 0) {
+      w->byid[i->id] = w->n;
+      return -1;
+    }
+    if (!leave_dense(w, n)) return -2;
+  }
+  return ptrmap_put(&w->index, i, w->n);
+}
 
 /* Well-formed shape: known type, non-negative dims (or `?` marked dynamic),
  * tuples with elements. */
@@ -207,7 +217,11 @@ static ts_status_t check_instrs(walk_t *w) {
                           i->parent ? "'" : "");
         break;
       }
-      int prev = ptrmap_put(&w->index, i, w->n);
+      int prev = index_add(w, i, w->total);
+      if (prev == -2) {
+        st = TS_ERR_NOMEM;
+        break;
+      }
       if (prev >= 0) {
         st = ts_vfy_error(v, i, (ts_loc_t){0, 0}, "listed twice in computation '%s'", c->name);
         break;
@@ -277,7 +291,7 @@ static ts_status_t check_edges(walk_t *w) {
       int n = ctrl ? e - i->nops : e;
       const char *what = ctrl ? "control predecessor" : "operand";
       if (!o) return ts_vfy_error(v, i, (ts_loc_t){0, 0}, "%s %d is NULL", what, n);
-      if (ptrmap_get(&w->index, o) < 0)
+      if (index_of(w, o) < 0)
         return ts_vfy_error(v, i, (ts_loc_t){0, 0}, "%s %d '%s' is not an instruction of the module", what, n,
                             o->name ? o->name : "?");
       if (o->parent != i->parent)
@@ -288,69 +302,87 @@ static ts_status_t check_edges(walk_t *w) {
   return TS_OK;
 }
 
-/* users lists are exactly the set of instructions using each one, no repeats. */
+/* users lists are exactly the set of instructions using each one, no repeats.
+ * The distinct users of each def, in text order, from the operands (CSR);
+ * then per def a stamp on its real users and one on those listed: linear,
+ * where sets of (def, user) pairs cost a hash probe per edge. */
 static ts_status_t check_users(walk_t *w) {
   ts_vctx_t *v = w->v;
-  size_t nedges = 0, nusers = 0;
-  for (int k = 0; k < w->n; k++) nedges += (size_t)w->instrs[k]->nops, nusers += (size_t)w->instrs[k]->nusers;
-  pairset_t uses = {0}, listed = {0};
-  int *distinct = ts_calloc((size_t)w->n + 1, sizeof *distinct);
+  int n = w->n;
+  size_t nedges = 0;
+  for (int k = 0; k < n; k++) nedges += (size_t)w->instrs[k]->nops;
+  size_t *first = ts_calloc((size_t)n + 2, sizeof *first); /* def d's users: use[first[d] .. first[d + 1]) */
+  int *use = ts_calloc(nedges + 1, sizeof *use);
+  int *seen = ts_malloc(sizeof *seen * ((size_t)n + 1)); /* per def: the last user counted */
+  int *uses = ts_malloc(sizeof *uses * ((size_t)n + 1)); /* per user: the def it was last found using */
+  int *listed = ts_malloc(sizeof *listed * ((size_t)n + 1)); /* per user: the def that last listed it */
   ts_status_t st = TS_OK;
-  if (!distinct || !pairset_init(&uses, nedges) || !pairset_init(&listed, nusers)) {
+  if (!first || !use || !seen || !uses || !listed) {
     st = TS_ERR_NOMEM;
     goto done;
   }
-  for (int k = 0; k < w->n; k++) {
+  for (int d = 0; d < n; d++) seen[d] = uses[d] = listed[d] = -1;
+  for (int k = 0; k < n; k++) {
     const ts_hlo_instr_t *i = w->instrs[k];
     for (int e = 0; e < i->nops; e++) {
-      int d = ptrmap_get(&w->index, i->ops[e]);
-      if (pairset_add(&uses, pair(d, k))) distinct[d]++;
+      int d = index_of(w, i->ops[e]);
+      if (seen[d] != k) seen[d] = k, first[d + 2]++;
     }
   }
-  for (int d = 0; d < w->n && st == TS_OK; d++) {
+  for (int d = 0; d < n; d++) first[d + 2] += first[d + 1];
+  for (int d = 0; d < n; d++) seen[d] = -1;
+  for (int k = 0; k < n; k++) { /* first[d + 1] is where def d's next user goes */
+    const ts_hlo_instr_t *i = w->instrs[k];
+    for (int e = 0; e < i->nops; e++) {
+      int d = index_of(w, i->ops[e]);
+      if (seen[d] != k) seen[d] = k, use[first[d + 1]++] = k;
+    }
+  }
+  for (int d = 0; d < n && st == TS_OK; d++) {
     const ts_hlo_instr_t *def = w->instrs[d];
+    for (size_t q = first[d]; q < first[d + 1]; q++) uses[use[q]] = d;
     for (int u = 0; u < def->nusers; u++) {
       const ts_hlo_instr_t *user = def->users[u];
-      int ui = user ? ptrmap_get(&w->index, user) : -1;
+      int ui = user ? index_of(w, user) : -1;
       if (ui < 0) {
         st = ts_vfy_error(v, def, (ts_loc_t){0, 0}, "user %d is %s", u,
                           user ? "not an instruction of the module" : "NULL");
         break;
       }
-      if (!pairset_has(&uses, pair(d, ui))) {
+      if (uses[ui] != d) {
         st = ts_vfy_error(v, def, (ts_loc_t){0, 0}, "users list names '%s', which does not use it",
                           user->name);
         break;
       }
-      if (!pairset_add(&listed, pair(d, ui))) {
+      if (listed[ui] == d) {
         st = ts_vfy_error(v, def, (ts_loc_t){0, 0}, "users list names '%s' twice", user->name);
         break;
       }
+      listed[ui] = d;
     }
-    if (st == TS_OK && def->nusers != distinct[d]) {
-      /* fewer listed than use it: name one that is missing */
-      for (int k = 0; k < w->n; k++) {
-        const ts_hlo_instr_t *i = w->instrs[k];
-        for (int e = 0; e < i->nops; e++)
-          if (i->ops[e] == def && !pairset_has(&listed, pair(d, k))) {
-            st = ts_vfy_error(v, def, (ts_loc_t){0, 0}, "used by '%s' but missing from its users list",
-                              i->name);
-            goto done;
-          }
-      }
+    if (st == TS_OK && (size_t)def->nusers != first[d + 1] - first[d]) {
+      /* fewer listed than use it: name the first that is missing */
+      for (size_t q = first[d]; q < first[d + 1]; q++)
+        if (listed[use[q]] != d) {
+          st = ts_vfy_error(v, def, (ts_loc_t){0, 0}, "used by '%s' but missing from its users list",
+                            w->instrs[use[q]]->name);
+          break;
+        }
     }
   }
 done:
-  ts_free(distinct);
-  ts_free(uses.keys);
-  ts_free(listed.keys);
+  ts_free(first);
+  ts_free(use);
+  ts_free(seen);
+  ts_free(uses);
+  ts_free(listed);
   return st;
 }
 
 static ts_status_t check_root(walk_t *w, const ts_hlo_comp_t *c) {
   ts_vctx_t *v = w->v;
   if (!c->root) return comp_error(v, c, "has no root instruction");
-  if (c->root->parent != c || ptrmap_get(&w->index, c->root) < 0)
+  if (c->root->parent != c || index_of(w, c->root) < 0)
     return comp_error(v, c, "root '%s' is not one of its instructions", c->root->name ? c->root->name : "?");
   if (!c->root->is_root)
     return ts_vfy_error(v, c->root, (ts_loc_t){0, 0},
@@ -544,8 +576,8 @@ static ts_status_t check_cycles(walk_t *w) {
   for (int k = 0; k < w->n; k++) {
     const ts_hlo_instr_t *i = w->instrs[k];
     first[k] = e;
-    for (int j = 0; j < i->nops; j++) adj[e++] = ptrmap_get(&w->index, i->ops[j]);
-    for (int j = 0; j < i->nctrl_preds; j++) adj[e++] = ptrmap_get(&w->index, i->ctrl_preds[j]);
+    for (int j = 0; j < i->nops; j++) adj[e++] = index_of(w, i->ops[j]);
+    for (int j = 0; j < i->nctrl_preds; j++) adj[e++] = index_of(w, i->ctrl_preds[j]);
   }
   first[w->n] = e;
   TS_CHECK_GOTO(find_cycle(w->n, first, adj, cycle, &len), st, done);
@@ -1176,8 +1208,12 @@ static ts_status_t verify(ts_vctx_t *v) {
   if (n > INT32_MAX - 1) return module_error(v, (ts_loc_t){0, 0}, "too many instructions (%zu)", n);
   ts_status_t st = TS_ERR_NOMEM;
   w.instrs = ts_calloc(n + 1, sizeof *w.instrs);
-  if (!w.instrs || !ptrmap_init(&w.index, n) || !ptrmap_init(&w.comps, m->ncomps > 0 ? (size_t)m->ncomps : 0))
-    goto done;
+  w.total = n;
+  w.dense = true;
+  w.nid = m->next_id > 0 ? m->next_id : 0;
+  w.byid = ts_malloc(sizeof *w.byid * ((size_t)w.nid + 1));
+  if (!w.instrs || !w.byid || !ptrmap_init(&w.comps, m->ncomps > 0 ? (size_t)m->ncomps : 0)) goto done;
+  for (int k = 0; k < w.nid; k++) w.byid[k] = -1;
   TS_CHECK_GOTO(check_structure(&w), st, done);
   TS_CHECK_GOTO(check_entry_layout(v), st, done);
   /* as XLA: async pairs and channels before shapes */
@@ -1190,6 +1226,7 @@ static ts_status_t verify(ts_vctx_t *v) {
   st = TS_OK;
 done:
   ts_free(w.instrs);
+  ts_free(w.byid);
   ptrmap_free(&w.index);
   ptrmap_free(&w.comps);
   return st;

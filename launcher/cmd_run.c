@@ -940,7 +940,8 @@ static ts_status_t partition(job_t *j, ts_diag_t *diag) {
     TS_CHECK(run_compiled_kernels(j->pm, j->R, j->P, f->compile_only, &j->pipe.o.program, &j->cg, diag));
   TS_CHECK(ts_pipeline_run_to(&j->pipe, TS_STAGE_ASSIGNED, diag));
   j->prog = j->pipe.prog;
-  TS_CHECK(fingerprint(j->pm, &j->fingerprint));
+  /* the hang detector's identity of the program: a run's, not a compile's */
+  if (!f->compile_only) TS_CHECK(fingerprint(j->pm, &j->fingerprint));
   j->first_leaf = ts_calloc((size_t)j->np + 1, sizeof *j->first_leaf);
   if (!j->first_leaf) return TS_ERR_NOMEM;
   for (int p = 0; p < j->np; p++) j->first_leaf[p] = -1;

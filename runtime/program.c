@@ -27,9 +27,8 @@ ts_status_t rt_fail(const ts_hlo_module_t *m, const ts_hlo_instr_t *i, ts_diag_t
 }
 
 int rt_comp_index(const ts_rt_program_t *p, const ts_hlo_comp_t *c) {
-  for (int k = 0; k < p->m->ncomps; k++)
-    if (p->m->comps[k] == c) return k;
-  return -1;
+  intptr_t k;
+  return c && ts_ptrmap_get(&p->comp_index, c, &k) ? (int)k : -1;
 }
 
 static void leaf_shapes(const ts_shape_t *s, const ts_shape_t **out, int *n) {
@@ -908,10 +907,16 @@ ts_status_t ts_rt_program_create(const ts_hlo_module_t *m, const ts_rt_program_o
   for (int c = 0; c < m->ncomps; c++) total += m->comps[c]->ninstrs;
   p->names = ts_calloc((size_t)total + 1, sizeof *p->names);
   ts_status_t st = TS_OK;
-  if (!p->arena || !p->comps || !p->pos || !p->gindex || !p->consts || !p->names) {
+  if (!p->arena || !p->comps || !p->pos || !p->gindex || !p->consts || !p->names ||
+      !ts_ptrmap_reserve(&p->comp_index, (size_t)m->ncomps)) {
     st = TS_ERR_NOMEM;
     goto fail;
   }
+  for (int c = m->ncomps - 1; c >= 0; c--) /* the first index of a computation listed twice */
+    if (!ts_ptrmap_put(&p->comp_index, m->comps[c], c)) {
+      st = TS_ERR_NOMEM;
+      goto fail;
+    }
   for (int c = 0; c < m->ncomps; c++)
     for (int j = 0; j < m->comps[c]->ninstrs; j++) {
       const ts_hlo_instr_t *i = m->comps[c]->instrs[j];
@@ -978,6 +983,7 @@ void ts_rt_program_destroy(ts_rt_program_t *p) {
   ts_free(p->out_src);
   ts_free(p->out_pre);
   ts_free(p->out_stage);
+  ts_ptrmap_free(&p->comp_index);
   ts_arena_destroy(p->arena);
   ts_free(p);
 }

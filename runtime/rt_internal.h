@@ -133,6 +133,7 @@ struct ts_rt_program {
   void *fusion_state;
   int ncomps;
   rt_comp_t *comps;              /* by index in m->comps */
+  ts_ptrmap_t comp_index;        /* computation -> its index in m->comps */
   int entry;
   int *pos;                      /* per instruction id: position in its computation's order */
   int *gindex;                   /* per instruction id: global index */

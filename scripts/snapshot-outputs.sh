@@ -24,14 +24,17 @@ done
 record() {  # NAME CMD...: stdout, stderr and the exit code of CMD, paths made relative
   local name=$1; shift
   (cd "$root" && timeout 60 "$@" >"$out/$name.out" 2>"$out/$name.err"; echo "rc=$?" >"$out/$name.rc")
-  # paths made relative, and times (the only run-to-run noise) masked
-  sed -i -E "s#$root#ROOT#g; s#$corpus#CORPUS#g; s/in [0-9.]+ (ms|s)\b/in T \1/g" "$out/$name.out" "$out/$name.err"
+  # paths made relative, and times (the only run-to-run noise) masked: "in
+  # 1.2 ms", and the fusion and codegen clocks of run --compile-only's
+  # "compiled kernels" line
+  sed -i -E "s#$root#ROOT#g; s#$corpus#CORPUS#g; s/in [0-9.]+ (ms|s)\b/in T \1/g;
+             /^compiled kernels:/s/[0-9]+\.[0-9]+/T/g" "$out/$name.out" "$out/$name.err"
 }
 
 n=0
 for f in "${files[@]}"; do
   key=$(echo "${f#"$root"/}" | sed 's#[/.]#_#g')
-  for st in parsed verified propagated; do
+  for st in parsed verified propagated fused; do
     record "$key.$st" "$bin" opt --stage=$st "$f"
   done
   if grep -q 'num_partitions=[2-9]' "$f"; then

@@ -12,7 +12,7 @@ endforeach()
 # Every sweep in one process: minutes at -O0 under ASan (the CI's sanitizer
 # run skips heavy; each sweep still runs there as its own test).
 set_tests_properties(test_codegen_math PROPERTIES LABELS "unit;heavy")
-ts_unit_test(test_codegen_kernels)
+ts_unit_test(test_codegen_kernels CASES all distinct)
 target_link_libraries(test_codegen_kernels PRIVATE ts_codegen ts_fusion ts_interp m)
 target_include_directories(test_codegen_kernels PRIVATE ${CMAKE_CURRENT_SOURCE_DIR} ${CMAKE_CURRENT_LIST_DIR}/../fusion)
 

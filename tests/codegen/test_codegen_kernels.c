@@ -123,9 +123,54 @@ static void all(void) {
   for (int k = 0; k < NFUSION_CASES; k++) check_case(&fusion_cases[k]);
 }
 
+/* Fusions the same up to names share one kernel; a different constant or
+ * shape gets its own; each kernel still agrees with the interpreter. */
+static void distinct(void) {
+  static const char text[] =
+      "HloModule distinct\n"
+      "f1 {\n  p0 = f32[8] parameter(0)\n  c = f32[] constant(2)\n"
+      "  b = f32[8] broadcast(c), dimensions={}\n  ROOT m = f32[8] multiply(p0, b)\n}\n"
+      "f2 {\n  x = f32[8] parameter(0)\n  k = f32[] constant(2)\n"
+      "  bb = f32[8] broadcast(k), dimensions={}\n  ROOT y = f32[8] multiply(x, bb)\n}\n"
+      "f3 {\n  x3 = f32[8] parameter(0)\n  k3 = f32[] constant(3)\n"
+      "  b3 = f32[8] broadcast(k3), dimensions={}\n  ROOT y3 = f32[8] multiply(x3, b3)\n}\n"
+      "f4 {\n  x4 = f32[16] parameter(0)\n  k4 = f32[] constant(2)\n"
+      "  b4 = f32[16] broadcast(k4), dimensions={}\n  ROOT y4 = f32[16] multiply(x4, b4)\n}\n"
+      "ENTRY e {\n  a = f32[8] parameter(0)\n  q = f32[16] parameter(1)\n"
+      "  u = f32[8] fusion(a), kind=kLoop, calls=f1\n  v = f32[8] fusion(u), kind=kLoop, calls=f2\n"
+      "  w = f32[8] fusion(v), kind=kLoop, calls=f3\n  z = f32[16] fusion(q), kind=kLoop, calls=f4\n"
+      "  ROOT t = (f32[8], f32[16]) tuple(w, z)\n}\n";
+  ts_source_t src = {"distinct.hlo", text, strlen(text)};
+  ts_hlo_module_t *m = NULL;
+  ts_codegen_t *cg = NULL;
+  ts_diag_t d = {0};
+  EXPECT_EQ(ts_hlo_parse(&src, NULL, &m, &d), TS_OK);
+  if (!m) return;
+  ts_codegen_stats_t cs;
+  EXPECT_EQ(ts_codegen_compile(m, NULL, &cg, &cs, &d), TS_OK);
+  EXPECT_EQ(cs.fusions, 4);
+  EXPECT_EQ(cs.compiled, 4);
+  EXPECT_EQ(cs.kernels, 3);
+  const ts_hlo_comp_t *e = m->entry;
+  ts_kernel_fn k[4];
+  for (int f = 0; f < 4; f++) {
+    const ts_hlo_instr_t *fu = ts_hlo_comp_find_instr(e, (const char *[]){"u", "v", "w", "z"}[f]);
+    EXPECT(fu != NULL);
+    k[f] = fu ? ts_codegen_kernel(cg, fu) : NULL;
+    EXPECT(k[f] != NULL);
+    for (int trial = 0; fu && k[f] && trial < 2; trial++) compare(m, fu, k[f], 7 + (uint64_t)trial, trial == 1);
+  }
+  EXPECT(k[0] == k[1]);
+  EXPECT(k[2] != k[0] && k[3] != k[0] && k[3] != k[2]);
+  EXPECT(ts_codegen_kernel(cg, e->root) == NULL);
+  ts_diag_free(&d);
+  ts_codegen_destroy(cg);
+  ts_hlo_module_destroy(m);
+}
+
 int main(int argc, char **argv) {
-  static const ts_test_case_t cases[] = {{"all", all}};
-  int rc = ts_test_cases("test_codegen_kernels", argc, argv, cases, 1);
+  static const ts_test_case_t cases[] = {{"all", all}, {"distinct", distinct}};
+  int rc = ts_test_cases("test_codegen_kernels", argc, argv, cases, 2);
   ts_interp_release_buffers();
   return rc;
 }

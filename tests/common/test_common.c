@@ -50,7 +50,43 @@ static void test_strmap(void) {
   EXPECT(ts_strmap_get(&m, "name.1x", 6) == keys[1]); /* length-bounded key */
   EXPECT(ts_strmap_put(&m, keys[7], strlen(keys[7]), keys[8]));
   EXPECT(m.count == 3000 && ts_strmap_get(&m, "name.7", 6) == keys[8]);
+  /* insert: adds an absent key, leaves a present one as it was */
+  void *had = (void *)1;
+  EXPECT(ts_strmap_insert(&m, "fresh", 5, keys[1], &had) && had == NULL);
+  EXPECT(m.count == 3001 && ts_strmap_get(&m, "fresh", 5) == keys[1]);
+  EXPECT(ts_strmap_insert(&m, keys[9], strlen(keys[9]), keys[2], &had) && had == keys[9]);
+  EXPECT(m.count == 3001 && ts_strmap_get(&m, keys[9], strlen(keys[9])) == keys[9]);
+  /* keys of every length around the 8-byte words the hash reads, and empty */
+  static const char text[] = "abcdefghijklmnopqrstuvwxyz0123456789";
+  for (size_t n = 0; n <= 20; n++) EXPECT(ts_strmap_put(&m, text, n, (void *)(text + n)));
+  for (size_t n = 0; n <= 20; n++) EXPECT(ts_strmap_get(&m, text, n) == text + n);
+  EXPECT(ts_strmap_get(&m, text + 1, 8) == NULL);
   ts_strmap_free(&m);
+  EXPECT(m.count == 0 && ts_strmap_get(&m, "fresh", 5) == NULL);
+}
+
+static void test_ptrmap(void) {
+  ts_ptrmap_t m = {0};
+  static int objs[5000];
+  intptr_t v = -1;
+  EXPECT(!ts_ptrmap_get(&m, &objs[0], &v) && v == -1);
+  for (int k = 0; k < 5000; k++) EXPECT(ts_ptrmap_put(&m, &objs[k], 3 * k));
+  EXPECT_EQ(m.count, 5000);
+  int bad = 0;
+  for (int k = 0; k < 5000; k++) bad += !ts_ptrmap_get(&m, &objs[k], &v) || v != 3 * k;
+  EXPECT_EQ(bad, 0);
+  EXPECT(ts_ptrmap_put(&m, &objs[17], -4) && m.count == 5000);
+  EXPECT(ts_ptrmap_get(&m, &objs[17], &v) && v == -4);
+  int other;
+  EXPECT(!ts_ptrmap_get(&m, &other, &v));
+  ts_ptrmap_free(&m);
+  EXPECT(m.count == 0 && !ts_ptrmap_get(&m, &objs[1], &v));
+  /* reserve, then no growth: the table stays where it is */
+  EXPECT(ts_ptrmap_reserve(&m, 100));
+  const void **keys = m.keys;
+  for (int k = 0; k < 100; k++) EXPECT(ts_ptrmap_put(&m, &objs[k], k));
+  EXPECT(m.keys == keys && m.count == 100);
+  ts_ptrmap_free(&m);
 }
 
 static void test_buf(void) {
@@ -170,6 +206,7 @@ static const ts_test_case_t cases[] = {
     {"status", test_status},
     {"arena", test_arena},
     {"strmap", test_strmap},
+    {"ptrmap", test_ptrmap},
     {"buf", test_buf},
     {"diag", test_diag},
     {"interval_tree", test_interval_tree},
