@@ -192,6 +192,10 @@ bool cg_supported(const ts_hlo_comp_t *c, int nin, bool *flat) {
   return true;
 }
 
+bool cg_fusion_compiles(const ts_hlo_instr_t *fusion, bool *flat) {
+  return fusion->ncalled == 1 && ts_shape_is_array(fusion->shape) && cg_supported(fusion->called[0], fusion->nops, flat);
+}
+
 static LLVMValueRef cf(cg_t *g, double v) { return LLVMConstReal(g->f32, v); }
 
 static LLVMValueRef fmax_xla(cg_t *g, LLVMValueRef x, LLVMValueRef y, bool is_min) {
@@ -697,7 +701,7 @@ ts_status_t ts_codegen_compile(const ts_hlo_module_t *m, const ts_codegen_opts_t
       if (i->op != TS_OP_FUSION) continue;
       st0.fusions++;
       bool flat;
-      if (i->ncalled != 1 || !ts_shape_is_array(i->shape) || !cg_supported(i->called[0], i->nops, &flat)) continue;
+      if (!cg_fusion_compiles(i, &flat)) continue;
       if (!kernel_key(i, flat, pos, &key)) {
         st = TS_ERR_NOMEM;
         break;

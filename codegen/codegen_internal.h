@@ -26,6 +26,10 @@ void cg_types(cg_t *g, LLVMContextRef cx);
  * compiles; *flat: one loop over the linear index does (else each operand
  * is read at its index map). */
 bool cg_supported(const ts_hlo_comp_t *c, int nin, bool *flat);
+/* Whether fusion instruction `fusion` gets a kernel: an array result and a
+ * supported called computation (flat: see cg_supported). The CPU JIT and
+ * the NVPTX kernels compile the same set. */
+bool cg_fusion_compiles(const ts_hlo_instr_t *fusion, bool *flat);
 
 /* The value of c's root (float, or i1 for pred) at row-major linear index
  * `lin` (i64), emitted at g->b's position as straight-line code; inp[p] is

@@ -137,7 +137,7 @@ ts_status_t ts_codegen_ptx(const ts_hlo_module_t *m, ts_codegen_ptx_t **out, ts_
       if (i->op != TS_OP_FUSION) continue;
       st0.fusions++;
       bool flat;
-      if (i->ncalled != 1 || !ts_shape_is_array(i->shape) || !cg_supported(i->called[0], i->nops, &flat)) continue;
+      if (!cg_fusion_compiles(i, &flat)) continue;
       ts_codegen_ptx_kernel_t *kk = &p->k[p->n];
       snprintf(kk->name, sizeof kk->name, "ts_fusion_%d", p->n);
       if (!emit_kernel(&g, i->called[0], flat, kk->name)) {

@@ -198,6 +198,17 @@ static ts_status_t array_operands(lower_t *L, const ts_hlo_instr_t *i) {
   return TS_OK;
 }
 
+/* One kernel step for instruction i at position k: fn over its array
+ * operands into fresh result slots [0, nl). */
+static ts_status_t kernel_step(lower_t *L, const ts_hlo_instr_t *i, int k, int nl, ts_kernel_fn fn) {
+  TS_CHECK(array_operands(L, i));
+  TS_CHECK(fresh_slots(L, k, 0, nl));
+  rt_step_t *s = add_step(L, k, ST_KERNEL);
+  s->fn = fn;
+  TS_CHECK(operand_slots(L, i, 0, s));
+  return result_slots(L, k, 0, nl, s);
+}
+
 static ts_status_t callee_index(lower_t *L, const ts_hlo_instr_t *i, const ts_hlo_comp_t *c, int *out) {
   *out = c ? rt_comp_index(L->p, c) : -1;
   if (*out < 0) return rt_fail(L->p->m, i, L->diag, TS_ERR_INVALID_ARGUMENT, "no called computation");
@@ -383,12 +394,7 @@ static ts_status_t lower_instr(lower_t *L, int k) {
     if (p->fusion_kernel && ts_shape_is_array(i->shape)) {
       ts_kernel_fn fn = p->fusion_kernel(p->fusion_state, i);
       if (fn) {
-        TS_CHECK(array_operands(L, i));
-        TS_CHECK(fresh_slots(L, k, 0, nl));
-        rt_step_t *s = add_step(L, k, ST_KERNEL);
-        s->fn = fn;
-        TS_CHECK(operand_slots(L, i, 0, s));
-        TS_CHECK(result_slots(L, k, 0, nl, s));
+        TS_CHECK(kernel_step(L, i, k, nl, fn));
         break;
       }
     }
@@ -498,12 +504,7 @@ static ts_status_t lower_instr(lower_t *L, int k) {
   kernel: {
     ts_kernel_fn fn = ts_kernel_for(ts_hlo_custom_call_kind(i) == TS_CC_TOPK ? TS_OP_TOPK : op);
     if (!fn) return rt_fail(m, i, L->diag, TS_ERR_INVALID_ARGUMENT, "opcode %s has no kernel in the runtime", ts_opcode_name(op));
-    TS_CHECK(array_operands(L, i));
-    TS_CHECK(fresh_slots(L, k, 0, nl));
-    rt_step_t *s = add_step(L, k, ST_KERNEL);
-    s->fn = fn;
-    TS_CHECK(operand_slots(L, i, 0, s));
-    TS_CHECK(result_slots(L, k, 0, nl, s));
+    TS_CHECK(kernel_step(L, i, k, nl, fn));
     break;
   }
   }
