@@ -10,13 +10,16 @@
 #include "ts_hlo.h"
 #include "ts_kernels.h"
 
+#include <stdatomic.h>
+
 /* ---- values ------------------------------------------------------------ */
 
 /* A reference-counted array or tuple, as the interpreter passes them around.
  * `shape` points into the module arena (or is owned by whoever made the
- * value and outlives it); arrays own `a.data` (a.dims is shape->dims). */
+ * value and outlives it); arrays own `a.data` (a.dims is shape->dims).
+ * The count is atomic: device threads share a job's input values. */
 typedef struct ts_value {
-  int refs;
+  atomic_int refs;
   const ts_shape_t *shape;
   ts_array_t a;               /* arrays only */
   int ntuple;                 /* tuples only */

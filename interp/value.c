@@ -74,7 +74,7 @@ static size_t value_bytes(const ts_value_t *v) {
 static ts_value_t *value_new(const ts_shape_t *shape, bool zero) {
   ts_value_t *v = ts_calloc(1, sizeof *v);
   if (!v) return NULL;
-  v->refs = 1;
+  atomic_init(&v->refs, 1);
   v->shape = shape;
   if (shape->elem == TS_TUPLE) {
     v->ntuple = shape->ntuple;
@@ -105,7 +105,7 @@ ts_value_t *ts_value_new_tuple(const ts_shape_t *shape, ts_value_t **elems) {
     for (int i = 0; i < shape->ntuple; i++) ts_value_unref(elems[i]);
     return NULL;
   }
-  v->refs = 1;
+  atomic_init(&v->refs, 1);
   v->shape = shape;
   v->ntuple = shape->ntuple;
   v->tuple = t;
@@ -114,12 +114,12 @@ ts_value_t *ts_value_new_tuple(const ts_shape_t *shape, ts_value_t **elems) {
 }
 
 ts_value_t *ts_value_ref(ts_value_t *v) {
-  if (v) v->refs++;
+  if (v) atomic_fetch_add_explicit(&v->refs, 1, memory_order_relaxed);
   return v;
 }
 
 void ts_value_unref(ts_value_t *v) {
-  if (!v || --v->refs > 0) return;
+  if (!v || atomic_fetch_sub_explicit(&v->refs, 1, memory_order_acq_rel) != 1) return;
   if (v->tuple) {
     for (int i = 0; i < v->ntuple; i++) ts_value_unref(v->tuple[i]);
     ts_free(v->tuple);

@@ -72,7 +72,7 @@ ts_cli_test(run_zero_devices 2 "tessera run: error: --devices wants a positive i
 ts_cli_test(run_missing_inputs 2 "tessera run: error: cannot open '/nonexistent/param0.npy': No such file or directory" run --devices 1 --inputs /nonexistent ${ident})
 
 # --- unit: the job's inputs and output comparison (interp/feeder.c, compare.c) ---
-foreach(t test_compare test_feeder)
+foreach(t test_compare test_feeder test_value_refs)
   add_executable(${t} interp/${t}.c)
   target_include_directories(${t} PRIVATE ${CMAKE_CURRENT_SOURCE_DIR})
   target_link_libraries(${t} PRIVATE ts_interp ts_npy ts_sharding ts_hlo ts_common Threads::Threads)
