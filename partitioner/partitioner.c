@@ -469,13 +469,6 @@ ts_status_t ts_partition(ts_hlo_module_t *m, const ts_partition_opts_t *opts, ts
         p.dst->comps[p.dst->ncomps - 1] = entry;
         break;
       }
-    ts_hlo_verify_opts_t vo = {.num_partitions = p.n};
-    ts_diag_t vd = {0};
-    if (ts_hlo_verify(p.dst, &vo, &vd) != TS_OK) {
-      ts_diag_plain(diag, "internal error: the partitioned module does not verify: %s", vd.text ? vd.text : "");
-      st = TS_ERR_INTERNAL;
-    }
-    ts_diag_free(&vd);
   }
 done:
   ts_free(p.val);

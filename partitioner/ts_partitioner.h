@@ -26,7 +26,8 @@ void ts_partition_opts_default(ts_partition_opts_t *o);
  * from ts_sharding_propagate first (which writes them into `m`). *out is a
  * new module (num_partitions = N, replica_count 1) whose entry parameters
  * and result are per-device shards of the original ones under the
- * original parameter and root shardings; it verifies. Errors name the
+ * original parameter and root shardings; it verifies (the compile driver,
+ * pipeline/, checks that once per compile: not here too). Errors name the
  * instruction: TS_ERR_INVALID_ARGUMENT for shardings that do not fit the
  * device count, TS_ERR_UNSUPPORTED for what the partitioner cannot do yet. */
 ts_status_t ts_partition(ts_hlo_module_t *m, const ts_partition_opts_t *opts, ts_hlo_module_t **out,

@@ -76,7 +76,6 @@ const ts_stage_info_t ts_pipeline_stages[TS_STAGE_COUNT] = {
 typedef enum {
   V_NONE,  /* not verified (release builds) */
   V_INPUT, /* the input's fault: the verifier's diagnostic as it is */
-  V_CHECK, /* a failed check (exit 1) */
   V_BUG,   /* our bug (exit 4) */
 } verdict_kind_t;
 
@@ -88,10 +87,10 @@ typedef struct {
 /* verified is itself the verification; parsed is never verified. */
 static const verdict_t verdicts[TS_PIPELINE_PURPOSE_COUNT][TS_STAGE_COUNT] = {
     [TS_PIPELINE_PRINT] = {[TS_STAGE_PROPAGATED] = {V_INPUT, ""},
-                           [TS_STAGE_PARTITIONED] = {V_INPUT, ""},
+                           [TS_STAGE_PARTITIONED] = {V_BUG, " (a partitioner bug)"},
                            [TS_STAGE_SCHEDULED] = {V_BUG, ""},
                            [TS_STAGE_FUSED] = {V_BUG, " (a fusion bug)"}},
-    [TS_PIPELINE_CHECK] = {[TS_STAGE_PARTITIONED] = {V_CHECK, ""}},
+    [TS_PIPELINE_CHECK] = {[TS_STAGE_PARTITIONED] = {V_BUG, " (a partitioner bug)"}},
     [TS_PIPELINE_RUN] = {[TS_STAGE_PARTITIONED] = {V_BUG, " (a partitioner bug)"}},
 };
 
@@ -126,7 +125,7 @@ static ts_status_t verify_after(ts_pipeline_t *p, ts_stage_t s, ts_diag_t *diag)
   ts_diag_plain(diag, "the %s module does not verify%s: %s", ts_pipeline_stages[s].name, v.blame,
                 vd.text ? vd.text : ts_status_string(st));
   ts_diag_free(&vd);
-  return v.kind == V_CHECK ? TS_ERR_CHECK_FAILED : TS_ERR_INTERNAL;
+  return TS_ERR_INTERNAL;
 }
 
 bool ts_pipeline_stage_from_name(const char *name, ts_stage_t *out) {

@@ -841,7 +841,9 @@ ts_status_t ts_sched_comp(sched_ctx_t *x, ts_hlo_comp_t *c, int index) {
   for (;; attempt++) {
     uint64_t peak, arena = 0;
     TS_CHECK_GOTO(run(&g, target, keep, false, order, &peak), st, out);
-    if (keep) TS_CHECK_GOTO(arena_bytes(&g, order, &arena), st, out);
+    /* program order again (nothing to overlap): its arena is known */
+    if (keep && memcmp(order, base, sizeof *order * (size_t)n) == 0) arena = base_arena;
+    else if (keep) TS_CHECK_GOTO(arena_bytes(&g, order, &arena), st, out);
     bool ok = !limit || (peak <= limit && arena <= base_arena);
     if (attempt == 0 || (ok && !fits) || (ok == fits && peak < best_peak)) {
       best_peak = peak;
