@@ -1,4 +1,6 @@
-/* Fusion -> LLVM IR -> default<O2> -> ORC LLJIT. A fusion's kernel is emitted
+/* Fusion -> LLVM IR -> default<O2> -> object file -> ORC LLJIT, the object
+ * kept in the kernel cache (cache.c) so a later process skips the first
+ * three. A fusion's kernel is emitted
  * with the ts_kernel_fn signature itself: it reads the operands' data
  * pointers out of the ts_array_t views and runs one loop over the (static)
  * element count, so the runtime calls it like any kernel. */
@@ -9,16 +11,19 @@
 
 #include <llvm-c/Error.h>
 #include <llvm-c/LLJIT.h>
+#include <llvm-c/Object.h>
 #include <llvm-c/Orc.h>
 #include <llvm-c/Target.h>
 #include <llvm-c/TargetMachine.h>
 #include <llvm-c/Transforms/PassBuilder.h>
+#include <llvm/Config/llvm-config.h> /* LLVM_VERSION_STRING: plain C macros */
+
+#include "codegen_sources.h" /* CG_SOURCES_SHA256, generated (codegen/sources_hash.cmake) */
 
 #include <pthread.h>
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 /* ---- the process's JIT ------------------------------------------------------ */
 
@@ -28,7 +33,6 @@ static LLVMOrcLLJITRef jit;
 static LLVMTargetMachineRef opt_tm; /* for the pass pipeline's cost model */
 static char jit_error[512];
 static char *host_cpu, *host_features;
-static unsigned long long kernel_seq;
 
 static void take_error(LLVMErrorRef e) {
   char *msg = LLVMGetErrorMessage(e);
@@ -87,6 +91,10 @@ typedef struct {
 typedef struct {
   char sym[48];
   ts_kernel_fn fn;
+  const ts_hlo_instr_t *rep; /* the first fusion with this kernel: the one emitted */
+  bool flat;
+  const char *key; /* kernel_key's text, keylen bytes (during ts_codegen_compile only) */
+  size_t keylen;
 } distinct_t;
 
 struct ts_codegen {
@@ -94,15 +102,11 @@ struct ts_codegen {
   kernel_t *k; /* sorted by instr, for ts_codegen_kernel */
   distinct_t *d;
   char entry_sym[48];
+  char prefix[24]; /* every symbol's: "ts_<16 hex of the module key>_" */
   ts_codegen_loop_fn entry;
 };
 
 
-static double now_ms(void) {
-  struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return (double)t.tv_sec * 1e3 + (double)t.tv_nsec / 1e6;
-}
 
 static ts_i64_list_t list_attr(const ts_hlo_instr_t *i, const char *name) {
   const ts_hlo_attr_t *a = ts_hlo_instr_attr(i, name);
@@ -578,22 +582,21 @@ static void put_list(ts_buf_t *b, ts_i64_list_t l) {
   for (int k = 0; k < l.n; k++) put_word(b, l.v[k]);
 }
 
-/* Everything the emitters read of fusion i (its element count, and its
- * computation in post-order: opcodes, element types, dimensions, operands by
+/* Everything the emitters read of a loop over computation c (its element
+ * count, and the computation in post-order: opcodes, element types, dimensions, operands by
  * position, parameter numbers, constant values and the attributes
  * emit_op/gen look at), so that two fusions with the same key get the same
  * IR: the kernel is emitted and compiled once. Names, layouts and metadata,
  * which the emitters ignore, are left out. `pos` is scratch per instruction
  * id. Returns false when out of memory. */
-static bool kernel_key(const ts_hlo_instr_t *i, bool flat, int *pos, ts_buf_t *b) {
-  const ts_hlo_comp_t *c = i->called[0];
+static bool comp_key(const ts_hlo_comp_t *c, int64_t count, bool flat, int *pos, ts_buf_t *b) {
   const ts_hlo_instr_t **order = ts_calloc((size_t)c->ninstrs + 1, sizeof *order);
   if (!order || ts_hlo_comp_post_order(c, order) != TS_OK) {
     ts_free(order);
     return false;
   }
   b->len = 0;
-  put_word(b, ts_shape_elements(i->shape));
+  put_word(b, count);
   put_word(b, flat);
   put_word(b, c->nparams);
   for (int p = 0; p < c->nparams; p++) put_word(b, c->params[p]->shape->elem);
@@ -641,6 +644,11 @@ static bool kernel_key(const ts_hlo_instr_t *i, bool flat, int *pos, ts_buf_t *b
   return !b->oom;
 }
 
+/* Fusion i's kernel: its computation at i's element count. */
+static bool kernel_key(const ts_hlo_instr_t *i, bool flat, int *pos, ts_buf_t *b) {
+  return comp_key(i->called[0], ts_shape_elements(i->shape), flat, pos, b);
+}
+
 static int by_instr(const void *a, const void *b) {
   uintptr_t x = (uintptr_t)((const kernel_t *)a)->instr, y = (uintptr_t)((const kernel_t *)b)->instr;
   return x < y ? -1 : x > y;
@@ -657,49 +665,40 @@ static void set_target_attrs(LLVMContextRef cx, LLVMModuleRef mod) {
   }
 }
 
-ts_status_t ts_codegen_compile(const ts_hlo_module_t *m, const ts_codegen_opts_t *opts, ts_codegen_t **out,
-                               ts_codegen_stats_t *stats, ts_diag_t *diag) {
-  *out = NULL;
-  ts_codegen_stats_t st0 = {0};
-  pthread_once(&jit_once, jit_start);
-  if (!jit) {
-    ts_diag_plain(diag, "the LLVM JIT did not start: %s", jit_error[0] ? jit_error : "unknown reason");
-    return TS_ERR_SYSTEM;
-  }
-  ts_codegen_t *cg = ts_calloc(1, sizeof *cg);
-  int nf = 0;
-  for (int c = 0; c < m->ncomps; c++)
-    for (int k = 0; k < m->comps[c]->ninstrs; k++) nf += m->comps[c]->instrs[k]->op == TS_OP_FUSION;
-  LLVMValueRef *values = ts_calloc((size_t)m->next_id + 1, sizeof *values);
+/* ---- compiling a module, or loading it ------------------------------------------ */
+
+/* The knobs that change the code, read once per compile (each is a field of
+ * the module key). */
+typedef struct {
+  const char *perturb; /* TESSERA_CODEGEN_PERTURB; NULL: none */
+  bool unroll;         /* TESSERA_CODEGEN_UNROLL */
+  const char *passes;  /* TESSERA_CODEGEN_PASSES, else default<O2> */
+  bool dump;           /* TESSERA_CODEGEN_DUMP: wants the IR, so no cache read */
+} knobs_t;
+
+static knobs_t read_knobs(void) {
+  knobs_t k = {.perturb = ts_env_get(TS_ENV_CODEGEN_PERTURB), .passes = ts_env_get(TS_ENV_CODEGEN_PASSES)};
+  if (k.perturb && !*k.perturb) k.perturb = NULL;
+  if (!k.passes || !*k.passes) k.passes = "default<O2>";
+  k.unroll = ts_env_int(TS_ENV_CODEGEN_UNROLL, 0) != 0; /* full unrolls of static trip counts cost JIT time, buy little */
+  k.dump = ts_env_int(TS_ENV_CODEGEN_DUMP, 0) != 0;
+  return k;
+}
+
+/* The distinct kernels of m's compilable fusions (cg->d, each with its key
+ * copied into `keys`) and every fusion's kernel (cg->k, sorted); with
+ * opts->entry and an elementwise entry, its key in *ekey. */
+static ts_status_t collect(const ts_hlo_module_t *m, const ts_codegen_opts_t *opts, ts_arena_t *keys, ts_codegen_t *cg,
+                           ts_buf_t *ekey, bool *eflat, ts_codegen_stats_t *s) {
   int *pos = ts_calloc((size_t)m->next_id + 1, sizeof *pos);
-  ts_arena_t *keys = ts_arena_create();
   ts_strmap_t seen = {0}; /* key -> distinct kernel index + 1 */
   ts_buf_t key = {0};
-  if (!cg || !(cg->k = ts_calloc((size_t)nf + 1, sizeof *cg->k)) || !(cg->d = ts_calloc((size_t)nf + 1, sizeof *cg->d)) ||
-      !values || !pos || !keys) {
-    ts_codegen_destroy(cg);
-    ts_free(values);
-    ts_free(pos);
-    ts_arena_destroy(keys);
-    return TS_ERR_NOMEM;
-  }
-  ts_status_t st = TS_OK;
-  pthread_mutex_lock(&jit_mu);
-  double t0 = now_ms();
-  LLVMOrcThreadSafeContextRef tsc = LLVMOrcCreateNewThreadSafeContext();
-  cg_t g = {0};
-  cg_types(&g, LLVMOrcThreadSafeContextGetContext(tsc));
-  g.mod = LLVMModuleCreateWithNameInContext("tessera_fusions", g.cx);
-  g.b = LLVMCreateBuilderInContext(g.cx);
-  g.perturb = ts_env_get(TS_ENV_CODEGEN_PERTURB);
-  if (g.perturb && !*g.perturb) g.perturb = NULL;
-  g.v = values;
-  unsigned long long seq = ++kernel_seq;
+  ts_status_t st = pos ? TS_OK : TS_ERR_NOMEM;
   for (int c = 0; c < m->ncomps && st == TS_OK; c++)
     for (int k = 0; k < m->comps[c]->ninstrs; k++) {
       const ts_hlo_instr_t *i = m->comps[c]->instrs[k];
       if (i->op != TS_OP_FUSION) continue;
-      st0.fusions++;
+      s->fusions++;
       bool flat;
       if (!cg_fusion_compiles(i, &flat)) continue;
       if (!kernel_key(i, flat, pos, &key)) {
@@ -708,16 +707,9 @@ ts_status_t ts_codegen_compile(const ts_hlo_module_t *m, const ts_codegen_opts_t
       }
       int d = (int)(intptr_t)ts_strmap_get(&seen, key.data, key.len) - 1;
       if (d < 0) {
-        distinct_t *dk = &cg->d[cg->ndistinct];
-        char lsym[64];
-        snprintf(dk->sym, sizeof dk->sym, "ts_m%llu_k%d", seq, cg->ndistinct);
-        snprintf(lsym, sizeof lsym, "%s_loop", dk->sym);
-        LLVMValueRef loop = flat ? emit_loop(&g, i->called[0], lsym) : emit_nested(&g, i->called[0], lsym);
-        if (!loop) continue;
-        LLVMSetLinkage(loop, LLVMInternalLinkage);
-        emit_kernel(&g, loop, i->called[0]->nparams, ts_shape_elements(i->shape), dk->sym);
         char *kcopy = ts_arena_alloc(keys, key.len);
         d = cg->ndistinct++;
+        cg->d[d] = (distinct_t){.rep = i, .flat = flat, .key = kcopy, .keylen = key.len};
         if (!kcopy || !ts_strmap_put(&seen, memcpy(kcopy, key.data, key.len), key.len, (void *)(intptr_t)(d + 1))) {
           st = TS_ERR_NOMEM;
           break;
@@ -725,99 +717,305 @@ ts_status_t ts_codegen_compile(const ts_hlo_module_t *m, const ts_codegen_opts_t
       }
       cg->k[cg->n++] = (kernel_t){i, d};
     }
-  bool eflat;
-  if (opts && opts->entry && cg_supported(m->entry, m->entry->nparams, &eflat)) {
-    snprintf(cg->entry_sym, sizeof cg->entry_sym, "ts_m%llu_entry", seq);
-    if (eflat) emit_loop(&g, m->entry, cg->entry_sym);
-    else emit_nested(&g, m->entry, cg->entry_sym);
+  if (st == TS_OK && opts && opts->entry && cg_supported(m->entry, m->entry->nparams, eflat)) {
+    cg->entry_sym[0] = '?'; /* named with the others */
+    if (!comp_key(m->entry, ts_shape_elements(m->entry->root->shape), *eflat, pos, ekey)) st = TS_ERR_NOMEM;
   }
-  LLVMDisposeBuilder(g.b);
-  ts_free(values);
+  qsort(cg->k, (size_t)cg->n, sizeof *cg->k, by_instr);
   ts_free(pos);
   ts_buf_free(&key);
   ts_strmap_free(&seen);
-  ts_arena_destroy(keys);
-  if (st != TS_OK) {
-    LLVMDisposeModule(g.mod);
-    LLVMOrcDisposeThreadSafeContext(tsc);
-    goto done;
-  }
-  qsort(cg->k, (size_t)cg->n, sizeof *cg->k, by_instr);
-  set_target_attrs(g.cx, g.mod);
-  LLVMTargetDataRef td = LLVMCreateTargetDataLayout(opt_tm);
-  char *dl = LLVMCopyStringRepOfTargetData(td);
-  LLVMDisposeTargetData(td);
-  LLVMSetDataLayout(g.mod, dl);
-  LLVMDisposeMessage(dl);
+  return st;
+}
+
+static void put_text(ts_buf_t *b, const char *s) {
+  put_word(b, (int64_t)strlen(s));
+  ts_buf_append(b, s, strlen(s));
+}
+
+/* The module key: the SHA-256 of everything the object code depends on.
+ * The code generator itself (CG_SOURCES_SHA256: its sources and the opcode
+ * and element-type tables kernel_key numbers by, hashed at build time, so an
+ * edited emitter never meets an older build's kernels), LLVM, the target and
+ * host CPU, the ts_array_t layout emit_kernel reads, the knobs, then each
+ * distinct kernel's key in order (kernel d is symbol _k<d>) and the entry's. */
+static bool module_key(const ts_codegen_t *cg, const knobs_t *kn, const ts_buf_t *ekey, unsigned char out[CG_KEY_LEN]) {
+  ts_buf_t b = {0};
+  put_text(&b, "tessera kernel cache");
+  put_word(&b, CG_CACHE_FORMAT);
+  put_text(&b, CG_SOURCES_SHA256);
+  put_text(&b, LLVM_VERSION_STRING);
   char *triple = LLVMGetTargetMachineTriple(opt_tm);
-  LLVMSetTarget(g.mod, triple);
+  put_text(&b, triple);
   LLVMDisposeMessage(triple);
-  double t1 = now_ms();
-  LLVMPassBuilderOptionsRef po = LLVMCreatePassBuilderOptions();
-  LLVMPassBuilderOptionsSetLoopVectorization(po, 1);
-  LLVMPassBuilderOptionsSetSLPVectorization(po, 1);
-  LLVMPassBuilderOptionsSetLoopUnrolling(po, ts_env_int(TS_ENV_CODEGEN_UNROLL, 0) != 0); /* full unrolls of static trip counts cost JIT time, buy little */
-  const char *passes = ts_env_get(TS_ENV_CODEGEN_PASSES); /* experiments: another pipeline */
-  LLVMErrorRef e = LLVMRunPasses(g.mod, passes && *passes ? passes : "default<O2>", opt_tm, po);
-  LLVMDisposePassBuilderOptions(po);
-  if (e) {
-    take_error(e);
-    ts_diag_plain(diag, "LLVM passes failed: %s", jit_error);
-    LLVMDisposeModule(g.mod);
-    LLVMOrcDisposeThreadSafeContext(tsc);
-    st = TS_ERR_INTERNAL;
-    goto done;
+  put_text(&b, host_cpu);
+  put_text(&b, host_features);
+  put_word(&b, (int64_t)sizeof(ts_array_t));
+  put_word(&b, (int64_t)offsetof(ts_array_t, data));
+  put_text(&b, kn->perturb ? kn->perturb : "");
+  put_word(&b, kn->unroll);
+  put_text(&b, kn->passes);
+  put_word(&b, cg->ndistinct);
+  for (int d = 0; d < cg->ndistinct; d++) {
+    put_word(&b, (int64_t)cg->d[d].keylen);
+    ts_buf_append(&b, cg->d[d].key, cg->d[d].keylen);
   }
-  if (ts_env_int(TS_ENV_CODEGEN_DUMP, 0)) LLVMDumpModule(g.mod);
-  double t2 = now_ms();
-  LLVMOrcThreadSafeModuleRef tsm = LLVMOrcCreateNewThreadSafeModule(g.mod, tsc);
-  LLVMOrcDisposeThreadSafeContext(tsc); /* the module keeps the context alive */
-  e = LLVMOrcLLJITAddLLVMIRModule(jit, LLVMOrcLLJITGetMainJITDylib(jit), tsm);
-  if (e) {
-    take_error(e);
-    ts_diag_plain(diag, "the LLVM JIT rejected the module: %s", jit_error);
-    LLVMOrcDisposeThreadSafeModule(tsm);
-    st = TS_ERR_INTERNAL;
-    goto done;
+  put_word(&b, cg->entry_sym[0] != 0);
+  if (cg->entry_sym[0]) {
+    put_word(&b, (int64_t)ekey->len);
+    ts_buf_append(&b, ekey->data, ekey->len);
   }
-  for (int k = 0; k < cg->ndistinct && st == TS_OK; k++) {
+  bool ok = !b.oom && cg_sha256(b.data, b.len, out);
+  ts_buf_free(&b);
+  return ok;
+}
+
+/* Symbols named by the module key, so that a cached object's names are the
+ * ones this process looks up: ts_<16 hex>_k<d>, ts_<16 hex>_entry. */
+static void name_symbols(ts_codegen_t *cg, const unsigned char key[CG_KEY_LEN]) {
+  char hex[2 * CG_KEY_LEN + 1];
+  cg_key_hex(key, hex);
+  snprintf(cg->prefix, sizeof cg->prefix, "ts_%.16s_", hex);
+  for (int d = 0; d < cg->ndistinct; d++) snprintf(cg->d[d].sym, sizeof cg->d[d].sym, "%sk%d", cg->prefix, d);
+  if (cg->entry_sym[0]) snprintf(cg->entry_sym, sizeof cg->entry_sym, "%sentry", cg->prefix);
+}
+
+/* Builds the module's IR, optimizes it and emits its object file (*obj: the
+ * caller disposes it). */
+static ts_status_t compile_object(const ts_codegen_t *cg, const ts_hlo_module_t *m, bool eflat, const knobs_t *kn,
+                                  LLVMMemoryBufferRef *obj, ts_codegen_stats_t *s, ts_diag_t *diag) {
+  double t0 = ts_now_ms();
+  LLVMValueRef *values = ts_calloc((size_t)m->next_id + 1, sizeof *values);
+  if (!values) return TS_ERR_NOMEM;
+  cg_t g = {0};
+  cg_types(&g, LLVMContextCreate());
+  g.mod = LLVMModuleCreateWithNameInContext("tessera_fusions", g.cx);
+  g.b = LLVMCreateBuilderInContext(g.cx);
+  g.perturb = kn->perturb;
+  g.v = values;
+  ts_status_t st = TS_OK;
+  for (int d = 0; d < cg->ndistinct && st == TS_OK; d++) {
+    const distinct_t *dk = &cg->d[d];
+    const ts_hlo_comp_t *c = dk->rep->called[0];
+    char lsym[64];
+    snprintf(lsym, sizeof lsym, "%s_loop", dk->sym);
+    LLVMValueRef loop = dk->flat ? emit_loop(&g, c, lsym) : emit_nested(&g, c, lsym);
+    if (!loop) {
+      st = TS_ERR_NOMEM;
+      break;
+    }
+    LLVMSetLinkage(loop, LLVMInternalLinkage);
+    emit_kernel(&g, loop, c->nparams, ts_shape_elements(dk->rep->shape), dk->sym);
+  }
+  if (st == TS_OK && cg->entry_sym[0] &&
+      !(eflat ? emit_loop(&g, m->entry, cg->entry_sym) : emit_nested(&g, m->entry, cg->entry_sym)))
+    st = TS_ERR_NOMEM;
+  LLVMDisposeBuilder(g.b);
+  ts_free(values);
+  double t1 = ts_now_ms(), t2 = t1;
+  if (st == TS_OK) {
+    set_target_attrs(g.cx, g.mod);
+    LLVMTargetDataRef td = LLVMCreateTargetDataLayout(opt_tm);
+    char *dl = LLVMCopyStringRepOfTargetData(td);
+    LLVMDisposeTargetData(td);
+    LLVMSetDataLayout(g.mod, dl);
+    LLVMDisposeMessage(dl);
+    char *triple = LLVMGetTargetMachineTriple(opt_tm);
+    LLVMSetTarget(g.mod, triple);
+    LLVMDisposeMessage(triple);
+    t1 = ts_now_ms();
+    LLVMPassBuilderOptionsRef po = LLVMCreatePassBuilderOptions();
+    LLVMPassBuilderOptionsSetLoopVectorization(po, 1);
+    LLVMPassBuilderOptionsSetSLPVectorization(po, 1);
+    LLVMPassBuilderOptionsSetLoopUnrolling(po, kn->unroll);
+    LLVMErrorRef e = LLVMRunPasses(g.mod, kn->passes, opt_tm, po);
+    LLVMDisposePassBuilderOptions(po);
+    t2 = ts_now_ms();
+    if (e) {
+      take_error(e);
+      ts_diag_plain(diag, "LLVM passes failed: %s", jit_error);
+      st = TS_ERR_INTERNAL;
+    }
+  }
+  if (st == TS_OK) {
+    if (kn->dump) LLVMDumpModule(g.mod);
+    t2 = ts_now_ms();
+    char *err = NULL;
+    if (LLVMTargetMachineEmitToMemoryBuffer(opt_tm, g.mod, LLVMObjectFile, &err, obj)) {
+      ts_diag_plain(diag, "LLVM could not emit the kernels' object file: %s", err ? err : "unknown reason");
+      st = TS_ERR_INTERNAL;
+    }
+    LLVMDisposeMessage(err);
+  }
+  s->ir_ms += t1 - t0;
+  s->opt_ms = t2 - t1;
+  s->jit_ms = ts_now_ms() - t2;
+  LLVMDisposeModule(g.mod);
+  LLVMContextDispose(g.cx);
+  return st;
+}
+
+/* Whether object file p[0..n) defines every symbol cg looks up: a cached
+ * entry that passed its digest but is no object of this module is
+ * recompiled, never loaded. */
+static bool object_defines(const ts_codegen_t *cg, const char *p, size_t n) {
+  LLVMMemoryBufferRef mb = LLVMCreateMemoryBufferWithMemoryRange(p, n, "cached kernels", 0);
+  char *err = NULL;
+  LLVMBinaryRef bin = LLVMCreateBinary(mb, NULL, &err);
+  LLVMDisposeMessage(err);
+  bool *have = ts_calloc((size_t)cg->ndistinct + 1, sizeof *have), entry = false;
+  int found = 0;
+  if (bin && have && LLVMBinaryGetType(bin) >= LLVMBinaryTypeCOFF) { /* the object kinds, not archives or IR */
+    size_t pre = strlen(cg->prefix);
+    LLVMSymbolIteratorRef it = LLVMObjectFileCopySymbolIterator(bin);
+    for (; it && !LLVMObjectFileIsSymbolIteratorAtEnd(bin, it); LLVMMoveToNextSymbol(it)) {
+      const char *name = LLVMGetSymbolName(it);
+      if (!name || strncmp(name, cg->prefix, pre) != 0) continue;
+      char *end;
+      long d = name[pre] == 'k' ? strtol(name + pre + 1, &end, 10) : -1;
+      if (d >= 0 && d < cg->ndistinct && !*end && !have[d]) {
+        have[d] = true;
+        found++;
+      }
+      if (cg->entry_sym[0] && strcmp(name, cg->entry_sym) == 0) entry = true;
+    }
+    if (it) LLVMDisposeSymbolIterator(it);
+  }
+  if (bin) LLVMDisposeBinary(bin);
+  LLVMDisposeMemoryBuffer(mb);
+  ts_free(have);
+  return found == cg->ndistinct && (entry || !cg->entry_sym[0]);
+}
+
+static ts_status_t add_object(const char *p, size_t n, ts_diag_t *diag) {
+  /* the JIT owns the copy (and keeps the code after the module is gone) */
+  LLVMMemoryBufferRef mb = LLVMCreateMemoryBufferWithMemoryRangeCopy(p, n, "tessera kernels");
+  LLVMErrorRef e = LLVMOrcLLJITAddObjectFile(jit, LLVMOrcLLJITGetMainJITDylib(jit), mb);
+  if (!e) return TS_OK;
+  take_error(e);
+  ts_diag_plain(diag, "the LLVM JIT rejected the kernels' object file: %s", jit_error);
+  return TS_ERR_INTERNAL;
+}
+
+static ts_status_t lookup_all(ts_codegen_t *cg, ts_diag_t *diag) {
+  LLVMErrorRef e;
+  for (int k = 0; k < cg->ndistinct; k++) {
     LLVMOrcExecutorAddress addr = 0;
     if ((e = LLVMOrcLLJITLookup(jit, &addr, cg->d[k].sym))) {
       take_error(e);
-      const char *name = "?";
-      for (int q = 0; q < cg->n; q++)
-        if (cg->k[q].kernel == k) {
-          name = cg->k[q].instr->name;
-          break;
-        }
-      ts_diag_plain(diag, "the LLVM JIT could not compile %s: %s", name, jit_error);
-      st = TS_ERR_INTERNAL;
-      break;
+      ts_diag_plain(diag, "the LLVM JIT could not compile %s: %s", cg->d[k].rep->name, jit_error);
+      return TS_ERR_INTERNAL;
     }
     cg->d[k].fn = (ts_kernel_fn)(uintptr_t)addr;
   }
-  if (st == TS_OK && cg->entry_sym[0]) {
+  if (cg->entry_sym[0]) {
     LLVMOrcExecutorAddress addr = 0;
     if ((e = LLVMOrcLLJITLookup(jit, &addr, cg->entry_sym))) {
       take_error(e);
       ts_diag_plain(diag, "the LLVM JIT could not compile the entry: %s", jit_error);
-      st = TS_ERR_INTERNAL;
-    } else {
-      cg->entry = (ts_codegen_loop_fn)(uintptr_t)addr;
+      return TS_ERR_INTERNAL;
     }
+    cg->entry = (ts_codegen_loop_fn)(uintptr_t)addr;
   }
-  st0.compiled = cg->n;
-  st0.kernels = cg->ndistinct;
-  st0.ir_ms = t1 - t0;
-  st0.opt_ms = t2 - t1;
-  st0.jit_ms = now_ms() - t2;
-done:
-  pthread_mutex_unlock(&jit_mu);
+  return TS_OK;
+}
+
+/* The modules in this process's JIT, by module key (the keys live in
+ * loaded_keys, for the process): the same module again is looked up, since
+ * adding its object twice would define its symbols twice. Under jit_mu. */
+static ts_strmap_t loaded;
+static ts_arena_t *loaded_keys;
+
+/* Puts cg's code in the JIT (or finds it there) and looks its symbols up:
+ * from the cache entry when there is a good one, else compiled from IR,
+ * and that same object added and stored. Under jit_mu. */
+static ts_status_t load(ts_codegen_t *cg, const ts_hlo_module_t *m, bool eflat, const knobs_t *kn,
+                        const unsigned char key[CG_KEY_LEN], bool no_cache, ts_codegen_stats_t *s, ts_diag_t *diag) {
+  double t = ts_now_ms();
+  if (ts_strmap_get(&loaded, (const char *)key, CG_KEY_LEN)) {
+    ts_status_t st = lookup_all(cg, diag);
+    s->jit_ms = ts_now_ms() - t;
+    return st;
+  }
+  if (!loaded_keys && !(loaded_keys = ts_arena_create())) return TS_ERR_NOMEM;
+  char *kcopy = ts_arena_alloc(loaded_keys, CG_KEY_LEN);
+  if (!kcopy) return TS_ERR_NOMEM;
+  char *dir = no_cache ? NULL : cg_cache_dir(), *entry = NULL;
+  const char *obj = NULL;
+  size_t len = 0;
+  s->cache_on = dir != NULL;
+  if (dir && !kn->dump && (entry = cg_cache_load(dir, key, &obj, &len)) && !object_defines(cg, obj, len)) {
+    char *path = cg_cache_path(dir, key);
+    cg_cache_warn("'%s' is unusable (not an object defining its kernels); recompiling it", path ? path : dir);
+    ts_free(path);
+    ts_free(entry);
+    entry = NULL;
+  }
+  s->cache_hit = entry != NULL;
+  s->cache_ms = ts_now_ms() - t;
+  LLVMMemoryBufferRef made = NULL;
+  ts_status_t st = TS_OK;
+  if (!entry && (st = compile_object(cg, m, eflat, kn, &made, s, diag)) == TS_OK) {
+    obj = LLVMGetBufferStart(made);
+    len = LLVMGetBufferSize(made);
+  }
+  t = ts_now_ms();
+  if (st == TS_OK) st = add_object(obj, len, diag);
+  if (st == TS_OK) st = lookup_all(cg, diag);
+  s->jit_ms += ts_now_ms() - t;
+  if (st == TS_OK && !ts_strmap_put(&loaded, memcpy(kcopy, key, CG_KEY_LEN), CG_KEY_LEN, (void *)1)) st = TS_ERR_NOMEM;
+  if (st == TS_OK && made && dir) { /* stored once it linked: the cache holds only objects that load */
+    t = ts_now_ms();
+    cg_cache_store(dir, key, obj, len);
+    s->cache_ms += ts_now_ms() - t;
+  }
+  if (made) LLVMDisposeMemoryBuffer(made);
+  ts_free(entry);
+  ts_free(dir);
+  return st;
+}
+
+ts_status_t ts_codegen_compile(const ts_hlo_module_t *m, const ts_codegen_opts_t *opts, ts_codegen_t **out,
+                               ts_codegen_stats_t *stats, ts_diag_t *diag) {
+  *out = NULL;
+  pthread_once(&jit_once, jit_start);
+  if (!jit) {
+    ts_diag_plain(diag, "the LLVM JIT did not start: %s", jit_error[0] ? jit_error : "unknown reason");
+    return TS_ERR_SYSTEM;
+  }
+  double t0 = ts_now_ms();
+  ts_codegen_stats_t s = {0};
+  knobs_t kn = read_knobs();
+  int nf = 0;
+  for (int c = 0; c < m->ncomps; c++)
+    for (int k = 0; k < m->comps[c]->ninstrs; k++) nf += m->comps[c]->instrs[k]->op == TS_OP_FUSION;
+  ts_codegen_t *cg = ts_calloc(1, sizeof *cg);
+  ts_arena_t *keys = ts_arena_create(); /* the kernels' keys, for this call */
+  ts_buf_t ekey = {0};
+  bool eflat = false;
+  unsigned char key[CG_KEY_LEN];
+  ts_status_t st = TS_ERR_NOMEM;
+  if (cg && keys && (cg->k = ts_calloc((size_t)nf + 1, sizeof *cg->k)) &&
+      (cg->d = ts_calloc((size_t)nf + 1, sizeof *cg->d)))
+    st = collect(m, opts, keys, cg, &ekey, &eflat, &s);
+  if (st == TS_OK && !module_key(cg, &kn, &ekey, key)) st = TS_ERR_NOMEM;
+  s.ir_ms = ts_now_ms() - t0;
+  if (st == TS_OK && (cg->ndistinct || cg->entry_sym[0])) { /* else nothing to compile, nothing to cache */
+    name_symbols(cg, key);
+    pthread_mutex_lock(&jit_mu);
+    st = load(cg, m, eflat, &kn, key, opts && opts->no_cache, &s, diag);
+    pthread_mutex_unlock(&jit_mu);
+  }
+  ts_buf_free(&ekey);
+  ts_arena_destroy(keys);
   if (st != TS_OK) {
     ts_codegen_destroy(cg);
     return st;
   }
-  if (stats) *stats = st0;
+  for (int d = 0; d < cg->ndistinct; d++) cg->d[d].key = NULL; /* the arena is gone */
+  s.compiled = cg->n;
+  s.kernels = cg->ndistinct;
+  if (stats) *stats = s;
   *out = cg;
   return TS_OK;
 }

@@ -1,6 +1,7 @@
 /* codegen/ internals: what codegen.c emits for one element of a fusion
- * (the CPU loops there and the GPU kernels of nvptx.c share it), and the
- * math functions math.c emits into a module. */
+ * (the CPU loops there and the GPU kernels of nvptx.c share it), the
+ * math functions math.c emits into a module, and the on-disk kernel cache
+ * (cache.c). */
 #ifndef CODEGEN_INTERNAL_H
 #define CODEGEN_INTERNAL_H
 
@@ -47,5 +48,33 @@ LLVMValueRef cg_math_f32(LLVMModuleRef mod, ts_opcode_t op);
  * on first use; cg_intrinsic_f32 over float (llvm.fabs.f32, llvm.rint.f32, ...). */
 LLVMValueRef cg_intrinsic(LLVMModuleRef mod, const char *name, LLVMTypeRef t, int nargs);
 LLVMValueRef cg_intrinsic_f32(LLVMModuleRef mod, const char *name, int nargs);
+
+/* ---- the on-disk kernel cache (cache.c) -------------------------------------
+ * One entry per compiled module: <dir>/<64 hex of the key>.o, a header
+ * (magic, format, key, payload length, payload SHA-256) and the object
+ * file. Thread-safe; the JIT lock serializes codegen.c's use anyway. */
+#define CG_KEY_LEN 32     /* SHA-256 */
+#define CG_CACHE_FORMAT 1 /* bump when an entry's layout or the key's fields change */
+
+bool cg_sha256(const void *p, size_t n, unsigned char out[CG_KEY_LEN]);
+void cg_key_hex(const unsigned char key[CG_KEY_LEN], char hex[2 * CG_KEY_LEN + 1]);
+/* The entries' folder: $TESSERA_CACHE_DIR/kernels, else
+ * $XDG_CACHE_HOME/tessera/kernels, else $HOME/.cache/tessera/kernels; NULL
+ * when the cache is off (TESSERA_CACHE_DIR empty or "off", no HOME) or out
+ * of memory. The caller frees it (ts_free). */
+char *cg_cache_dir(void);
+/* Entry key's file: dir/<64 hex>.o (the caller frees it; NULL: out of memory). */
+char *cg_cache_path(const char *dir, const unsigned char key[CG_KEY_LEN]);
+/* Entry `key` of `dir`: returns the buffer to free (ts_free) and points *obj
+ * at the object file inside it, *len bytes; NULL on a miss. An entry that is
+ * unreadable, truncated or corrupt warns and is a miss. */
+char *cg_cache_load(const char *dir, const unsigned char key[CG_KEY_LEN], const char **obj, size_t *len);
+/* Stores the object as entry `key` (creating dir): written to a temporary
+ * file in dir, fsynced, renamed over the entry. A failure warns and is
+ * otherwise ignored. */
+void cg_cache_store(const char *dir, const unsigned char key[CG_KEY_LEN], const void *obj, size_t len);
+/* The cache's warning ("tessera: warning: kernel cache: ..."), printed once
+ * per process: later ones are dropped. */
+void cg_cache_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 #endif

@@ -19,7 +19,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #define TRIPLE "nvptx64-nvidia-cuda"
 
@@ -38,12 +37,6 @@ static void nvptx_init(void) {
     nvptx_target = NULL;
   }
   LLVMDisposeMessage(err);
-}
-
-static double now_ms(void) {
-  struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return (double)t.tv_sec * 1e3 + (double)t.tv_nsec / 1e6;
 }
 
 static LLVMValueRef sreg(cg_t *g, const char *name) {
@@ -118,7 +111,7 @@ ts_status_t ts_codegen_ptx(const ts_hlo_module_t *m, ts_codegen_ptx_t **out, ts_
   }
   ts_codegen_stats_t st0 = {0};
   ts_status_t st = TS_OK;
-  double t0 = now_ms();
+  double t0 = ts_now_ms();
   cg_t g = {0};
   cg_types(&g, LLVMContextCreate());
   g.mod = LLVMModuleCreateWithNameInContext("tessera_fusions_ptx", g.cx);
@@ -157,7 +150,7 @@ ts_status_t ts_codegen_ptx(const ts_hlo_module_t *m, ts_codegen_ptx_t **out, ts_
     goto done;
   }
   LLVMDisposeMessage(verr);
-  double t1 = now_ms();
+  double t1 = ts_now_ms();
   LLVMPassBuilderOptionsRef po = LLVMCreatePassBuilderOptions();
   LLVMErrorRef e = LLVMRunPasses(g.mod, "default<O2>", tm, po);
   LLVMDisposePassBuilderOptions(po);
@@ -168,7 +161,7 @@ ts_status_t ts_codegen_ptx(const ts_hlo_module_t *m, ts_codegen_ptx_t **out, ts_
     st = TS_ERR_INTERNAL;
     goto done;
   }
-  double t2 = now_ms();
+  double t2 = ts_now_ms();
   LLVMMemoryBufferRef buf = NULL;
   char *err = NULL;
   if (LLVMTargetMachineEmitToMemoryBuffer(tm, g.mod, LLVMAssemblyFile, &err, &buf)) {
@@ -190,7 +183,7 @@ ts_status_t ts_codegen_ptx(const ts_hlo_module_t *m, ts_codegen_ptx_t **out, ts_
   st0.compiled = p->n;
   st0.ir_ms = t1 - t0;
   st0.opt_ms = t2 - t1;
-  st0.jit_ms = now_ms() - t2; /* here: the NVPTX backend */
+  st0.jit_ms = ts_now_ms() - t2; /* here: the NVPTX backend */
 done:
   LLVMDisposeBuilder(g.b);
   LLVMDisposeModule(g.mod);

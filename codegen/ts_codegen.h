@@ -6,7 +6,12 @@
  * functions (exp, log, log1p, expm1, tanh, logistic, erf, power, sine,
  * cosine) are our own range reduction plus polynomial, emitted as IR so
  * that they vectorize (codegen/math.c). The
- * rest stays on kernels/. One JIT per process; code lives until exit. */
+ * rest stays on kernels/. One JIT per process; code lives until exit.
+ * The optimized module's object file is kept in an on-disk cache
+ * (codegen/cache.c: $TESSERA_CACHE_DIR, else $XDG_CACHE_HOME/tessera, else
+ * ~/.cache/tessera) keyed by the SHA-256 of the kernels, the host CPU, the
+ * LLVM version and the code generator's sources, so a later process loads
+ * the machine code instead of optimizing again. */
 #ifndef TS_CODEGEN_H
 #define TS_CODEGEN_H
 
@@ -20,18 +25,31 @@ typedef struct {
   /* Also compile the entry computation itself as one kernel (tests: a
    * module whose entry is elementwise); ts_codegen_entry gives it. */
   bool entry;
+  /* Neither read nor write the on-disk kernel cache (tessera run
+   * --no-kernel-cache; TESSERA_CACHE_DIR="" or "off" does the same). */
+  bool no_cache;
 } ts_codegen_opts_t;
 
 typedef struct {
   int fusions, compiled; /* fusions seen, fusions compiled */
   int kernels;           /* distinct kernels emitted: fusions the same up to names share one */
+  /* The kernels' keys and IR, optimization, and machine code (object
+   * emission plus linking into the JIT); a cache hit builds no IR and
+   * optimizes nothing. */
   double ir_ms, opt_ms, jit_ms;
+  bool cache_on;   /* the on-disk kernel cache was consulted */
+  bool cache_hit;  /* the machine code came from it */
+  double cache_ms; /* reading, checking and writing its entry */
 } ts_codegen_stats_t;
 
 /* Compiles the fusions of `m` (which must outlive the result) it can, all
- * into one LLVM module: one optimization run, one JIT add. A JIT that cannot
- * start returns TS_ERR_SYSTEM with the reason in diag (the caller runs on
- * kernels/ instead). opts and stats may be NULL. */
+ * into one LLVM module: one optimization run, one JIT add. The same module
+ * (the same kernels, up to names) compiled again in this process reuses the
+ * code; one compiled by an earlier process comes from the kernel cache. A
+ * cache that cannot be read or written warns once on stderr and the module
+ * is compiled from IR. A JIT that cannot start returns TS_ERR_SYSTEM with the
+ * reason in diag (the caller runs on kernels/ instead). opts and stats may be
+ * NULL. */
 ts_status_t ts_codegen_compile(const ts_hlo_module_t *m, const ts_codegen_opts_t *opts, ts_codegen_t **out,
                                ts_codegen_stats_t *stats, ts_diag_t *diag);
 void ts_codegen_destroy(ts_codegen_t *cg); /* NULL is a no-op; the machine code stays */

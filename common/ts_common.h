@@ -1,5 +1,6 @@
-/* Tessera common: the one status enum, allocation hooks, an arena, logging and
- * located diagnostics. Every other module builds on this header. */
+/* Tessera common: the one status enum, allocation hooks, an arena, logging, a
+ * monotonic clock and located diagnostics. Every other module builds on this
+ * header. */
 #ifndef TS_COMMON_H
 #define TS_COMMON_H
 
@@ -189,6 +190,12 @@ void ts_log(ts_log_level_t lvl, const char *fmt, ...) __attribute__((format(prin
 #define TS_LOG_WARN(...) ts_log(TS_LOG_WARN, __VA_ARGS__)
 #define TS_LOG_INFO(...) ts_log(TS_LOG_INFO, __VA_ARGS__)
 #define TS_LOG_DEBUG(...) ts_log(TS_LOG_DEBUG, __VA_ARGS__)
+
+/* ---- time -------------------------------------------------------------- */
+
+/* Milliseconds on CLOCK_MONOTONIC, for timing a stage: only differences mean
+ * anything. */
+double ts_now_ms(void);
 
 /* ---- diagnostics ------------------------------------------------------- */
 

@@ -109,6 +109,9 @@ static void usage(FILE *f) {
           "  --kernels=K           compiled (default): fuse the per-device program and run\n"
           "                        LLVM-compiled kernels for the fusions; interp: every\n"
           "                        instruction on the plain kernels\n"
+          "  --no-kernel-cache     compile the kernels from IR without reading or writing\n"
+          "                        the kernel cache (TESSERA_CACHE_DIR, default\n"
+          "                        ~/.cache/tessera; TESSERA_CACHE_DIR=off does the same)\n"
           "  --reference           run the reference interpreter (one process; --devices\n"
           "                        N simulates N devices of a per-device module)\n"
           "  --trap-nonfinite      (reference) stop at the first instruction that makes a\n"
@@ -135,6 +138,7 @@ typedef struct {
   uint64_t seed;
   bool seeded, loop, check, compile_only, reference, trap, bind, hang, abort_on_hang, schedule, no_partition;
   bool compiled; /* --kernels=compiled (default) or interp */
+  bool kernel_cache; /* the on-disk kernel cache (default); --no-kernel-cache */
   ts_platform_t platform; /* --platform; resolved (cpu or gpu) after the flags */
   int gpus;               /* CUDA devices this process sees (platform gpu) */
   double tolerance, timeout, hang_timeout;
@@ -937,7 +941,7 @@ static ts_status_t partition(job_t *j, ts_diag_t *diag) {
   if (f->schedule && !scheduled && j->R * j->P > 1) TS_CHECK(schedule(j, diag));
   else ts_pipeline_skip(&j->pipe, TS_STAGE_SCHEDULED);
   if (f->compiled)
-    TS_CHECK(run_compiled_kernels(j->pm, j->R, j->P, f->compile_only, &j->pipe.o.program, &j->cg, diag));
+    TS_CHECK(run_compiled_kernels(j->pm, j->R, j->P, f->compile_only, f->kernel_cache, &j->pipe.o.program, &j->cg, diag));
   TS_CHECK(ts_pipeline_run_to(&j->pipe, TS_STAGE_ASSIGNED, diag));
   j->prog = j->pipe.prog;
   /* the hang detector's identity of the program: a run's, not a compile's */
@@ -1158,7 +1162,7 @@ enum {
   OPT_TIMEOUT, OPT_NO_BIND, OPT_REFERENCE, OPT_TASK, OPT_NODES, OPT_ADDRESS,
   OPT_HANG_TIMEOUT, OPT_HANG_DIGEST, OPT_ABORT_ON_HANG, OPT_HANG_COORD, OPT_NO_HANG,
   OPT_NO_SCHEDULE, OPT_COST_MODEL, OPT_COST_PRESET, OPT_OVERLAP, OPT_NO_PARTITION, OPT_MEMORY_LIMIT, OPT_KERNELS,
-  OPT_PLATFORM,
+  OPT_PLATFORM, OPT_NO_KERNEL_CACHE,
 };
 
 /* Parses argv into f; returns -1 to go on, else the exit code. */
@@ -1184,6 +1188,7 @@ static int parse_flags(int argc, char **argv, run_flags_t *f) {
       {"no-bind", no_argument, NULL, OPT_NO_BIND},
       {"reference", no_argument, NULL, OPT_REFERENCE},
       {"kernels", required_argument, NULL, OPT_KERNELS},
+      {"no-kernel-cache", no_argument, NULL, OPT_NO_KERNEL_CACHE},
       {"platform", required_argument, NULL, OPT_PLATFORM},
       {"task_id", required_argument, NULL, OPT_TASK},
       {"num_nodes", required_argument, NULL, OPT_NODES},
@@ -1205,7 +1210,7 @@ static int parse_flags(int argc, char **argv, run_flags_t *f) {
   };
   *f = (run_flags_t){.steps = 1, .task_id = -1, .tolerance = 1e-4, .bind = true,
                      .backend = TS_COLL_BACKEND_MPI, .hang = true, .abort_on_hang = true, .hang_timeout = 60,
-                     .schedule = true, .compiled = true};
+                     .schedule = true, .compiled = true, .kernel_cache = true};
   ts_partition_opts_default(&f->popts);
   ts_sched_opts_default(&f->sched);
   ts_ckpt_flags_default(&f->ckpt);
@@ -1245,6 +1250,7 @@ static int parse_flags(int argc, char **argv, run_flags_t *f) {
       }
       f->compiled = strcmp(optarg, "compiled") == 0;
       break;
+    case OPT_NO_KERNEL_CACHE: f->kernel_cache = false; break;
     case OPT_PLATFORM: if (!ts_cli_parse_platform("run", optarg, &f->platform)) return 2; break;
     case OPT_TASK: if (!parse_task_id(optarg, &f->task_id)) return 2; break;
     case OPT_NODES: if (!ts_cli_parse_count("run", "--num_nodes", optarg, &f->num_nodes)) return 2; break;

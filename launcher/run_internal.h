@@ -63,8 +63,9 @@ typedef struct ts_codegen ts_codegen_t;
 /* Fuses the per-device program pm in place (verified after), compiles the
  * fusions it can and points po at their kernels (*cg owns them; destroy
  * after the program). A JIT that cannot start warns once and leaves po
- * alone. report: print the counts and times. */
-ts_status_t run_compiled_kernels(ts_hlo_module_t *pm, int64_t R, int64_t P, bool report, ts_rt_program_opts_t *po,
-                                 ts_codegen_t **cg, ts_diag_t *diag);
+ * alone. report: print the counts and times. kernel_cache: use the on-disk
+ * kernel cache (--no-kernel-cache turns it off). */
+ts_status_t run_compiled_kernels(ts_hlo_module_t *pm, int64_t R, int64_t P, bool report, bool kernel_cache,
+                                 ts_rt_program_opts_t *po, ts_codegen_t **cg, ts_diag_t *diag);
 
 #endif

@@ -26,9 +26,10 @@ record() {  # NAME CMD...: stdout, stderr and the exit code of CMD, paths made r
   (cd "$root" && timeout 60 "$@" >"$out/$name.out" 2>"$out/$name.err"; echo "rc=$?" >"$out/$name.rc")
   # paths made relative, and times (the only run-to-run noise) masked: "in
   # 1.2 ms", and the fusion and codegen clocks of run --compile-only's
-  # "compiled kernels" line
+  # "compiled kernels" line, and whether its kernel cache hit
   sed -i -E "s#$root#ROOT#g; s#$corpus#CORPUS#g; s/in [0-9.]+ (ms|s)\b/in T \1/g;
-             /^compiled kernels:/s/[0-9]+\.[0-9]+/T/g" "$out/$name.out" "$out/$name.err"
+             /^compiled kernels:/s/[0-9]+\.[0-9]+/T/g; /^compiled kernels:/s/kernel cache (hit|miss|off)/kernel cache C/" \
+    "$out/$name.out" "$out/$name.err"
 }
 
 n=0

@@ -7,7 +7,9 @@ set -u
 tessera=$1 want=$2 file=$3
 shift 3
 out=$(mktemp) err=$(mktemp)
-trap 'rm -f "$out" "$err"' EXIT
+# a kernel cache of its own, empty: never the user's ~/.cache
+export TESSERA_CACHE_DIR="$(mktemp -d)"
+trap 'rm -f "$out" "$err"; rm -rf "$TESSERA_CACHE_DIR"' EXIT
 devs=--devices
 case " $* " in *" --devices "*) devs= ;; esac
 timeout 280 "$tessera" run ${devs:+--devices 1} --check "$@" "$file" >"$out" 2>"$err"

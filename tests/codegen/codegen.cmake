@@ -1,6 +1,9 @@
 # codegen/: the compiled math functions against libm (ULP sweeps), every
-# fusion kind's compiled kernel against the interpreter, and tessera run
-# --check catching a deliberately wrong kernel.
+# fusion kind's compiled kernel against the interpreter, tessera run
+# --check catching a deliberately wrong kernel, and the kernel cache. No
+# test uses the user's ~/.cache: the C programs that only compile run with
+# TESSERA_CACHE_DIR=off (tests/CMakeLists.txt's default), the scripts make
+# cache folders of their own.
 set(cg_math_cases exp log tanh logistic sqrt rsqrt log1p expm1 erf sin cos pow)
 ts_unit_test(test_codegen_math CASES ${cg_math_cases})
 target_link_libraries(test_codegen_math PRIVATE ts_codegen m)
@@ -61,3 +64,20 @@ foreach(ex mlp_sharded mlp_train transformer_train)
 endforeach()
 set_tests_properties(codegen.ptx.fusion_kinds codegen.ptx.example.mlp_sharded codegen.ptx.example.mlp_train
                      codegen.ptx.example.transformer_train PROPERTIES LABELS unit TIMEOUT 120 SKIP_RETURN_CODE 77)
+
+# The kernel cache (codegen/cache.c): through the API (in-process reuse,
+# another process's entry, with fusion kernels or only the entry's loop, an
+# entry whose object is not the module's, nothing to compile, no_cache), then through tessera run (cold then warm, corrupt entries, a
+# knob in the key, unwritable folders, --no-kernel-cache and the default
+# folders, concurrent writers). Each makes its own cache folders under TMPDIR.
+ts_unit_test(test_codegen_cache CASES reuse disk bad_object entry_only nothing no_cache)
+target_link_libraries(test_codegen_cache PRIVATE ts_codegen)
+# codegen_internal.h (cg_cache_store makes a hand-made entry) and the LLVM headers it includes
+target_include_directories(test_codegen_cache SYSTEM PRIVATE $<TARGET_PROPERTY:ts_codegen,INCLUDE_DIRECTORIES>)
+set(cg_cache_run sh ${CMAKE_CURRENT_LIST_DIR}/check_codegen_cache.sh $<TARGET_FILE:tessera>)
+set(cg_cache_tests)
+foreach(c hit truncate flip knob unwritable off concurrent)
+  add_test(NAME codegen.cache.${c} COMMAND ${cg_cache_run} ${c} ${chain})
+  list(APPEND cg_cache_tests codegen.cache.${c})
+endforeach()
+set_tests_properties(${cg_cache_tests} PROPERTIES LABELS unit TIMEOUT 300)
