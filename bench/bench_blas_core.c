@@ -113,43 +113,22 @@ done:
 static double gflops(int64_t n, double t) { return 2.0 * (double)n * (double)n * (double)n / t / 1e9; }
 
 int main(int argc, char **argv) {
-  static const struct option opts[] = {
-      {"size", required_argument, NULL, 's'}, {"reps", required_argument, NULL, 'r'},
-      {"threads", required_argument, NULL, 't'}, {"row", no_argument, NULL, 'w'},
-      {"help", no_argument, NULL, 'h'},       {NULL, 0, NULL, 0},
+  long long size = 1024, r = 5, t = 1, row_flag = 0;
+  const ts_bench_opt_t opts[] = {
+      TS_BENCH_INT("size", &size, 1, 16384),
+      TS_BENCH_INT("reps", &r, 1, TS_BENCH_MAX_REPS),
+      TS_BENCH_INT("threads", &t, 1, 1024),
+      TS_BENCH_FLAG("row", &row_flag),
   };
-  int64_t n = 1024;
-  int reps = 5, threads = 1;
-  bool is_row = false;
-  int c;
-  opterr = 0;
-  while ((c = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
-    if (c == 'h') {
-      usage(stdout);
-      return 0;
-    }
-    if (c == 'w') {
-      is_row = true;
-      continue;
-    }
-    char *end = NULL;
-    long long v = (c == 's' || c == 'r' || c == 't') ? strtoll(optarg, &end, 10) : 0;
-    bool ok = (c == 's' && *end == 0 && v >= 1 && v <= 16384) ||
-              (c == 'r' && *end == 0 && v >= 1 && v <= TS_BENCH_MAX_REPS) ||
-              (c == 't' && *end == 0 && v >= 1 && v <= 1024);
-    if (!ok) {
-      fprintf(stderr, "bench_blas_core: bad option '%s'\n", argv[optind - 1]);
-      usage(stderr);
-      return 2;
-    }
-    if (c == 's') n = v;
-    if (c == 'r') reps = (int)v;
-    if (c == 't') threads = (int)v;
-  }
+  int early = ts_bench_opts(argc, argv, "bench_blas_core", usage, opts, 4);
+  if (early >= 0) return early;
   if (optind != argc) {
     usage(stderr);
     return 2;
   }
+  int64_t n = size;
+  int reps = (int)r, threads = (int)t;
+  bool is_row = row_flag;
   if (is_row) return row(n, reps, threads);
 
   char sz[24], rp[24], th[24];

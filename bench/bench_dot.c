@@ -60,39 +60,16 @@ static void usage(FILE *f) {
 }
 
 static int parse_args(int argc, char **argv, int *reps, int64_t *n) {
-  static const struct option opts[] = {
-      {"reps", required_argument, NULL, 'r'},
-      {"size", required_argument, NULL, 's'},
-      {"help", no_argument, NULL, 'h'},
-      {NULL, 0, NULL, 0},
-  };
-  *reps = 5;
-  *n = 1024;
-  int c;
-  opterr = 0;
-  while ((c = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
-    if (c == 'h') {
-      usage(stdout);
-      return 0;
-    }
-    char *end = NULL;
-    long long v = (c == 'r' || c == 's') ? strtoll(optarg, &end, 10) : 0;
-    bool ok = (c == 'r' && *end == 0 && v >= 1 && v <= TS_BENCH_MAX_REPS) ||
-              (c == 's' && *end == 0 && v >= 1 && v <= 16384);
-    if (!ok) {
-      fprintf(stderr, "bench_dot: bad option '%s'\n", argv[optind - 1]);
-      usage(stderr);
-      return 2;
-    }
-    if (c == 'r')
-      *reps = (int)v;
-    else
-      *n = v;
-  }
+  long long r = 5, size = 1024;
+  const ts_bench_opt_t opts[] = {TS_BENCH_INT("reps", &r, 1, TS_BENCH_MAX_REPS), TS_BENCH_INT("size", &size, 1, 16384)};
+  int early = ts_bench_opts(argc, argv, "bench_dot", usage, opts, 2);
+  if (early >= 0) return early;
   if (optind != argc) {
     usage(stderr);
     return 2;
   }
+  *reps = (int)r;
+  *n = size;
   return -1;
 }
 

@@ -95,33 +95,15 @@ static void usage(FILE *f) {
 }
 
 int main(int argc, char **argv) {
-  static const struct option opts[] = {
-      {"reps", required_argument, NULL, 'r'},
-      {"threads", required_argument, NULL, 't'},
-      {"help", no_argument, NULL, 'h'},
-      {NULL, 0, NULL, 0},
-  };
-  int reps = 5, threads = 1, c;
-  opterr = 0;
-  while ((c = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
-    if (c == 'h') {
-      usage(stdout);
-      return 0;
-    }
-    char *end = NULL;
-    long v = (c == 'r' || c == 't') ? strtol(optarg, &end, 10) : 0;
-    if ((c != 'r' && c != 't') || *end || v < 1 || v > (c == 'r' ? TS_BENCH_MAX_REPS : 256)) {
-      fprintf(stderr, "bench_dot_shapes: bad option '%s'\n", argv[optind - 1]);
-      usage(stderr);
-      return 2;
-    }
-    if (c == 'r') reps = (int)v;
-    else threads = (int)v;
-  }
+  long long r = 5, t = 1;
+  const ts_bench_opt_t opts[] = {TS_BENCH_INT("reps", &r, 1, TS_BENCH_MAX_REPS), TS_BENCH_INT("threads", &t, 1, 256)};
+  int early = ts_bench_opts(argc, argv, "bench_dot_shapes", usage, opts, 2);
+  if (early >= 0) return early;
   if (optind != argc - 1) {
     usage(stderr);
     return 2;
   }
+  int reps = (int)r, threads = (int)t;
   ts_kernels_set_blas_threads(threads);
 
   ts_diag_t diag = {0};

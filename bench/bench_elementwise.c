@@ -8,7 +8,6 @@
 #include "ts_fusion.h"
 #include "ts_interp.h"
 
-#include <getopt.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -35,26 +34,12 @@ static void usage(FILE *f) {
 }
 
 int main(int argc, char **argv) {
-  static const struct option opts[] = {
-      {"elements", required_argument, NULL, 'n'},
-      {"reps", required_argument, NULL, 'r'},
-      {"help", no_argument, NULL, 'h'},
-      {NULL, 0, NULL, 0},
-  };
-  long long n = 16ll << 20;
-  int reps = 10, c;
-  while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
-    switch (c) {
-    case 'n': n = atoll(optarg); break;
-    case 'r': reps = atoi(optarg); break;
-    case 'h': usage(stdout); return 0;
-    default: usage(stderr); return 2;
-    }
-  }
-  if (n <= 0 || reps <= 0 || reps > TS_BENCH_MAX_REPS) {
-    usage(stderr);
-    return 2;
-  }
+  long long n = 16ll << 20, r = 10;
+  const ts_bench_opt_t opts[] = {TS_BENCH_INT("elements", &n, 1, 1ll << 40),
+                                 TS_BENCH_INT("reps", &r, 1, TS_BENCH_MAX_REPS)};
+  int early = ts_bench_opts(argc, argv, "bench_elementwise", usage, opts, 2);
+  if (early >= 0) return early;
+  int reps = (int)r;
   char text[2048];
   snprintf(text, sizeof text, chain_text, n, n, n, n, n, n, n, n);
   ts_source_t src = {"chain", text, strlen(text)};

@@ -272,8 +272,8 @@ int main(int argc, char **argv) {
       ok = *end == 0 && v >= 0 && v < 1e6;
       m.lr = (float)v;
     } else if (ok) {
-      long long v = strtoll(optarg, &end, 10);
-      ok = *end == 0 && v >= (c == 'k' || c == 's' ? 0 : 1) && v <= (c == 'r' ? TS_BENCH_MAX_REPS : 1 << 20);
+      long long v = 0;
+      ok = ts_bench_int_opt(optarg, c == 'k' || c == 's' ? 0 : 1, c == 'r' ? TS_BENCH_MAX_REPS : 1 << 20, &v);
       if (c == 'b') m.nb = (int)v;
       if (c == 'i') m.ni = (int)v;
       if (c == 'H') m.nh = (int)v;
@@ -283,11 +283,7 @@ int main(int argc, char **argv) {
       if (c == 't') threads = (int)v;
       if (c == 's') seed = v;
     }
-    if (!ok && (c == '?' || c == ':' || li < 0)) {
-      fprintf(stderr, "bench_mlp_ref: bad option '%s'\n", argv[optind - 1]);
-      usage(stderr);
-      return 2;
-    }
+    if (!ok && (c == '?' || c == ':' || li < 0)) return ts_bench_bad_option("bench_mlp_ref", argv, usage);
     if (!ok) {
       fprintf(stderr, "bench_mlp_ref: bad value '%s' for --%s\n", optarg, opts[li].name);
       usage(stderr);

@@ -34,37 +34,61 @@ const char *ts_bench_base_name(const char *path) {
   return slash ? slash + 1 : path;
 }
 
-int ts_bench_args(int argc, char **argv, const char *name, void (*usage)(FILE *f), int *reps, int *first,
-                  int *name_width) {
-  static const struct option opts[] = {
-      {"reps", required_argument, NULL, 'r'},
-      {"help", no_argument, NULL, 'h'},
-      {NULL, 0, NULL, 0},
-  };
-  *reps = 5;
+bool ts_bench_int_opt(const char *arg, long long lo, long long hi, long long *v) {
+  char *end = NULL;
+  long long x = strtoll(arg, &end, 10);
+  if (*end || x < lo || x > hi) return false;
+  *v = x;
+  return true;
+}
+
+int ts_bench_bad_option(const char *name, char **argv, void (*usage)(FILE *f)) {
+  fprintf(stderr, "%s: bad option '%s'\n", name, argv[optind - 1]);
+  usage(stderr);
+  return 2;
+}
+
+int ts_bench_opts(int argc, char **argv, const char *name, void (*usage)(FILE *f), const ts_bench_opt_t *opts,
+                  int n) {
+  enum { FIRST = 256 }; /* getopt codes of opts[k]: FIRST + k, clear of 'h', '?' and ':' */
+  struct option lo[TS_BENCH_MAX_OPTS + 2];
+  TS_ASSERT(n <= TS_BENCH_MAX_OPTS);
+  if (n > TS_BENCH_MAX_OPTS) n = TS_BENCH_MAX_OPTS; /* release: the rest read as unknown */
+  for (int k = 0; k < n; k++)
+    lo[k] = (struct option){opts[k].name, opts[k].flag ? no_argument : required_argument, NULL, FIRST + k};
+  lo[n] = (struct option){"help", no_argument, NULL, 'h'};
+  lo[n + 1] = (struct option){NULL, 0, NULL, 0};
   int c;
   opterr = 0;
-  while ((c = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
+  while ((c = getopt_long(argc, argv, ":h", lo, NULL)) != -1) {
     if (c == 'h') {
       usage(stdout);
       return 0;
     }
-    char *end = NULL;
-    long v = c == 'r' ? strtol(optarg, &end, 10) : 0;
-    if (c != 'r' || *end || v < 1 || v > TS_BENCH_MAX_REPS) {
-      if (c == 'r')
-        fprintf(stderr, "%s: --reps wants 1..%d, got '%s'\n", name, TS_BENCH_MAX_REPS, optarg);
-      else
-        fprintf(stderr, "%s: bad option '%s'\n", name, argv[optind - 1]);
+    if (c < FIRST) return ts_bench_bad_option(name, argv, usage); /* '?' unknown, ':' value missing */
+    const ts_bench_opt_t *o = &opts[c - FIRST];
+    if (o->flag) {
+      *o->value = 1;
+    } else if (!ts_bench_int_opt(optarg, o->lo, o->hi, o->value)) {
+      fprintf(stderr, "%s: --%s wants %lld..%lld, got '%s'\n", name, o->name, o->lo, o->hi, optarg);
       usage(stderr);
       return 2;
     }
-    *reps = (int)v;
   }
+  return -1;
+}
+
+int ts_bench_args(int argc, char **argv, const char *name, void (*usage)(FILE *f), int *reps, int *first,
+                  int *name_width) {
+  long long r = 5;
+  const ts_bench_opt_t opts[] = {TS_BENCH_INT("reps", &r, 1, TS_BENCH_MAX_REPS)};
+  int early = ts_bench_opts(argc, argv, name, usage, opts, 1);
+  if (early >= 0) return early;
   if (optind == argc) {
     usage(stderr);
     return 2;
   }
+  *reps = (int)r;
   *first = optind;
   *name_width = 4;
   for (int j = optind; j < argc; j++) {

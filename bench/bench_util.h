@@ -5,6 +5,7 @@
 
 #include "ts_hlo.h"
 
+#include <stdbool.h>
 #include <stdio.h>
 
 /* Seconds on a monotonic clock. */
@@ -15,11 +16,40 @@ void ts_bench_best_median(double *t, int n, double *best, double *median);
 int64_t ts_bench_count_instrs(const ts_hlo_module_t *m);
 #define TS_BENCH_MAX_REPS 1000
 
-/* The command line every benchmark takes: `[--reps N] [-h] FILE...`
- * (getopt_long). On success *reps and *first (index of the first FILE) are
- * set and it returns -1; otherwise the exit code to return (0 after --help,
- * 2 after a usage error, with `usage` printed). name_width gets the longest
- * file base name, for the table. */
+/* An integer option's value: `arg` as strtoll reads it in base 10, with
+ * nothing after the digits, in [lo, hi]. True with *v set, else false and *v
+ * untouched. */
+bool ts_bench_int_opt(const char *arg, long long lo, long long hi, long long *v);
+
+/* A usage error in option argv[optind - 1] (getopt's last): prints
+ * "NAME: bad option 'OPT'" and `usage` to stderr; returns 2, the exit code. */
+int ts_bench_bad_option(const char *name, char **argv, void (*usage)(FILE *f));
+
+/* One option of a benchmark: `--NAME N` with N in [lo, hi], or with `flag`
+ * `--NAME` alone, which sets 1. *value holds the default. Written
+ * TS_BENCH_INT("reps", &reps, 1, 1000) or TS_BENCH_FLAG("row", &row). */
+typedef struct {
+  const char *name;
+  long long *value;
+  long long lo, hi;
+  bool flag;
+} ts_bench_opt_t;
+#define TS_BENCH_INT(name, value, lo, hi) {(name), (value), (lo), (hi), false}
+#define TS_BENCH_FLAG(name, value) {(name), (value), 1, 1, true}
+#define TS_BENCH_MAX_OPTS 8
+
+/* Parses the options `opts[0..n)` and -h/--help (getopt_long). Returns -1
+ * with optind at the first operand, or the exit code to return: 0 after
+ * --help, 2 after a usage error ("NAME: --OPT wants LO..HI, got 'V'" or
+ * "NAME: bad option 'OPT'", then `usage`, on stderr). */
+int ts_bench_opts(int argc, char **argv, const char *name, void (*usage)(FILE *f), const ts_bench_opt_t *opts,
+                  int n);
+
+/* The command line every benchmark of modules takes: `[--reps N] [-h]
+ * FILE...`. On success *reps and *first (index of the first FILE) are set and
+ * it returns -1; otherwise the exit code to return, as ts_bench_opts (2 too
+ * without a FILE). name_width gets the longest file base name, for the
+ * table. */
 int ts_bench_args(int argc, char **argv, const char *name, void (*usage)(FILE *f), int *reps, int *first,
                   int *name_width);
 

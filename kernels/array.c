@@ -143,11 +143,17 @@ void ts_kernel_ctx_free(ts_kernel_ctx_t *ctx) {
 
 ts_status_t ts_kernel_fail(ts_kernel_ctx_t *ctx, const ts_hlo_instr_t *instr, ts_status_t st,
                            const char *fmt, ...) {
-  char msg[512];
   va_list ap;
   va_start(ap, fmt);
-  vsnprintf(msg, sizeof msg, fmt, ap);
+  st = ts_kernel_vfail(ctx, instr, st, fmt, ap);
   va_end(ap);
+  return st;
+}
+
+ts_status_t ts_kernel_vfail(ts_kernel_ctx_t *ctx, const ts_hlo_instr_t *instr, ts_status_t st,
+                            const char *fmt, va_list ap) {
+  char msg[512];
+  vsnprintf(msg, sizeof msg, fmt, ap);
   if (ctx->source && ctx->source->text && instr->loc.line > 0)
     ts_diag_error(ctx->diag, ctx->source, instr->loc, "%s %%%s: %s", ts_opcode_name(instr->op),
                   instr->name, msg);

@@ -81,6 +81,8 @@ void ts_kernel_ctx_free(ts_kernel_ctx_t *ctx); /* frees the scratch */
  * when the instruction has a location) and returns `st`. */
 ts_status_t ts_kernel_fail(ts_kernel_ctx_t *ctx, const ts_hlo_instr_t *instr, ts_status_t st,
                            const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+ts_status_t ts_kernel_vfail(ts_kernel_ctx_t *ctx, const ts_hlo_instr_t *instr, ts_status_t st,
+                            const char *fmt, va_list ap);
 
 /* A kernel: `in` holds the operands (arrays, in operand order), `out` the
  * leaves of instr->shape (one for an array result), allocated by the caller

@@ -82,6 +82,21 @@ static ts_status_t coll_error(ts_rt_device_t *d, const ts_hlo_instr_t *i, ts_sta
   return st;
 }
 
+/* Waits for collective f and traces it as instruction `traced` (its start);
+ * meanwhile the hang detector sees instruction `active` in a collective. */
+static ts_status_t finish_coll(ts_rt_device_t *d, rt_inflight_t *f, bool timed, int active, int traced,
+                               const ts_hlo_instr_t *instr) {
+  uint64_t tw = rt_now_ns();
+  if (timed) set_activity(d, TS_HANG_COLLECTIVE, active);
+  const char *algo = ""; /* looked up only for the trace */
+  ts_status_t st = rt_coll_finish(d->colls, d->p, f, d->opts.trace ? &algo : NULL);
+  uint64_t t1 = rt_now_ns();
+  if (timed) d->coll_ns += t1 - tw;
+  /* collectives at any depth (a training loop's all-reduce is in a while) */
+  trace(d, traced, algo, f->t_post, t1);
+  return st != TS_OK ? coll_error(d, instr, st) : TS_OK;
+}
+
 /* Copies `n` leaves from src pointers into dst views (skips equal pointers). */
 static void copy_leaves(ts_array_t *dst, void *const *src, int n) {
   for (int k = 0; k < n; k++)
@@ -199,29 +214,15 @@ static ts_status_t run_step(ts_rt_device_t *d, int ci, int si, bool entry) {
     st = rt_coll_post(d->colls, p, s->coll, in, out, s->zero_from, f);
     if (st != TS_OK) return coll_error(d, s->instr, st);
     if (!sync) break;
-    /* fall through: a synchronous collective finishes at once */
-    uint64_t tw = rt_now_ns();
-    if (timed) set_activity(d, TS_HANG_COLLECTIVE, s->gindex);
-    const char *algo = ""; /* looked up only for the trace */
-    st = rt_coll_finish(d->colls, p, f, d->opts.trace ? &algo : NULL);
-    uint64_t t1 = rt_now_ns();
-    if (timed) d->coll_ns += t1 - tw;
-    /* collectives at any depth (a training loop's all-reduce is in a while) */
-    trace(d, s->gindex, algo, f->t_post, t1);
-    if (st != TS_OK) return coll_error(d, s->instr, st);
+    /* a synchronous collective finishes at once */
+    st = finish_coll(d, f, timed, s->gindex, s->gindex, s->instr);
+    if (st != TS_OK) return st;
     break;
   }
   case ST_COLL_DONE: {
-    const rt_step_t *ss = &rc->steps[s->start];
     rt_inflight_t *f = &d->inflight[d->infl[ci][s->start]];
-    uint64_t tw = rt_now_ns();
-    if (timed) set_activity(d, TS_HANG_COLLECTIVE, s->gindex);
-    const char *algo = ""; /* looked up only for the trace */
-    st = rt_coll_finish(d->colls, p, f, d->opts.trace ? &algo : NULL);
-    uint64_t t1 = rt_now_ns();
-    if (timed) d->coll_ns += t1 - tw;
-    trace(d, ss->gindex, algo, f->t_post, t1);
-    if (st != TS_OK) return coll_error(d, s->instr, st);
+    st = finish_coll(d, f, timed, s->gindex, rc->steps[s->start].gindex, s->instr);
+    if (st != TS_OK) return st;
     break;
   }
   }

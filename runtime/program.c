@@ -17,13 +17,12 @@
 
 ts_status_t rt_fail(const ts_hlo_module_t *m, const ts_hlo_instr_t *i, ts_diag_t *diag, ts_status_t st,
                     const char *fmt, ...) {
-  char msg[512];
+  ts_kernel_ctx_t ctx = {.diag = diag, .source = m->source.text ? &m->source : NULL};
   va_list ap;
   va_start(ap, fmt);
-  vsnprintf(msg, sizeof msg, fmt, ap);
+  st = ts_kernel_vfail(&ctx, i, st, fmt, ap);
   va_end(ap);
-  ts_kernel_ctx_t ctx = {.diag = diag, .source = m->source.text ? &m->source : NULL};
-  return ts_kernel_fail(&ctx, i, st, "%s", msg);
+  return st;
 }
 
 int rt_comp_index(const ts_rt_program_t *p, const ts_hlo_comp_t *c) {

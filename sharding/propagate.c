@@ -129,7 +129,7 @@ typedef struct {
   ts_arena_t *a;              /* values and scratch; syntax goes to m->arena */
   node_t *nodes;              /* by instr->id */
   links_t *comp_links;        /* by computation index */
-  ts_hlo_instr_t ***order;    /* per computation: topological order */
+  const ts_hlo_instr_t ***order; /* per computation: topological order, ties in text order */
   ts_sharding_value_t **cand; /* best candidate per leaf of the visited instruction */
   int64_t *cand_score;
   ts_sharding_value_t *replicated, *manual;
@@ -823,7 +823,7 @@ static ts_status_t scatter_forward(ctx_t *x, const ts_hlo_instr_t *i, const node
 }
 
 /* Forward: what the operands (or callees, or callers) say about x. */
-static ts_status_t pull_forward(ctx_t *x, ts_hlo_instr_t *i, const node_t *n) {
+static ts_status_t pull_forward(ctx_t *x, const ts_hlo_instr_t *i, const node_t *n) {
   if (i->op == TS_OP_PARAMETER) return param_forward(x, i, n);
   if (is_elementwise(i)) {
     for (int k = 0; k < i->nops; k++)
@@ -1103,7 +1103,7 @@ static ts_status_t from_user(ctx_t *x, const node_t *n, const ts_hlo_instr_t *u,
   return TS_OK;
 }
 
-static ts_status_t pull_backward(ctx_t *x, ts_hlo_instr_t *i, const node_t *n) {
+static ts_status_t pull_backward(ctx_t *x, const ts_hlo_instr_t *i, const node_t *n) {
   for (int j = 0; j < i->nusers; j++) {
     const ts_hlo_instr_t *u = i->users[j];
     for (int k = 0; k < u->nops; k++)
@@ -1146,7 +1146,7 @@ static bool needs_visit(ctx_t *x, const ts_hlo_instr_t *i, const node_t *n, bool
   return false;
 }
 
-static ts_status_t visit(ctx_t *x, ts_hlo_instr_t *i, bool forward) {
+static ts_status_t visit(ctx_t *x, const ts_hlo_instr_t *i, bool forward) {
   node_t *n = node(x, i);
   if (n->fixed || n->n == 0 || !needs_visit(x, i, n, forward)) return TS_OK;
   n->seen[forward] = x->clock;
@@ -1225,43 +1225,6 @@ static ts_status_t init_node(ctx_t *x, ts_hlo_instr_t *i, int *max_leaves) {
   return TS_OK;
 }
 
-/* Topological order of one computation (operands first; ties in text
- * order), by an explicit-stack depth-first walk. */
-static ts_status_t topo(const ts_hlo_comp_t *c, ts_hlo_instr_t **order, uint8_t *mark) {
-  int *next = ts_malloc(sizeof *next * (size_t)(c->ninstrs + 1));
-  ts_hlo_instr_t **stack = ts_malloc(sizeof *stack * (size_t)(c->ninstrs + 1));
-  if (!next || !stack) {
-    ts_free(next);
-    ts_free(stack);
-    return TS_ERR_NOMEM;
-  }
-  int no = 0;
-  for (int s = 0; s < c->ninstrs; s++) {
-    if (mark[c->instrs[s]->id]) continue;
-    int sp = 0;
-    stack[sp] = c->instrs[s];
-    next[sp++] = 0;
-    mark[c->instrs[s]->id] = 1;
-    while (sp > 0) {
-      ts_hlo_instr_t *i = stack[sp - 1];
-      if (next[sp - 1] < i->nops) {
-        ts_hlo_instr_t *op = i->ops[next[sp - 1]++];
-        if (op->parent == c && !mark[op->id] && sp < c->ninstrs) {
-          mark[op->id] = 1;
-          stack[sp] = op;
-          next[sp++] = 0;
-        }
-      } else {
-        order[no++] = i;
-        sp--;
-      }
-    }
-  }
-  ts_free(next);
-  ts_free(stack);
-  return no == c->ninstrs ? TS_OK : TS_ERR_INTERNAL;
-}
-
 /* The in_shardings of a GlobalToLocalShape (one per operand) or the
  * out_shardings of a LocalToGlobalShape (one per result leaf): Shardy's
  * shard_map boundaries. Unreadable ones are left NULL (the boundary then
@@ -1299,15 +1262,13 @@ static ts_status_t setup(ctx_t *x) {
   x->nodes = ts_arena_alloc(x->a, sizeof *x->nodes * (size_t)nid);
   x->comp_links = ts_arena_alloc(x->a, sizeof *x->comp_links * (size_t)(m->ncomps + 1));
   x->order = ts_arena_alloc(x->a, sizeof *x->order * (size_t)(m->ncomps + 1));
-  uint8_t *mark = ts_arena_alloc(x->a, (size_t)nid);
   ts_sdy_meshes_t *meshes = NULL;
   bool have_meshes = false;
   TS_CHECK(ts_sharding_simple(x->a, TS_SHARD_REPLICATED, &x->replicated));
   TS_CHECK(ts_sharding_simple(x->a, TS_SHARD_MANUAL, &x->manual));
-  if (!x->nodes || !x->comp_links || !x->order || !mark) return TS_ERR_NOMEM;
+  if (!x->nodes || !x->comp_links || !x->order) return TS_ERR_NOMEM;
   memset(x->nodes, 0, sizeof *x->nodes * (size_t)nid);
   memset(x->comp_links, 0, sizeof *x->comp_links * (size_t)(m->ncomps + 1));
-  memset(mark, 0, (size_t)nid);
   /* Links: count, then fill. */
   for (int pass = 0; pass < 2; pass++) {
     for (int c = 0; c < m->ncomps; c++)
@@ -1336,7 +1297,7 @@ static ts_status_t setup(ctx_t *x) {
       node(x, comp->instrs[k])->links = &x->comp_links[c];
       TS_CHECK(read_sdy(x, comp->instrs[k], &meshes, &have_meshes));
     }
-    TS_CHECK(topo(comp, x->order[c], mark));
+    TS_CHECK(ts_hlo_comp_operand_post_order(comp, x->order[c]));
   }
   x->cand = ts_arena_alloc(x->a, sizeof *x->cand * (size_t)max_leaves);
   x->cand_score = ts_arena_alloc(x->a, sizeof *x->cand_score * (size_t)max_leaves);

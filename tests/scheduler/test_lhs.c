@@ -78,15 +78,22 @@ static void mark_scheduled(ts_hlo_module_t *m) {
 
 /* ---- the while-body aliasing hazard (XLA's WhileLoopAliasingBug) ---------- */
 
-/* cp2's done becomes loop element 0, the buffer that %x and %view name:
- * cp2's start must follow %sum, the last reader of %view. */
-static void test_hazard(void) {
+/* while_alias.hlo scheduled with two collective-permutes in flight, the order
+ * the hazard tests start from; *r (r may be NULL) as ts_schedule's. */
+static ts_hlo_module_t *load_while_alias(ts_sched_result_t **r) {
   ts_hlo_module_t *m = load("while_alias.hlo");
-  ts_sched_result_t *r = NULL;
   ts_sched_opts_t o;
   ts_sched_opts_default(&o);
   o.overlap_limit[TS_COLL_COLLECTIVE_PERMUTE] = 2;
-  EXPECT(m && schedule(m, &o, &r));
+  EXPECT(m && schedule(m, &o, r));
+  return m;
+}
+
+/* cp2's done becomes loop element 0, the buffer that %x and %view name:
+ * cp2's start must follow %sum, the last reader of %view. */
+static void test_hazard(void) {
+  ts_sched_result_t *r = NULL;
+  ts_hlo_module_t *m = load_while_alias(&r);
   if (m && r) {
     ts_hlo_comp_t *b = ts_hlo_module_find_comp(m, "body");
     int s = pos(b, "cp2-start");
@@ -101,11 +108,7 @@ static void test_hazard(void) {
  * written as a scheduled module: the verifier rejects it, naming the reader;
  * moved below %sum it passes. */
 static void test_verify_hazard(void) {
-  ts_hlo_module_t *m = load("while_alias.hlo");
-  ts_sched_opts_t o;
-  ts_sched_opts_default(&o);
-  o.overlap_limit[TS_COLL_COLLECTIVE_PERMUTE] = 2;
-  EXPECT(m && schedule(m, &o, NULL));
+  ts_hlo_module_t *m = load_while_alias(NULL);
   if (!m) return;
   ts_hlo_comp_t *b = ts_hlo_module_find_comp(m, "body");
   int s = pos(b, "cp2-start"), v = pos(b, "view");
@@ -280,11 +283,7 @@ static void test_memory_default(void) {
  * %cp1-start read (through %x), so a schedule is wrong exactly when one of
  * %view, %sum, %cp1-start comes after cp2-start. */
 static void test_random_hazards(void) {
-  ts_hlo_module_t *m = load("while_alias.hlo");
-  ts_sched_opts_t o;
-  ts_sched_opts_default(&o);
-  o.overlap_limit[TS_COLL_COLLECTIVE_PERMUTE] = 2;
-  EXPECT(m && schedule(m, &o, NULL));
+  ts_hlo_module_t *m = load_while_alias(NULL);
   if (!m) return;
   mark_scheduled(m);
   ts_hlo_comp_t *b = ts_hlo_module_find_comp(m, "body");
