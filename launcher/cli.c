@@ -2,6 +2,7 @@
 #include "ts_launcher.h"
 
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,6 +25,18 @@ bool ts_cli_parse_count(const char *cmd, const char *flag, const char *s, int64_
   long long v = strtoll(s, &end, 10);
   if (errno || end == s || *end || v <= 0) {
     fprintf(stderr, "tessera %s: error: %s wants a positive integer, got '%s'\n", cmd, flag, s);
+    return false;
+  }
+  *out = v;
+  return true;
+}
+
+bool ts_cli_parse_positive(const char *cmd, const char *flag, const char *s, double *out) {
+  char *end;
+  errno = 0;
+  double v = strtod(s, &end);
+  if (errno || end == s || *end || !(v > 0) || !isfinite(v)) {
+    fprintf(stderr, "tessera %s: error: %s wants a positive number, got '%s'\n", cmd, flag, s);
     return false;
   }
   *out = v;

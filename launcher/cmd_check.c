@@ -36,6 +36,8 @@ static void usage(FILE *f) {
           "  --max-memory BYTES    do not run when the estimated memory of a run exceeds\n"
           "                        BYTES (suffixes K, M, G, T: powers of 1024); the\n"
           "                        default is half of this machine's memory\n"
+          "  --tolerance R         relative tolerance (rtol below) for every float output\n"
+          "                        instead of the per-type default\n"
           "  -h, --help            this help\n"
           "partitioner flags (named after XLA's SpmdPartitionerOptions):\n"
           "%s"
@@ -84,6 +86,7 @@ typedef struct {
   const char *path;
   int64_t partitions;
   uint64_t seed, max_memory;
+  double tolerance; /* 0: per element type */
   ts_partition_opts_t popts;
 } check_args_t;
 
@@ -222,7 +225,7 @@ static ts_status_t check(const check_args_t *a, ts_diag_t *diag) {
     goto done;
   }
   int nleaves = ts_value_leaves(want, NULL, 0);
-  int bad = ts_interp_compare_outputs(m, want, got, root_sv, douts, ndev, 0, &st);
+  int bad = ts_interp_compare_outputs(m, want, got, root_sv, douts, ndev, a->tolerance, &st);
   if (st != TS_OK) goto done;
   if (bad) {
     printf("result: MISMATCH in %d of %d outputs\n", bad, nleaves);
@@ -257,6 +260,7 @@ int ts_cmd_check(int argc, char **argv) {
       {"random-inputs", required_argument, NULL, 'r'},
       {"max-memory", required_argument, NULL, 'm'},
       {"platform", required_argument, NULL, 'P'},
+      {"tolerance", required_argument, NULL, 't'},
       {"help", no_argument, NULL, 'h'},
       TS_PARTITION_FLAG_OPTIONS,
       {NULL, 0, NULL, 0},
@@ -273,6 +277,7 @@ int ts_cmd_check(int argc, char **argv) {
     case 'r': if (!ts_cli_parse_seed("check", optarg, &a.seed)) return 2; break;
     case 'm': if (!ts_cli_parse_bytes("check", "--max-memory", optarg, &a.max_memory)) return 2; break;
     case 'P': if (!ts_cli_parse_platform("check", optarg, &platform)) return 2; break;
+    case 't': if (!ts_cli_parse_positive("check", "--tolerance", optarg, &a.tolerance)) return 2; break;
     case 'h': usage(stdout); return 0;
     case ':':
     case '?': return ts_cli_getopt_error("check", c, argv[optind - 1], usage);

@@ -1133,18 +1133,6 @@ static void job_free(job_t *j) {
 
 /* ---- flags -------------------------------------------------------------------- */
 
-static bool parse_positive(const char *flag, const char *s, double *out) {
-  char *end;
-  errno = 0;
-  double v = strtod(s, &end);
-  if (errno || end == s || *end || !(v > 0) || !isfinite(v)) {
-    fprintf(stderr, "tessera run: error: %s wants a positive number, got '%s'\n", flag, s);
-    return false;
-  }
-  *out = v;
-  return true;
-}
-
 static bool parse_task_id(const char *s, int64_t *out) {
   char *end;
   errno = 0;
@@ -1228,7 +1216,7 @@ static int parse_flags(int argc, char **argv, run_flags_t *f) {
     case OPT_STEPS: if (!ts_cli_parse_count("run", "--steps", optarg, &f->steps)) return 2; break;
     case OPT_LOOP: f->loop = true; break;
     case OPT_CHECK: f->check = true; break;
-    case OPT_TOL: if (!parse_positive("--tolerance", optarg, &f->tolerance)) return 2; break;
+    case OPT_TOL: if (!ts_cli_parse_positive("run", "--tolerance", optarg, &f->tolerance)) return 2; break;
     case OPT_COMPILE_ONLY: f->compile_only = true; break;
     case OPT_NO_PARTITION: f->no_partition = true; break;
     case OPT_TRACE: f->trace = optarg; break;
@@ -1240,7 +1228,7 @@ static int parse_flags(int argc, char **argv, run_flags_t *f) {
         return 2;
       }
       break;
-    case OPT_TIMEOUT: if (!parse_positive("--timeout", optarg, &f->timeout)) return 2; break;
+    case OPT_TIMEOUT: if (!ts_cli_parse_positive("run", "--timeout", optarg, &f->timeout)) return 2; break;
     case OPT_NO_BIND: f->bind = false; break;
     case OPT_REFERENCE: f->reference = true; break;
     case OPT_KERNELS:
@@ -1255,7 +1243,7 @@ static int parse_flags(int argc, char **argv, run_flags_t *f) {
     case OPT_TASK: if (!parse_task_id(optarg, &f->task_id)) return 2; break;
     case OPT_NODES: if (!ts_cli_parse_count("run", "--num_nodes", optarg, &f->num_nodes)) return 2; break;
     case OPT_ADDRESS: f->address = optarg; break;
-    case OPT_HANG_TIMEOUT: if (!parse_positive("--hang-timeout", optarg, &f->hang_timeout)) return 2; break;
+    case OPT_HANG_TIMEOUT: if (!ts_cli_parse_positive("run", "--hang-timeout", optarg, &f->hang_timeout)) return 2; break;
     case OPT_HANG_DIGEST: f->hang_digest = optarg; break;
     case OPT_ABORT_ON_HANG:
       if (!optarg || strcmp(optarg, "true") == 0) f->abort_on_hang = true;

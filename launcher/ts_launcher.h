@@ -34,6 +34,8 @@ bool ts_cli_parse_seed(const char *cmd, const char *s, uint64_t *out);
 /* Parses a positive integer flag value; prints a usage error and returns
  * false when `s` is not one. */
 bool ts_cli_parse_count(const char *cmd, const char *flag, const char *s, int64_t *out);
+/* A positive finite number (e.g. a tolerance); one error line naming the flag otherwise. */
+bool ts_cli_parse_positive(const char *cmd, const char *flag, const char *s, double *out);
 /* A positive byte count with an optional K, M, G or T suffix (powers of 1024). */
 bool ts_cli_parse_bytes(const char *cmd, const char *flag, const char *s, uint64_t *out);
 

@@ -56,6 +56,7 @@ endforeach()
 # --platform=cpu runs and matches the interpreter.
 ts_cli_test(run_platform_bad 2 "tessera run: error: --platform wants cpu or gpu, got 'tpu'" run --platform=tpu ${example})
 ts_cli_test(check_platform_bad 2 "tessera check: error: --platform wants cpu or gpu, got 'TPU'" check --platform TPU ${example})
+ts_cli_test(check_tolerance_bad 2 "tessera check: error: --tolerance wants a positive number, got '0'" check --tolerance 0 ${example})
 ts_cli_test(run_platform_missing_value 2 "tessera run: error: option '--platform' needs a value" run ${example} --platform)
 ts_cli_test(run_platform_reference 2 "tessera run: error: --reference runs the interpreter on the CPU, not with --platform=gpu"
             run --reference --platform=gpu ${example})

@@ -62,9 +62,12 @@ add_test(NAME examples.check.mlp_train
          COMMAND tessera check --num-partitions 4 ${ex_dir}/mlp_train.hlo)
 add_test(NAME examples.check.mlp_train_8 COMMAND tessera check ${ex_dir}/mlp_train_8.hlo)
 add_test(NAME examples.check.mlp_step COMMAND tessera check ${ex_tests}/mlp_step/mlp_train_small.hlo)
+# The transformer's step at run --check's 1e-4: on OpenBLAS's Zen kernels
+# the per-device dots sum in another order than the whole ones, and three
+# gradients differ by up to 5.2e-5 relative (1e-5 holds on SkylakeX).
 add_test(NAME examples.check.transformer_train
-         COMMAND tessera check --num-partitions 4 ${ex_dir}/transformer_train.hlo)
-add_test(NAME examples.check.transformer_train_8 COMMAND tessera check ${ex_dir}/transformer_train_8.hlo)
+         COMMAND tessera check --tolerance 1e-4 --num-partitions 4 ${ex_dir}/transformer_train.hlo)
+add_test(NAME examples.check.transformer_train_8 COMMAND tessera check --tolerance 1e-4 ${ex_dir}/transformer_train_8.hlo)
 add_test(NAME examples.check.transformer_step COMMAND tessera check ${tf_step}/transformer_train_small.hlo)
 set_tests_properties(examples.check.mlp_train examples.check.mlp_train_8 examples.check.mlp_step
                      examples.check.transformer_train examples.check.transformer_train_8
