@@ -7,13 +7,6 @@
 
 #include <inttypes.h>
 #include <string.h>
-#include <time.h>
-
-static double now_ms(void) {
-  struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return (double)t.tv_sec * 1e3 + (double)t.tv_nsec / 1e6;
-}
 
 static void shape_text(char *buf, size_t n, ts_elem_t e, int rank, const int64_t *dims) {
   int w = snprintf(buf, n, "%s[", ts_elem_name(e));
@@ -112,7 +105,7 @@ ts_status_t ts_ckpt_restore(ts_ckpt_t *c, int local, ts_coll_comm_t *world, ts_a
                             ts_diag_t *diag) {
   if (!c || !c->resuming) return TS_OK;
   int dev = c->o.first + local, W = c->o.ndevices;
-  double t0 = now_ms();
+  double t0 = ts_now_ms();
   ts_diag_t d = {0};
   ts_status_t st = TS_OK;
   int64_t bytes = 0;
@@ -145,7 +138,7 @@ ts_status_t ts_ckpt_restore(ts_ckpt_t *c, int local, ts_coll_comm_t *world, ts_a
     if (n > 0) st = ts_ckpt_read_box(c->resume_dir, &c->rm, c->rmap[k], start, limit, s->data, s->dims, &d);
     bytes += n * ts_elem_storage_bytes(a->shape->elem);
   }
-  double local_ms = now_ms() - t0;
+  double local_ms = ts_now_ms() - t0;
   verdict_t mine = {.status = st, .device = dev}, *all = ts_calloc((size_t)W, sizeof *all);
   if (!all) {
     ts_diag_free(&d);
@@ -177,7 +170,7 @@ ts_status_t ts_ckpt_restore(ts_ckpt_t *c, int local, ts_coll_comm_t *world, ts_a
     pthread_mutex_unlock(&c->mu);
     if (!c->o.quiet) {
       printf("checkpoint: resumed from %s (step %lld; device 0 read %.2f MB in %.1f ms, verified and read its "
-             "tiles in %.1f ms of it)\n", c->resume_dir, (long long)c->rm.step, (double)bytes / 1e6, now_ms() - t0,
+             "tiles in %.1f ms of it)\n", c->resume_dir, (long long)c->rm.step, (double)bytes / 1e6, ts_now_ms() - t0,
              local_ms);
       fflush(stdout);
     }

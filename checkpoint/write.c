@@ -15,12 +15,6 @@
 #include <time.h>
 #include <unistd.h>
 
-static double now_ms(void) {
-  struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return (double)t.tv_sec * 1e3 + (double)t.tv_nsec / 1e6;
-}
-
 /* snprintf that may truncate (paths in one-line messages). */
 static void msgf(char *dst, size_t n, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 static void msgf(char *dst, size_t n, const char *fmt, ...) {
@@ -276,9 +270,9 @@ static void *writer_main(void *arg) {
     }
     int64_t step = L->job_step;
     pthread_mutex_unlock(&c->mu);
-    double t0 = now_ms();
+    double t0 = ts_now_ms();
     bool ok = write_local(c, L, step);
-    double ms = now_ms() - t0;
+    double ms = ts_now_ms() - t0;
     pthread_mutex_lock(&c->mu);
     c->stats.write_ms += ms;
     if (ok)
@@ -457,7 +451,7 @@ static ts_status_t copy_run(void *arg, int64_t dst_at, int64_t src_at, int64_t n
  * the box is its leading corner) and queues them for the writer. */
 static ts_status_t snapshot(ts_ckpt_t *c, int local, int64_t step, ts_array_t *const *state, ts_diag_t *diag) {
   ckpt_local_t *L = &c->local[local];
-  double t0 = now_ms();
+  double t0 = ts_now_ms();
   for (int i = 0; i < L->nown; i++) {
     const ckpt_file_t *f = &c->files[L->own[i]];
     const ckpt_array_t *a = &c->arrays[f->array];
@@ -476,7 +470,7 @@ static ts_status_t snapshot(ts_ckpt_t *c, int local, int64_t step, ts_array_t *c
   L->job_step = step;
   L->msg[0] = 0;
   L->state = L->nown ? CK_QUEUED : CK_DONE;
-  if (c->o.first + local == 0) c->stats.snapshot_ms += now_ms() - t0;
+  if (c->o.first + local == 0) c->stats.snapshot_ms += ts_now_ms() - t0;
   pthread_cond_broadcast(&c->cv);
   pthread_mutex_unlock(&c->mu);
   L->pending = true;
@@ -743,21 +737,21 @@ static void print_summary(ts_ckpt_t *c) {
 ts_status_t ts_ckpt_step_end(ts_ckpt_t *c, int local, ts_coll_comm_t *world, int64_t step, ts_array_t *const *state,
                              ts_diag_t *diag) {
   if (!c || !c->writing) return TS_OK;
-  double t0 = now_ms();
+  double t0 = ts_now_ms();
   ts_status_t st = step_end(c, local, world, step, state, diag);
   bool last = step == c->o.steps;
   if (c->o.first + local == 0) {
     pthread_mutex_lock(&c->mu);
-    if (last) c->stats.final_ms += now_ms() - t0;
-    else c->stats.hook_ms += now_ms() - t0;
+    if (last) c->stats.final_ms += ts_now_ms() - t0;
+    else c->stats.hook_ms += ts_now_ms() - t0;
     pthread_mutex_unlock(&c->mu);
   }
   if (st == TS_OK && last && c->o.first + local == 0) {
     /* The run's last checkpoint is committed before the run ends. */
-    t0 = now_ms();
+    t0 = ts_now_ms();
     pthread_mutex_lock(&c->mu);
     bool settled = wait_commit(c);
-    c->stats.final_ms += now_ms() - t0;
+    c->stats.final_ms += ts_now_ms() - t0;
     pthread_mutex_unlock(&c->mu);
     if (!settled) {
       ts_diag_plain(diag, "checkpoint step %lld: the commit did not finish within %.0f s", (long long)step, c->timeout_s);

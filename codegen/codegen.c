@@ -101,6 +101,7 @@ struct ts_codegen {
   int n, ndistinct;
   kernel_t *k; /* sorted by instr, for ts_codegen_kernel */
   distinct_t *d;
+  bool has_entry; /* opts.entry and an elementwise entry: entry_sym is compiled too */
   char entry_sym[48];
   char prefix[24]; /* every symbol's: "ts_<16 hex of the module key>_" */
   ts_codegen_loop_fn entry;
@@ -718,7 +719,7 @@ static ts_status_t collect(const ts_hlo_module_t *m, const ts_codegen_opts_t *op
       cg->k[cg->n++] = (kernel_t){i, d};
     }
   if (st == TS_OK && opts && opts->entry && cg_supported(m->entry, m->entry->nparams, eflat)) {
-    cg->entry_sym[0] = '?'; /* named with the others */
+    cg->has_entry = true;
     if (!comp_key(m->entry, ts_shape_elements(m->entry->root->shape), *eflat, pos, ekey)) st = TS_ERR_NOMEM;
   }
   qsort(cg->k, (size_t)cg->n, sizeof *cg->k, by_instr);
@@ -760,8 +761,8 @@ static bool module_key(const ts_codegen_t *cg, const knobs_t *kn, const ts_buf_t
     put_word(&b, (int64_t)cg->d[d].keylen);
     ts_buf_append(&b, cg->d[d].key, cg->d[d].keylen);
   }
-  put_word(&b, cg->entry_sym[0] != 0);
-  if (cg->entry_sym[0]) {
+  put_word(&b, cg->has_entry);
+  if (cg->has_entry) {
     put_word(&b, (int64_t)ekey->len);
     ts_buf_append(&b, ekey->data, ekey->len);
   }
@@ -777,7 +778,7 @@ static void name_symbols(ts_codegen_t *cg, const unsigned char key[CG_KEY_LEN]) 
   cg_key_hex(key, hex);
   snprintf(cg->prefix, sizeof cg->prefix, "ts_%.16s_", hex);
   for (int d = 0; d < cg->ndistinct; d++) snprintf(cg->d[d].sym, sizeof cg->d[d].sym, "%sk%d", cg->prefix, d);
-  if (cg->entry_sym[0]) snprintf(cg->entry_sym, sizeof cg->entry_sym, "%sentry", cg->prefix);
+  if (cg->has_entry) snprintf(cg->entry_sym, sizeof cg->entry_sym, "%sentry", cg->prefix);
 }
 
 /* Builds the module's IR, optimizes it and emits its object file (*obj: the
@@ -807,7 +808,7 @@ static ts_status_t compile_object(const ts_codegen_t *cg, const ts_hlo_module_t 
     LLVMSetLinkage(loop, LLVMInternalLinkage);
     emit_kernel(&g, loop, c->nparams, ts_shape_elements(dk->rep->shape), dk->sym);
   }
-  if (st == TS_OK && cg->entry_sym[0] &&
+  if (st == TS_OK && cg->has_entry &&
       !(eflat ? emit_loop(&g, m->entry, cg->entry_sym) : emit_nested(&g, m->entry, cg->entry_sym)))
     st = TS_ERR_NOMEM;
   LLVMDisposeBuilder(g.b);
@@ -877,14 +878,14 @@ static bool object_defines(const ts_codegen_t *cg, const char *p, size_t n) {
         have[d] = true;
         found++;
       }
-      if (cg->entry_sym[0] && strcmp(name, cg->entry_sym) == 0) entry = true;
+      if (cg->has_entry && strcmp(name, cg->entry_sym) == 0) entry = true;
     }
     if (it) LLVMDisposeSymbolIterator(it);
   }
   if (bin) LLVMDisposeBinary(bin);
   LLVMDisposeMemoryBuffer(mb);
   ts_free(have);
-  return found == cg->ndistinct && (entry || !cg->entry_sym[0]);
+  return found == cg->ndistinct && (entry || !cg->has_entry);
 }
 
 static ts_status_t add_object(const char *p, size_t n, ts_diag_t *diag) {
@@ -908,7 +909,7 @@ static ts_status_t lookup_all(ts_codegen_t *cg, ts_diag_t *diag) {
     }
     cg->d[k].fn = (ts_kernel_fn)(uintptr_t)addr;
   }
-  if (cg->entry_sym[0]) {
+  if (cg->has_entry) {
     LLVMOrcExecutorAddress addr = 0;
     if ((e = LLVMOrcLLJITLookup(jit, &addr, cg->entry_sym))) {
       take_error(e);
@@ -1000,7 +1001,7 @@ ts_status_t ts_codegen_compile(const ts_hlo_module_t *m, const ts_codegen_opts_t
     st = collect(m, opts, keys, cg, &ekey, &eflat, &s);
   if (st == TS_OK && !module_key(cg, &kn, &ekey, key)) st = TS_ERR_NOMEM;
   s.ir_ms = ts_now_ms() - t0;
-  if (st == TS_OK && (cg->ndistinct || cg->entry_sym[0])) { /* else nothing to compile, nothing to cache */
+  if (st == TS_OK && (cg->ndistinct || cg->has_entry)) { /* else nothing to compile, nothing to cache */
     name_symbols(cg, key);
     pthread_mutex_lock(&jit_mu);
     st = load(cg, m, eflat, &kn, key, opts && opts->no_cache, &s, diag);

@@ -148,12 +148,6 @@ typedef struct {
   ts_ckpt_flags_t ckpt;  /* --checkpoint-dir, --checkpoint-every, --keep, --resume */
 } run_flags_t;
 
-static double now_ms(void) {
-  struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return (double)t.tv_sec * 1e3 + (double)t.tv_nsec / 1e6;
-}
-
 static uint64_t now_ns(void) {
   struct timespec t;
   clock_gettime(CLOCK_MONOTONIC, &t);
@@ -500,7 +494,7 @@ static ts_status_t device_work(job_t *j, int local, ts_diag_t *diag) {
   }
   uint64_t t0 = now_ns();
   for (int64_t step = j->start_step; step <= f->steps; step++) {
-    double s0 = now_ms();
+    double s0 = ts_now_ms();
     ts_value_t *const *data = NULL;
     TS_CHECK_GOTO(ts_hang_fault_before_input(&hook, step), st, done);
     if (step > 1 && j->feeder) {
@@ -518,7 +512,7 @@ static ts_status_t device_work(job_t *j, int local, ts_diag_t *diag) {
     /* checkpoint: snapshot / commit at the step boundary (inside the step's time) */
     if (j->ckpt) TS_CHECK_GOTO(ts_ckpt_step_end(j->ckpt, local, world, step, ckpt_state, diag), st, done);
     if (dev == 0) {
-      double ms = now_ms() - s0;
+      double ms = ts_now_ms() - s0;
       int nout = ts_rt_program_noutputs(j->prog);
       double loss = NAN;
       for (int k = 0; k < nout && isnan(loss); k++) loss = loss_of(ts_rt_device_output(d, k), 1);
@@ -618,9 +612,9 @@ static ts_status_t reference_run(job_t *j, int ndev, bool print, ts_value_t **ou
       ts_value_unref(outs[d]);
       outs[d] = NULL;
     }
-    double t0 = now_ms();
+    double t0 = ts_now_ms();
     TS_CHECK_GOTO(ts_interp_run(it, args, outs, diag), st, done);
-    double ms = now_ms() - t0;
+    double ms = ts_now_ms() - t0;
     ts_array_t leaves[4096];
     int n = ts_value_leaves(outs[0], leaves, 4096);
     if (print) print_step(step, ms, loss_of(leaves, n < 4096 ? n : 4096));

@@ -8,18 +8,11 @@
 
 #include <stdio.h>
 #include <string.h>
-#include <time.h>
-
-static double ms_now(void) {
-  struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return (double)t.tv_sec * 1e3 + (double)t.tv_nsec / 1e6;
-}
 
 ts_status_t run_compiled_kernels(ts_hlo_module_t *pm, int64_t R, int64_t P, bool report, bool kernel_cache,
                                  ts_rt_program_opts_t *po, ts_codegen_t **cg, ts_diag_t *diag) {
   *cg = NULL;
-  double t0 = ms_now();
+  double t0 = ts_now_ms();
   ts_fusion_stats_t fs;
   TS_CHECK(ts_fusion_run(pm, NULL, &fs, diag));
   ts_status_t st;
@@ -39,7 +32,7 @@ ts_status_t run_compiled_kernels(ts_hlo_module_t *pm, int64_t R, int64_t P, bool
   (void)R;
   (void)P;
 #endif
-  double t1 = ms_now();
+  double t1 = ts_now_ms();
   ts_codegen_stats_t cs = {0};
   ts_diag_t cd = {0};
   ts_codegen_opts_t co = {.no_cache = !kernel_cache};
@@ -62,7 +55,7 @@ ts_status_t run_compiled_kernels(ts_hlo_module_t *pm, int64_t R, int64_t P, bool
   if (report)
     printf("compiled kernels: %d loop + %d input fusions (%d instructions), %d compiled; fusion %.1f ms, "
            "codegen %.1f ms (IR %.1f, optimize %.1f, JIT %.1f, kernel cache %s %.1f)\n",
-           fs.loop_fusions, fs.input_fusions, fs.fused_instrs, cs.compiled, t1 - t0, ms_now() - t1,
+           fs.loop_fusions, fs.input_fusions, fs.fused_instrs, cs.compiled, t1 - t0, ts_now_ms() - t1,
            cs.ir_ms, cs.opt_ms, cs.jit_ms, !cs.cache_on ? "off" : cs.cache_hit ? "hit" : "miss", cs.cache_ms);
   return TS_OK;
 }

@@ -138,6 +138,18 @@ static void compile_elsewhere(int k, bool entry) {
   EXPECT(WIFEXITED(status) && WEXITSTATUS(status) == 0);
 }
 
+/* Module k compiled by another process into dir's cache, then compiled
+ * here as m: one entry, a hit, nothing optimized. */
+static ts_kernel_fn hit_from_elsewhere(const char *dir, int k, bool entry, ts_hlo_module_t *m, ts_codegen_t **cg,
+                                       ts_codegen_stats_t *cs) {
+  compile_elsewhere(k, entry);
+  EXPECT_EQ(entries(dir, NULL, 0), 1);
+  ts_kernel_fn fn = compile_opts(m, false, entry, cg, cs);
+  EXPECT(cs->cache_on && cs->cache_hit);
+  EXPECT(cs->opt_ms == 0);
+  return fn;
+}
+
 static int child(int k, bool entry) {
   ts_hlo_module_t *m = entry ? entry_module(k) : module(k, "f");
   ts_codegen_t *cg = NULL;
@@ -176,14 +188,10 @@ static void reuse(void) {
 /* Another process's entry is loaded: a hit, no optimization, right values. */
 static void disk(void) {
   char *dir = fresh_dir();
-  compile_elsewhere(5, false);
-  EXPECT_EQ(entries(dir, NULL, 0), 1);
   ts_hlo_module_t *m = module(5, "f");
   ts_codegen_t *cg = NULL;
   ts_codegen_stats_t cs;
-  ts_kernel_fn fn = compile(m, false, &cg, &cs);
-  EXPECT(cs.cache_on && cs.cache_hit);
-  EXPECT(cs.opt_ms == 0);
+  ts_kernel_fn fn = hit_from_elsewhere(dir, 5, false, m, &cg, &cs);
   EXPECT(computes(fn, m, 5));
   ts_codegen_destroy(cg);
   ts_hlo_module_destroy(m);
@@ -226,13 +234,10 @@ static void bad_object(void) {
  * test_codegen_math compiles): another process's entry is loaded. */
 static void entry_only(void) {
   char *dir = fresh_dir();
-  compile_elsewhere(11, true);
-  EXPECT_EQ(entries(dir, NULL, 0), 1);
   ts_hlo_module_t *m = entry_module(11);
   ts_codegen_t *cg = NULL;
   ts_codegen_stats_t cs;
-  compile_opts(m, false, true, &cg, &cs);
-  EXPECT(cs.cache_on && cs.cache_hit);
+  hit_from_elsewhere(dir, 11, true, m, &cg, &cs);
   EXPECT_EQ(cs.kernels, 0);
   EXPECT(entry_computes(ts_codegen_entry(cg), 11));
   ts_codegen_destroy(cg);
