@@ -165,6 +165,13 @@ static ts_status_t next(parser_t *p) {
   return p->tok.kind == TK_ERROR ? TS_ERR_PARSE : TS_OK;
 }
 
+/* After an item of a ','-separated list: consumes the ',' and says whether
+ * another item follows. */
+static ts_status_t comma(parser_t *p, bool *more) {
+  *more = p->tok.kind == TK_COMMA;
+  return *more ? next(p) : TS_OK;
+}
+
 /* The token after the current one, without consuming anything. */
 static void peek(parser_t *p, ts_tok_t *t) {
   ts_lex_pos_t at = p->lx.at;
@@ -503,7 +510,7 @@ static ts_status_t parse_tiles(parser_t *p, ts_layout_t *l) {
   while (p->tok.kind == TK_LPAREN) {
     TS_CHECK(next(p));
     size_t m2 = p->nstk;
-    for (;;) {
+    for (bool more = true; more;) {
       if (p->tok.kind == TK_STAR) {
         TS_CHECK(push_i(p, -1));
         TS_CHECK(next(p));
@@ -512,8 +519,7 @@ static ts_status_t parse_tiles(parser_t *p, ts_layout_t *l) {
         TS_CHECK(parse_nonneg(p, &v, "tile size"));
         TS_CHECK(push_i(p, v));
       }
-      if (p->tok.kind != TK_COMMA) break;
-      TS_CHECK(next(p));
+      TS_CHECK(comma(p, &more));
     }
     TS_CHECK(expect(p, TK_RPAREN, "',' or ')' in tile"));
     ts_i64_list_t *tile;
@@ -655,37 +661,34 @@ static ts_status_t parse_array_shape(parser_t *p, ts_shape_t **out, int flags) {
   size_t mark = p->nstk;
   bool any_dynamic = false;
   int64_t elements = 1;
-  if (p->tok.kind != TK_RBRACKET) {
-    for (;;) {
-      ts_tok_t dt = p->tok;
-      int64_t d;
-      bool dyn = false;
-      if (p->tok.kind == TK_QUESTION) {
-        d = TS_DIM_UNBOUNDED;
+  for (bool more = p->tok.kind != TK_RBRACKET; more;) {
+    ts_tok_t dt = p->tok;
+    int64_t d;
+    bool dyn = false;
+    if (p->tok.kind == TK_QUESTION) {
+      d = TS_DIM_UNBOUNDED;
+      dyn = true;
+      TS_CHECK(next(p));
+    } else {
+      if (p->tok.kind == TK_LEQ) {
         dyn = true;
         TS_CHECK(next(p));
-      } else {
-        if (p->tok.kind == TK_LEQ) {
-          dyn = true;
-          TS_CHECK(next(p));
-          dt = p->tok;
-        }
-        if (p->tok.kind != TK_INT) return expected(p, dyn ? "a dimension bound after '<='" : "a dimension");
-        if (p->tok.neg && p->tok.u) return err_at(p, tloc(&dt), "negative dimension -%llu", (unsigned long long)p->tok.u);
-        if (p->tok.u > (uint64_t)INT64_MAX)
-          return err_at(p, tloc(&dt), "dimension %llu is too large (more than 2^63-1)", (unsigned long long)p->tok.u);
-        d = (int64_t)p->tok.u;
-        if (d && elements && __builtin_mul_overflow(elements, d, &elements))
-          return err_at(p, tloc(&dt), "shape has too many elements: the product of its dimensions overflows int64");
-        if (d == 0) elements = 0;
-        TS_CHECK(next(p));
+        dt = p->tok;
       }
-      any_dynamic |= dyn;
-      TS_CHECK(push_i(p, d));
-      TS_CHECK(push_i(p, dyn));
-      if (p->tok.kind != TK_COMMA) break;
+      if (p->tok.kind != TK_INT) return expected(p, dyn ? "a dimension bound after '<='" : "a dimension");
+      if (p->tok.neg && p->tok.u) return err_at(p, tloc(&dt), "negative dimension -%llu", (unsigned long long)p->tok.u);
+      if (p->tok.u > (uint64_t)INT64_MAX)
+        return err_at(p, tloc(&dt), "dimension %llu is too large (more than 2^63-1)", (unsigned long long)p->tok.u);
+      d = (int64_t)p->tok.u;
+      if (d && elements && __builtin_mul_overflow(elements, d, &elements))
+        return err_at(p, tloc(&dt), "shape has too many elements: the product of its dimensions overflows int64");
+      if (d == 0) elements = 0;
       TS_CHECK(next(p));
     }
+    any_dynamic |= dyn;
+    TS_CHECK(push_i(p, d));
+    TS_CHECK(push_i(p, dyn));
+    TS_CHECK(comma(p, &more));
   }
   TS_CHECK(expect(p, TK_RBRACKET, "',' or ']' in the dimensions"));
   size_t rank = (p->nstk - mark) / 2;
@@ -756,14 +759,11 @@ static ts_status_t parse_shape(parser_t *p, ts_shape_t **out, int flags) {
   TS_CHECK(enter(p, &open));
   TS_CHECK(next(p));
   size_t mark = p->nstk;
-  if (p->tok.kind != TK_RPAREN) {
-    for (;;) {
-      ts_shape_t *elem;
-      TS_CHECK(parse_shape(p, &elem, 0));
-      TS_CHECK(push_p(p, elem));
-      if (p->tok.kind != TK_COMMA) break;
-      TS_CHECK(next(p));
-    }
+  for (bool more = p->tok.kind != TK_RPAREN; more;) {
+    ts_shape_t *elem;
+    TS_CHECK(parse_shape(p, &elem, 0));
+    TS_CHECK(push_p(p, elem));
+    TS_CHECK(comma(p, &more));
   }
   TS_CHECK(expect(p, TK_RPAREN, "',' or ')' in the tuple shape"));
   leave(p);
@@ -937,16 +937,13 @@ static ts_status_t parse_level(parser_t *p, ts_literal_t *lit, int d, int64_t *k
   TS_CHECK(enter(p, &open));
   TS_CHECK(next(p));
   int64_t want = s->dims[d], got = 0;
-  if (p->tok.kind != TK_RBRACE) {
-    for (;;) {
-      if (got == want)
-        return err_at(p, tloc(&p->tok), "too many elements in dimension %d of the constant: expected %lld", d,
-                      (long long)want);
-      TS_CHECK(parse_level(p, lit, d + 1, k));
-      got++;
-      if (p->tok.kind != TK_COMMA) break;
-      TS_CHECK(next(p));
-    }
+  for (bool more = p->tok.kind != TK_RBRACE; more;) {
+    if (got == want)
+      return err_at(p, tloc(&p->tok), "too many elements in dimension %d of the constant: expected %lld", d,
+                    (long long)want);
+    TS_CHECK(parse_level(p, lit, d + 1, k));
+    got++;
+    TS_CHECK(comma(p, &more));
   }
   if (p->tok.kind != TK_RBRACE) return expected(p, "',' or '}' in the constant");
   if (got < want)
@@ -1022,14 +1019,11 @@ static ts_status_t parse_standalone_literal(parser_t *p, ts_literal_t **out) {
   TS_CHECK(enter(p, &open));
   TS_CHECK(next(p));
   size_t mark = p->nstk;
-  if (p->tok.kind != TK_RPAREN) {
-    for (;;) {
-      ts_literal_t *e;
-      TS_CHECK(parse_standalone_literal(p, &e));
-      TS_CHECK(push_p(p, e));
-      if (p->tok.kind != TK_COMMA) break;
-      TS_CHECK(next(p));
-    }
+  for (bool more = p->tok.kind != TK_RPAREN; more;) {
+    ts_literal_t *e;
+    TS_CHECK(parse_standalone_literal(p, &e));
+    TS_CHECK(push_p(p, e));
+    TS_CHECK(comma(p, &more));
   }
   TS_CHECK(expect(p, TK_RPAREN, "',' or ')' in the tuple literal"));
   leave(p);
@@ -1064,7 +1058,7 @@ static ts_status_t parse_dims_list(parser_t *p, ts_i64_list_t *out, int64_t *tot
   TS_CHECK(expect(p, TK_LBRACKET, "'['"));
   size_t mark = p->nstk;
   int64_t prod = 1;
-  for (;;) {
+  for (bool more = true; more;) {
     ts_tok_t t = p->tok;
     int64_t v = 0;
     TS_CHECK(parse_int(p, &v, what));
@@ -1072,8 +1066,7 @@ static ts_status_t parse_dims_list(parser_t *p, ts_i64_list_t *out, int64_t *tot
     if (__builtin_mul_overflow(prod, v, &prod) || prod > MAX_DEVICES)
       return err_at(p, tloc(&open), "too many devices (more than %d)", MAX_DEVICES);
     TS_CHECK(push_i(p, v));
-    if (p->tok.kind != TK_COMMA) break;
-    TS_CHECK(next(p));
+    TS_CHECK(comma(p, &more));
   }
   TS_CHECK(expect(p, TK_RBRACKET, "',' or ']'"));
   *total = prod;
@@ -1088,12 +1081,11 @@ static ts_status_t parse_perm(parser_t *p, int rank, ts_i64_list_t *out) {
   TS_CHECK(next(p)); /* T */
   TS_CHECK(expect(p, TK_LPAREN, "'(' after T"));
   size_t mark = p->nstk;
-  for (;;) {
+  for (bool more = true; more;) {
     int64_t v = 0;
     TS_CHECK(parse_int(p, &v, "transpose dimension"));
     TS_CHECK(push_i(p, v));
-    if (p->tok.kind != TK_COMMA) break;
-    TS_CHECK(next(p));
+    TS_CHECK(comma(p, &more));
   }
   TS_CHECK(expect(p, TK_RPAREN, "',' or ')' in T(...)"));
   TS_CHECK(pop_list(p, mark, out));
@@ -1187,12 +1179,11 @@ static ts_status_t parse_tile_assignment(parser_t *p, ts_sharding_t *s, const ts
                       &s->devices);
   }
   size_t mark = p->nstk;
-  for (;;) {
+  for (bool more = true; more;) {
     int64_t v = 0;
     TS_CHECK(parse_nonneg(p, &v, "device id"));
     TS_CHECK(push_i(p, v));
-    if (p->tok.kind != TK_COMMA) break;
-    TS_CHECK(next(p));
+    TS_CHECK(comma(p, &more));
   }
   TS_CHECK(pop_list(p, mark, &s->devices));
   if (s->devices.n != total)
@@ -1239,15 +1230,14 @@ static ts_status_t parse_subgroups(parser_t *p, ts_sharding_t *s) {
                                         TS_SUBGROUP_UNREDUCED};
   TS_CHECK(expect(p, TK_LBRACE, "'{' after last_tile_dims="));
   size_t mark = p->nstk;
-  for (;;) {
+  for (bool more = true; more;) {
     int k = 0;
     bool word = p->tok.kind == TK_IDENT && !p->tok.pct;
     while (k < 4 && !(word && tok_eq(&p->tok, names[k]))) k++;
     if (k == 4) return expected(p, "manual, replicated, maximal or unreduced");
     TS_CHECK(push_i(p, kinds[k]));
     TS_CHECK(next(p));
-    if (p->tok.kind != TK_COMMA) break;
-    TS_CHECK(next(p));
+    TS_CHECK(comma(p, &more));
   }
   TS_CHECK(expect(p, TK_RBRACE, "',' or '}' in last_tile_dims"));
   s->nsubgroups = (int)(p->nstk - mark);
@@ -1373,14 +1363,11 @@ static ts_status_t parse_sharding(parser_t *p, ts_sharding_t **out) {
   *out = s;
   TS_CHECK(next(p));
   size_t mark = p->nstk;
-  if (p->tok.kind != TK_RBRACE) {
-    for (;;) {
-      ts_sharding_t *e;
-      TS_CHECK(parse_single_sharding(p, &e));
-      TS_CHECK(push_p(p, e));
-      if (p->tok.kind != TK_COMMA) break;
-      TS_CHECK(next(p));
-    }
+  for (bool more = p->tok.kind != TK_RBRACE; more;) {
+    ts_sharding_t *e;
+    TS_CHECK(parse_single_sharding(p, &e));
+    TS_CHECK(push_p(p, e));
+    TS_CHECK(comma(p, &more));
   }
   TS_CHECK(expect(p, TK_RBRACE, "',' or '}' in the tuple sharding"));
   return pop_ptrs(p, mark, (void ***)&s->tuple, &s->ntuple);
@@ -1972,20 +1959,17 @@ static ts_status_t parse_braced_list(parser_t *p, ts_i64_list_t *out, list_kind_
   if (p->tok.kind != TK_LBRACE) return expectedf(p, "'{' to start a %s", name);
   TS_CHECK(next(p));
   size_t mark = p->nstk;
-  if (p->tok.kind != TK_RBRACE) {
-    for (;;) {
-      int64_t v = 0;
-      if (kind == LIST_BOOLS) {
-        bool b;
-        TS_CHECK(parse_bool(p, &b));
-        v = b;
-      } else {
-        TS_CHECK(kind == LIST_NONNEG ? parse_nonneg(p, &v, item) : parse_int(p, &v, item));
-      }
-      TS_CHECK(push_i(p, v));
-      if (p->tok.kind != TK_COMMA) break;
-      TS_CHECK(next(p));
+  for (bool more = p->tok.kind != TK_RBRACE; more;) {
+    int64_t v = 0;
+    if (kind == LIST_BOOLS) {
+      bool b;
+      TS_CHECK(parse_bool(p, &b));
+      v = b;
+    } else {
+      TS_CHECK(kind == LIST_NONNEG ? parse_nonneg(p, &v, item) : parse_int(p, &v, item));
     }
+    TS_CHECK(push_i(p, v));
+    TS_CHECK(comma(p, &more));
   }
   if (p->tok.kind != TK_RBRACE) return expectedf(p, "',' or '}' in the %s", name);
   TS_CHECK(next(p));
@@ -1997,15 +1981,12 @@ static ts_status_t parse_braced_list(parser_t *p, ts_i64_list_t *out, list_kind_
 static ts_status_t parse_lists_body(parser_t *p, list_kind_t kind, const char *item, const char *name,
                                     const char *outer, ts_i64_list_t **lists, int *n) {
   size_t mark = p->nstk;
-  if (p->tok.kind != TK_RBRACE) {
-    for (;;) {
-      ts_i64_list_t *l;
-      ALLOC_N(p, l, 1);
-      TS_CHECK(parse_braced_list(p, l, kind, item, name));
-      TS_CHECK(push_p(p, l));
-      if (p->tok.kind != TK_COMMA) break;
-      TS_CHECK(next(p));
-    }
+  for (bool more = p->tok.kind != TK_RBRACE; more;) {
+    ts_i64_list_t *l;
+    ALLOC_N(p, l, 1);
+    TS_CHECK(parse_braced_list(p, l, kind, item, name));
+    TS_CHECK(push_p(p, l));
+    TS_CHECK(comma(p, &more));
   }
   if (p->tok.kind != TK_RBRACE) return expectedf(p, "',' or '}' in the %s", outer);
   TS_CHECK(next(p));
@@ -2148,14 +2129,11 @@ static ts_status_t parse_layout_sig(parser_t *p, ts_hlo_attr_t *a) {
   TS_CHECK(expect(p, TK_LBRACE, "'{' to start the layout signature"));
   TS_CHECK(expect(p, TK_LPAREN, "'(' to start the parameter shapes"));
   size_t mark = p->nstk;
-  if (p->tok.kind != TK_RPAREN) {
-    for (;;) {
-      ts_shape_t *s;
-      TS_CHECK(parse_shape(p, &s, 0));
-      TS_CHECK(push_p(p, s));
-      if (p->tok.kind != TK_COMMA) break;
-      TS_CHECK(next(p));
-    }
+  for (bool more = p->tok.kind != TK_RPAREN; more;) {
+    ts_shape_t *s;
+    TS_CHECK(parse_shape(p, &s, 0));
+    TS_CHECK(push_p(p, s));
+    TS_CHECK(comma(p, &more));
   }
   TS_CHECK(expect(p, TK_RPAREN, "',' or ')' in the parameter shapes"));
   TS_CHECK(expect(p, TK_ARROW, "'->' before the result shape"));
@@ -2171,30 +2149,27 @@ static ts_status_t parse_layout_sig(parser_t *p, ts_hlo_attr_t *a) {
 static ts_status_t parse_aliases(parser_t *p, ts_hlo_attr_t *a, bool donors) {
   TS_CHECK(expect(p, TK_LBRACE, donors ? "'{' to start the buffer donors" : "'{' to start the aliases"));
   size_t mark = p->nstk;
-  if (p->tok.kind != TK_RBRACE) {
-    for (;;) {
-      ts_alias_t *al;
-      ALLOC_N(p, al, 1);
-      if (!donors) {
-        TS_CHECK(parse_braced_list(p, &al->output_index, LIST_INTS, "an output shape index", "shape index"));
-        TS_CHECK(expect(p, TK_COLON, "':' after the output shape index"));
-      }
-      TS_CHECK(expect(p, TK_LPAREN, "'('"));
-      TS_CHECK(parse_nonneg(p, &al->param_number, "parameter number"));
-      TS_CHECK(expect(p, TK_COMMA, "',' after the parameter number"));
-      TS_CHECK(parse_braced_list(p, &al->param_index, LIST_INTS, "a parameter shape index", "shape index"));
-      if (!donors && p->tok.kind == TK_COMMA) {
-        TS_CHECK(next(p));
-        if (IS_KW(&p->tok, "may-alias")) al->kind = 1;
-        else if (IS_KW(&p->tok, "must-alias")) al->kind = 2;
-        else return expected(p, "may-alias or must-alias");
-        TS_CHECK(next(p));
-      }
-      TS_CHECK(expect(p, TK_RPAREN, "')'"));
-      TS_CHECK(push_p(p, al));
-      if (p->tok.kind != TK_COMMA) break;
+  for (bool more = p->tok.kind != TK_RBRACE; more;) {
+    ts_alias_t *al;
+    ALLOC_N(p, al, 1);
+    if (!donors) {
+      TS_CHECK(parse_braced_list(p, &al->output_index, LIST_INTS, "an output shape index", "shape index"));
+      TS_CHECK(expect(p, TK_COLON, "':' after the output shape index"));
+    }
+    TS_CHECK(expect(p, TK_LPAREN, "'('"));
+    TS_CHECK(parse_nonneg(p, &al->param_number, "parameter number"));
+    TS_CHECK(expect(p, TK_COMMA, "',' after the parameter number"));
+    TS_CHECK(parse_braced_list(p, &al->param_index, LIST_INTS, "a parameter shape index", "shape index"));
+    if (!donors && p->tok.kind == TK_COMMA) {
+      TS_CHECK(next(p));
+      if (IS_KW(&p->tok, "may-alias")) al->kind = 1;
+      else if (IS_KW(&p->tok, "must-alias")) al->kind = 2;
+      else return expected(p, "may-alias or must-alias");
       TS_CHECK(next(p));
     }
+    TS_CHECK(expect(p, TK_RPAREN, "')'"));
+    TS_CHECK(push_p(p, al));
+    TS_CHECK(comma(p, &more));
   }
   TS_CHECK(expect(p, TK_RBRACE, "',' or '}'"));
   int n = (int)(p->nstk - mark);
@@ -2274,14 +2249,11 @@ static ts_status_t parse_attr_value(parser_t *p, attr_syntax_t syn, ts_hlo_attr_
   case A_SHAPE_LIST: {
     TS_CHECK(expect(p, TK_LBRACE, "'{' to start a list of shapes"));
     size_t mark = p->nstk;
-    if (p->tok.kind != TK_RBRACE) {
-      for (;;) {
-        ts_shape_t *s;
-        TS_CHECK(parse_shape(p, &s, 0));
-        TS_CHECK(push_p(p, s));
-        if (p->tok.kind != TK_COMMA) break;
-        TS_CHECK(next(p));
-      }
+    for (bool more = p->tok.kind != TK_RBRACE; more;) {
+      ts_shape_t *s;
+      TS_CHECK(parse_shape(p, &s, 0));
+      TS_CHECK(push_p(p, s));
+      TS_CHECK(comma(p, &more));
     }
     TS_CHECK(expect(p, TK_RBRACE, "',' or '}' in the list of shapes"));
     a->kind = TS_ATTR_SHAPE_LIST;
@@ -2422,14 +2394,11 @@ static ts_status_t resolve_refs(parser_t *p, size_t mark, ts_hlo_instr_t **arr, 
 static ts_status_t parse_ctrl_preds(parser_t *p, ts_hlo_instr_t *i) {
   TS_CHECK(expect(p, TK_LBRACE, "'{' to start the control predecessors"));
   size_t mark = p->nstk;
-  if (p->tok.kind != TK_RBRACE) {
-    for (;;) {
-      if (p->tok.kind != TK_IDENT) return expected(p, "an instruction name");
-      TS_CHECK(push_ref(p, p->tok.s, (int64_t)p->tok.n, tloc(&p->tok)));
-      TS_CHECK(next(p));
-      if (p->tok.kind != TK_COMMA) break;
-      TS_CHECK(next(p));
-    }
+  for (bool more = p->tok.kind != TK_RBRACE; more;) {
+    if (p->tok.kind != TK_IDENT) return expected(p, "an instruction name");
+    TS_CHECK(push_ref(p, p->tok.s, (int64_t)p->tok.n, tloc(&p->tok)));
+    TS_CHECK(next(p));
+    TS_CHECK(comma(p, &more));
   }
   TS_CHECK(expect(p, TK_RBRACE, "',' or '}' in the control predecessors"));
   int n = (int)((p->nstk - mark) / 3);
@@ -3099,19 +3068,16 @@ static ts_status_t finish_computation(parser_t *p) {
  * the parameter instructions and the result is the root's shape. */
 static ts_status_t parse_signature(parser_t *p, ts_shape_t **result) {
   TS_CHECK(next(p)); /* ( */
-  if (p->tok.kind != TK_RPAREN) {
-    for (;;) {
-      if (p->tok.kind == TK_IDENT && next_is(p, TK_COLON)) {
-        TS_CHECK(next(p));
-      } else if (p->tok.kind != TK_NAME) {
-        return expected(p, "a parameter such as 'x: f32[]'");
-      }
+  for (bool more = p->tok.kind != TK_RPAREN; more;) {
+    if (p->tok.kind == TK_IDENT && next_is(p, TK_COLON)) {
       TS_CHECK(next(p));
-      ts_shape_t *ignored;
-      TS_CHECK(parse_shape(p, &ignored, 0));
-      if (p->tok.kind != TK_COMMA) break;
-      TS_CHECK(next(p));
+    } else if (p->tok.kind != TK_NAME) {
+      return expected(p, "a parameter such as 'x: f32[]'");
     }
+    TS_CHECK(next(p));
+    ts_shape_t *ignored;
+    TS_CHECK(parse_shape(p, &ignored, 0));
+    TS_CHECK(comma(p, &more));
   }
   TS_CHECK(expect(p, TK_RPAREN, "',' or ')' in the parameter list"));
   TS_CHECK(expect(p, TK_ARROW, "'->' after the parameter list"));

@@ -517,42 +517,60 @@ static ts_status_t find_cycle(int n, const size_t *first, const int *adj, int *c
   return TS_OK;
 }
 
+/* A graph for find_cycle (edges from node a: adj[first[a] .. first[a + 1])),
+ * with room for the cycle it finds and the names of its nodes. */
+typedef struct {
+  size_t *first;
+  int *adj, *cycle, len;
+  const char **names;
+} graph_t;
+
+static bool graph_alloc(graph_t *g, int n, size_t nedges) {
+  g->first = ts_calloc((size_t)n + 2, sizeof *g->first);
+  g->adj = ts_calloc(nedges + 1, sizeof *g->adj);
+  g->cycle = ts_calloc((size_t)n + 1, sizeof *g->cycle);
+  g->names = ts_calloc((size_t)n + 1, sizeof *g->names);
+  g->len = 0;
+  return g->first && g->adj && g->cycle && g->names;
+}
+
+static void graph_free(graph_t *g) {
+  ts_free(g->first);
+  ts_free(g->adj);
+  ts_free(g->cycle);
+  ts_free(g->names);
+}
+
 /* Computations must not call themselves, directly or not. */
 static ts_status_t check_call_graph(walk_t *w) {
   ts_vctx_t *v = w->v;
   const ts_hlo_module_t *m = v->m;
   int nc = m->ncomps;
-  /* callees of computation c: callee[first[c] .. first[c + 1]) */
+  /* an edge from each computation to each computation it calls */
   size_t ncalls = 0;
   for (int k = 0; k < w->n; k++) ncalls += (size_t)w->instrs[k]->ncalled;
-  size_t *first = ts_calloc((size_t)nc + 2, sizeof *first);
-  int *callee = ts_calloc(ncalls + 1, sizeof *callee), *cycle = ts_calloc((size_t)nc + 1, sizeof *cycle);
-  const char **names = ts_calloc((size_t)nc + 1, sizeof *names);
+  graph_t g;
   ts_status_t st = TS_ERR_NOMEM;
-  int len = 0;
-  if (!first || !callee || !cycle || !names) goto done;
+  if (!graph_alloc(&g, nc, ncalls)) goto done;
   size_t e = 0;
   for (int c = 0; c < nc; c++) {
-    first[c] = e;
+    g.first[c] = e;
     const ts_hlo_comp_t *comp = m->comps[c];
     for (int k = 0; k < comp->ninstrs; k++)
       for (int j = 0; j < comp->instrs[k]->ncalled; j++)
-        callee[e++] = ptrmap_get(&w->comps, comp->instrs[k]->called[j]);
+        g.adj[e++] = ptrmap_get(&w->comps, comp->instrs[k]->called[j]);
   }
-  first[nc] = e;
-  TS_CHECK_GOTO(find_cycle(nc, first, callee, cycle, &len), st, done);
-  if (len > 0) {
-    for (int k = 0; k < len; k++) names[k] = m->comps[cycle[k]]->name;
+  g.first[nc] = e;
+  TS_CHECK_GOTO(find_cycle(nc, g.first, g.adj, g.cycle, &g.len), st, done);
+  if (g.len > 0) {
+    for (int k = 0; k < g.len; k++) g.names[k] = m->comps[g.cycle[k]]->name;
     ts_buf_t b = {0};
-    put_cycle(&b, names, len);
-    st = b.oom || !b.data ? TS_ERR_NOMEM : comp_error(v, m->comps[cycle[0]], "calls itself: %s", b.data);
+    put_cycle(&b, g.names, g.len);
+    st = b.oom || !b.data ? TS_ERR_NOMEM : comp_error(v, m->comps[g.cycle[0]], "calls itself: %s", b.data);
     ts_buf_free(&b);
   }
 done:
-  ts_free(first);
-  ts_free(callee);
-  ts_free(cycle);
-  ts_free(names);
+  graph_free(&g);
   return st;
 }
 
@@ -566,40 +584,34 @@ static bool is_operand(const ts_hlo_instr_t *i, const ts_hlo_instr_t *o) {
 static ts_status_t check_cycles(walk_t *w) {
   size_t nedges = 0;
   for (int k = 0; k < w->n; k++) nedges += (size_t)(w->instrs[k]->nops + w->instrs[k]->nctrl_preds);
-  size_t *first = ts_calloc((size_t)w->n + 2, sizeof *first);
-  int *adj = ts_calloc(nedges + 1, sizeof *adj), *cycle = ts_calloc((size_t)w->n + 1, sizeof *cycle);
-  const char **names = ts_calloc((size_t)w->n + 1, sizeof *names);
+  graph_t g;
   ts_status_t st = TS_ERR_NOMEM;
-  int len = 0;
-  if (!first || !adj || !cycle || !names) goto done;
+  if (!graph_alloc(&g, w->n, nedges)) goto done;
   size_t e = 0;
   for (int k = 0; k < w->n; k++) {
     const ts_hlo_instr_t *i = w->instrs[k];
-    first[k] = e;
-    for (int j = 0; j < i->nops; j++) adj[e++] = index_of(w, i->ops[j]);
-    for (int j = 0; j < i->nctrl_preds; j++) adj[e++] = index_of(w, i->ctrl_preds[j]);
+    g.first[k] = e;
+    for (int j = 0; j < i->nops; j++) g.adj[e++] = index_of(w, i->ops[j]);
+    for (int j = 0; j < i->nctrl_preds; j++) g.adj[e++] = index_of(w, i->ctrl_preds[j]);
   }
-  first[w->n] = e;
-  TS_CHECK_GOTO(find_cycle(w->n, first, adj, cycle, &len), st, done);
-  if (len > 0) {
+  g.first[w->n] = e;
+  TS_CHECK_GOTO(find_cycle(w->n, g.first, g.adj, g.cycle, &g.len), st, done);
+  if (g.len > 0) {
     bool ctrl = false; /* some edge of the cycle is only a control dependency */
-    for (int k = 0; k < len; k++) {
-      const ts_hlo_instr_t *a = w->instrs[cycle[k]], *b = w->instrs[cycle[(k + 1) % len]];
-      names[k] = a->name;
+    for (int k = 0; k < g.len; k++) {
+      const ts_hlo_instr_t *a = w->instrs[g.cycle[k]], *b = w->instrs[g.cycle[(k + 1) % g.len]];
+      g.names[k] = a->name;
       ctrl |= !is_operand(a, b);
     }
     ts_buf_t b = {0};
-    put_cycle(&b, names, len);
+    put_cycle(&b, g.names, g.len);
     st = b.oom || !b.data ? TS_ERR_NOMEM
-                          : ts_vfy_error(w->v, w->instrs[cycle[0]], (ts_loc_t){0, 0}, "cycle through %s: %s",
+                          : ts_vfy_error(w->v, w->instrs[g.cycle[0]], (ts_loc_t){0, 0}, "cycle through %s: %s",
                                          ctrl ? "operands and control-predecessors" : "operands", b.data);
     ts_buf_free(&b);
   }
 done:
-  ts_free(first);
-  ts_free(adj);
-  ts_free(cycle);
-  ts_free(names);
+  graph_free(&g);
   return st;
 }
 

@@ -272,27 +272,40 @@ static ts_hlo_instr_t *clone_instr(part_t *p, const ts_hlo_instr_t *i, ts_hlo_in
   return r;
 }
 
+ts_hlo_comp_t *ts_part_enter_comp(part_t *p, const char *name, part_where_t *was) {
+  *was = (part_where_t){p->cur, p->pid};
+  ts_hlo_comp_t *c = NULL;
+  if (p->st != TS_OK) return NULL;
+  ts_status_t st = ts_hlo_comp_add(p->dst, name, &c);
+  if (st != TS_OK) {
+    p->st = st;
+    return NULL;
+  }
+  p->cur = c;
+  p->pid = NULL;
+  return c;
+}
+
+void ts_part_leave_comp(part_t *p, const part_where_t *was) {
+  p->cur = was->cur;
+  p->pid = was->pid;
+}
+
 ts_hlo_comp_t *ts_part_clone_comp(part_t *p, const ts_hlo_comp_t *c) {
   int idx = -1;
   for (int k = 0; k < p->src->ncomps; k++)
     if (p->src->comps[k] == c) idx = k;
   if (idx < 0 || p->st != TS_OK) return NULL;
   if (p->clone[idx]) return p->clone[idx];
-  ts_hlo_comp_t *out = NULL;
-  ts_status_t st = ts_hlo_comp_add(p->dst, c->name, &out);
-  if (st != TS_OK) {
-    p->st = st;
-    return NULL;
-  }
+  part_where_t was;
+  ts_hlo_comp_t *out = ts_part_enter_comp(p, c->name, &was);
+  if (!out) return NULL;
   p->clone[idx] = out;
-  ts_hlo_comp_t *saved = p->cur;
-  ts_hlo_instr_t *saved_pid = p->pid;
-  p->cur = out;
-  p->pid = NULL;
   /* Instructions in operand order; the source's may not be topological. */
   ts_hlo_instr_t **map = ts_calloc((size_t)p->src->next_id + 1, sizeof *map);
   if (!map) {
     p->st = TS_ERR_NOMEM;
+    ts_part_leave_comp(p, &was);
     return NULL;
   }
   bool progress = true;
@@ -317,8 +330,7 @@ ts_hlo_comp_t *ts_part_clone_comp(part_t *p, const ts_hlo_comp_t *c) {
     if (ts_hlo_comp_index_params(out) != TS_OK) p->st = TS_ERR_INTERNAL;
   }
   ts_free(map);
-  p->cur = saved;
-  p->pid = saved_pid;
+  ts_part_leave_comp(p, &was);
   return out;
 }
 
@@ -426,16 +438,9 @@ ts_hlo_comp_t *ts_part_sum_comp(part_t *p, ts_elem_t e) {
   if (p->reducers[e][k]) return p->reducers[e][k];
   char name[64];
   snprintf(name, sizeof name, "%s.%s", k ? "or" : "sum", ts_elem_name(e));
-  ts_hlo_comp_t *c = NULL;
-  if (p->st != TS_OK) return NULL;
-  ts_status_t st = ts_hlo_comp_add(p->dst, name, &c);
-  if (st != TS_OK) {
-    p->st = st;
-    return NULL;
-  }
-  ts_hlo_comp_t *saved = p->cur;
-  ts_hlo_instr_t *saved_pid = p->pid;
-  p->cur = c;
+  part_where_t was;
+  ts_hlo_comp_t *c = ts_part_enter_comp(p, name, &was);
+  if (!c) return NULL;
   const ts_shape_t *s = ts_part_shape(p, e, 0, NULL);
   ts_hlo_instr_t *x = ts_part_add(p, TS_OP_PARAMETER, s, NULL, 0, "x");
   if (x) x->param_number = 0;
@@ -444,8 +449,7 @@ ts_hlo_comp_t *ts_part_sum_comp(part_t *p, ts_elem_t e) {
   ts_hlo_instr_t *r = ts_part_add(p, k ? TS_OP_OR : TS_OP_ADD, s, (ts_hlo_instr_t *[]){x, y}, 2, k ? "or" : "add");
   if (r) ts_hlo_comp_set_root(c, r);
   if (p->st == TS_OK && ts_hlo_comp_index_params(c) != TS_OK) p->st = TS_ERR_INTERNAL;
-  p->cur = saved;
-  p->pid = saved_pid;
+  ts_part_leave_comp(p, &was);
   p->reducers[e][k] = c;
   return c;
 }

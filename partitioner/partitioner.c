@@ -345,19 +345,14 @@ static ts_hlo_comp_t *partition_comp(part_t *p, const ts_hlo_comp_t *c, ts_shard
   char name[512];
   snprintf(name, sizeof name, "%s", c->name);
   for (int k = 1; ts_hlo_module_find_comp(p->dst, name); k++) snprintf(name, sizeof name, "%s.spmd%d", c->name, k);
-  ts_hlo_comp_t *out = NULL;
-  ts_status_t st = ts_hlo_comp_add(p->dst, name, &out);
+  part_where_t was;
+  ts_hlo_comp_t *out = ts_part_enter_comp(p, name, &was);
+  if (!out) return NULL;
+  const ts_hlo_instr_t **ord = NULL;
+  ts_status_t st = order(c, &ord);
   if (st != TS_OK) {
     p->st = st;
-    return NULL;
-  }
-  ts_hlo_comp_t *saved = p->cur;
-  ts_hlo_instr_t *saved_pid = p->pid;
-  p->cur = out;
-  p->pid = NULL;
-  const ts_hlo_instr_t **ord = NULL;
-  if ((st = order(c, &ord)) != TS_OK) {
-    p->st = st;
+    ts_part_leave_comp(p, &was);
     return NULL;
   }
   for (int k = 0; k < c->ninstrs && p->st == TS_OK; k++) {
@@ -372,8 +367,7 @@ static ts_hlo_comp_t *partition_comp(part_t *p, const ts_hlo_comp_t *c, ts_shard
     if (p->st == TS_OK && ts_hlo_comp_index_params(out) != TS_OK)
       ts_part_fail(p, NULL, TS_ERR_INTERNAL, "computation %s: parameters are not dense", c->name);
   }
-  p->cur = saved;
-  p->pid = saved_pid;
+  ts_part_leave_comp(p, &was);
   return out;
 }
 

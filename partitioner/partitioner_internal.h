@@ -54,6 +54,15 @@ void ts_part_attr_groups(part_t *p, ts_hlo_instr_t *i, int64_t ngroups, int64_t 
  * computations map to their unpartitioned clones. */
 void ts_part_copy_attr(part_t *p, ts_hlo_instr_t *i, const ts_hlo_attr_t *a);
 ts_literal_t *ts_part_copy_literal(part_t *p, const ts_literal_t *l);
+/* Adds computation `name` to the partitioned module and makes it the one
+ * ts_part_add builds into, with no partition-id yet (NULL with p->st set
+ * when it cannot); ts_part_leave_comp goes back to where `was` says. */
+typedef struct {
+  ts_hlo_comp_t *cur;
+  ts_hlo_instr_t *pid;
+} part_where_t;
+ts_hlo_comp_t *ts_part_enter_comp(part_t *p, const char *name, part_where_t *was);
+void ts_part_leave_comp(part_t *p, const part_where_t *was);
 /* The unpartitioned clone of a source computation (memoised). */
 ts_hlo_comp_t *ts_part_clone_comp(part_t *p, const ts_hlo_comp_t *c);
 

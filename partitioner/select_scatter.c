@@ -230,19 +230,12 @@ static ts_hlo_instr_t *run_variant(part_t *p, const ts_hlo_instr_t *i, const sas
 static ts_hlo_comp_t *variant_comp(part_t *p, const ts_hlo_instr_t *i, const sas_variant_t *v, const sas_geom_t *g,
                                    int64_t L, const int64_t *out_pad, int d, const ts_shape_t *ts) {
   char name[64];
-  ts_hlo_comp_t *c = NULL;
-  if (p->st != TS_OK) return NULL;
-  for (int n = 0; !c && n < 1 << 20; n++) {
-    snprintf(name, sizeof name, "select_and_scatter_variant.%d", n);
-    if (!ts_hlo_module_find_comp(p->dst, name) && ts_hlo_comp_add(p->dst, name, &c) != TS_OK) {
-      ts_part_fail(p, i, TS_ERR_NOMEM, "out of memory");
-      return NULL;
-    }
-  }
-  ts_hlo_comp_t *saved = p->cur;
-  ts_hlo_instr_t *saved_pid = p->pid;
-  p->cur = c;
-  p->pid = NULL;
+  int n = 0;
+  do snprintf(name, sizeof name, "select_and_scatter_variant.%d", n++);
+  while (ts_hlo_module_find_comp(p->dst, name));
+  part_where_t was;
+  ts_hlo_comp_t *c = ts_part_enter_comp(p, name, &was);
+  if (!c) return NULL;
   ts_hlo_instr_t *arg = ts_part_add(p, TS_OP_PARAMETER, ts, NULL, 0, "arg"), *el[3];
   if (arg) arg->param_number = 0;
   for (int k = 0; k < 3; k++) {
@@ -252,8 +245,7 @@ static ts_hlo_comp_t *variant_comp(part_t *p, const ts_hlo_instr_t *i, const sas
   ts_hlo_instr_t *y = run_variant(p, i, v, g, L, out_pad, d, el[0], el[1], el[2]);
   if (y) ts_hlo_comp_set_root(c, y);
   if (p->st == TS_OK && ts_hlo_comp_index_params(c) != TS_OK) ts_part_fail(p, i, TS_ERR_INTERNAL, "branch parameters");
-  p->cur = saved;
-  p->pid = saved_pid;
+  ts_part_leave_comp(p, &was);
   return p->st == TS_OK ? c : NULL;
 }
 

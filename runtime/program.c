@@ -136,7 +136,9 @@ static ts_status_t shared_slots(lower_t *L, int k, int from, int to) {
   for (int j = from; j < to; j++) {
     ts_leaf_source_t src = ts_hlo_leaf_source(i, j);
     if (src.kind != TS_LEAF_ALIASED)
-      return rt_fail(L->p->m, i, L->diag, TS_ERR_INTERNAL, "leaf %d is not an operand's buffer", j);
+      return rt_fail(L->p->m, i, L->diag, TS_ERR_INVALID_ARGUMENT,
+                     "leaf %d of the result is not a view of an operand's buffer (malformed %s)", j,
+                     ts_opcode_name(i->op));
     rc->slot_buf[rc->slot_base[k] + j] = rc->slot_buf[op_slot(L, i->ops[src.op]) + src.op_leaf];
   }
   return TS_OK;
@@ -295,41 +297,26 @@ static ts_status_t lower_instr(lower_t *L, int k) {
     }
     break;
   }
-  case TS_OP_TUPLE: TS_CHECK(shared_slots(L, k, 0, nl)); break;
-  case TS_OP_GET_TUPLE_ELEMENT: {
-    const ts_hlo_attr_t *a = ts_hlo_instr_attr(i, "index");
-    int64_t idx = a ? a->v.i : 0;
-    const ts_shape_t *ts = i->ops[0]->shape;
-    if (ts->elem != TS_TUPLE || idx < 0 || idx >= ts->ntuple)
-      return rt_fail(m, i, L->diag, TS_ERR_INVALID_ARGUMENT, "bad tuple index");
-    TS_CHECK(shared_slots(L, k, 0, nl));
-    break;
-  }
   case TS_OP_BITCAST: /* the same bytes where the buffer definition says so, else a kernel */
     if (ts_hlo_leaf_source(i, 0).kind != TS_LEAF_ALIASED) goto kernel;
     TS_CHECK(shared_slots(L, k, 0, nl));
     break;
-  case TS_OP_RESHAPE: /* row-major logical order: the same bytes */
-  case TS_OP_COPY:    /* values are never written in place: a copy can share */
+  case TS_OP_TUPLE:
+  case TS_OP_GET_TUPLE_ELEMENT:
+  case TS_OP_RESHAPE:
+  case TS_OP_COPY:
   case TS_OP_ADD_DEPENDENCY:
   case TS_OP_OPT_BARRIER:
   case TS_OP_DOMAIN:
   case TS_OP_ASYNC_UPDATE:
   case TS_OP_ALL_REDUCE_DONE:
-    if (op_nslots(i->ops[0]) != nl) return rt_fail(m, i, L->diag, TS_ERR_INVALID_ARGUMENT, "result does not match operand");
-    TS_CHECK(shared_slots(L, k, 0, nl));
-    break;
   case TS_OP_ALL_GATHER_DONE:
   case TS_OP_COLLECTIVE_PERMUTE_DONE:
   case TS_OP_ASYNC_DONE:
-  case TS_OP_COPY_DONE: {
-    const ts_shape_t *ts = i->ops[0]->shape;
-    int e = op == TS_OP_COPY_DONE ? 0 : 1;
-    if (ts->elem != TS_TUPLE || ts->ntuple < 2 || ts_shape_leaf_count(ts->tuple[e]) != nl)
-      return rt_fail(m, i, L->diag, TS_ERR_INVALID_ARGUMENT, "operand is not an async tuple");
+  case TS_OP_COPY_DONE:
+    /* views of an operand's buffers: which leaves, hlo/buffers.c says */
     TS_CHECK(shared_slots(L, k, 0, nl));
     break;
-  }
   case TS_OP_CUSTOM_CALL: {
     const char *t = ts_hlo_custom_call_target(i);
     ts_custom_call_kind_t kind = ts_hlo_custom_call_kind(i);

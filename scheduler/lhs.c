@@ -743,11 +743,11 @@ static bool plain(const graph_t *g, int k) {
  * `arena_limit`, until the transfer is covered. `order` is top-down and is changed in place. */
 static ts_status_t widen(const graph_t *g, int *order, uint64_t limit, uint64_t arena_limit) {
   int n = g->n;
-  int *pos = ts_malloc(sizeof *pos * (size_t)(n + 1));
-  int *saved = ts_malloc(sizeof *saved * (size_t)(n + 1));
+  int *pos = ts_malloc(sizeof *pos * 2 * (size_t)(n + 1)); /* and `saved`, the order before a move */
+  int *saved = pos ? pos + n + 1 : NULL;
   int64_t *delta = ts_malloc(sizeof *delta * (size_t)(n + 2));
   ts_status_t st = TS_OK;
-  if (!pos || !saved || !delta) {
+  if (!pos || !delta) {
     st = TS_ERR_NOMEM;
     goto out;
   }
@@ -784,7 +784,6 @@ static ts_status_t widen(const graph_t *g, int *order, uint64_t limit, uint64_t 
   }
 out:
   ts_free(pos);
-  ts_free(saved);
   ts_free(delta);
   return st;
 }
