@@ -303,41 +303,57 @@ static LLVMValueRef flat_element(cg_t *g, const ts_hlo_comp_t *c, LLVMValueRef *
   return r;
 }
 
-/* Emits `void sym_loop(i8** in, i8* out, i64 n)`: the computation's root over
- * n elements. */
-static LLVMValueRef emit_loop(cg_t *g, const ts_hlo_comp_t *c, const char *sym) {
-  LLVMTypeRef args[3] = {g->i8pp, g->i8p, g->i64};
-  LLVMValueRef fn = LLVMAddFunction(g->mod, sym, LLVMFunctionType(LLVMVoidTypeInContext(g->cx), args, 3, 0));
-  LLVMBasicBlockRef entry = LLVMAppendBasicBlockInContext(g->cx, fn, "entry");
+LLVMValueRef cg_data(cg_t *g, ts_elem_t elem, LLVMValueRef raw) {
+  return elem == TS_F32 ? LLVMBuildBitCast(g->b, raw, LLVMPointerType(g->f32, 0), "") : raw;
+}
+
+bool cg_emit_loop(cg_t *g, const ts_hlo_comp_t *c, bool flat, LLVMValueRef *inp, LLVMValueRef out,
+                  LLVMValueRef first, LLVMValueRef step, LLVMValueRef n) {
+  LLVMBuilderRef b = g->b;
+  LLVMBasicBlockRef entry = LLVMGetInsertBlock(b);
+  LLVMValueRef fn = LLVMGetBasicBlockParent(entry);
   LLVMBasicBlockRef loop = LLVMAppendBasicBlockInContext(g->cx, fn, "loop");
   LLVMBasicBlockRef exit = LLVMAppendBasicBlockInContext(g->cx, fn, "exit");
-  LLVMBuilderRef b = g->b;
-  LLVMPositionBuilderAtEnd(b, entry);
-  LLVMValueRef inp[MAX_IN];
-  for (int p = 0; p < c->nparams; p++) {
-    LLVMValueRef at = LLVMConstInt(g->i64, (unsigned long long)p, 0);
-    LLVMValueRef raw = LLVMBuildLoad2(b, g->i8p, LLVMBuildGEP2(b, g->i8p, LLVMGetParam(fn, 0), &at, 1, ""), "");
-    inp[p] = c->params[p]->shape->elem == TS_F32 ? LLVMBuildBitCast(b, raw, LLVMPointerType(g->f32, 0), "") : raw;
-  }
-  LLVMValueRef n = LLVMGetParam(fn, 2);
-  LLVMBuildCondBr(b, LLVMBuildICmp(b, LLVMIntSGT, n, LLVMConstInt(g->i64, 0, 0), ""), loop, exit);
+  LLVMBuildCondBr(b, LLVMBuildICmp(b, LLVMIntSLT, first, n, ""), loop, exit);
   LLVMPositionBuilderAtEnd(b, loop);
   LLVMValueRef i = LLVMBuildPhi(b, g->i64, "i");
-  LLVMValueRef r = flat_element(g, c, inp, i);
-  if (!r) return NULL;
-  bool f = c->root->shape->elem == TS_F32;
-  LLVMValueRef outp = f ? LLVMBuildBitCast(b, LLVMGetParam(fn, 1), LLVMPointerType(g->f32, 0), "") : LLVMGetParam(fn, 1);
-  if (!f) r = LLVMBuildZExt(b, r, g->i8, "");
-  LLVMBuildStore(b, r, LLVMBuildGEP2(b, f ? g->f32 : g->i8, outp, &i, 1, ""));
-  LLVMValueRef next = LLVMBuildAdd(b, i, LLVMConstInt(g->i64, 1, 0), "");
+  LLVMValueRef r = cg_element(g, c, flat, inp, i);
+  if (!r) return false;
+  ts_elem_t elem = c->root->shape->elem;
+  LLVMValueRef outp = cg_data(g, elem, out);
+  if (elem != TS_F32) r = LLVMBuildZExt(b, r, g->i8, "");
+  LLVMBuildStore(b, r, LLVMBuildGEP2(b, elem == TS_F32 ? g->f32 : g->i8, outp, &i, 1, ""));
+  LLVMValueRef next = LLVMBuildAdd(b, i, step, "");
   LLVMBuildCondBr(b, LLVMBuildICmp(b, LLVMIntSLT, next, n, ""), loop, exit);
-  LLVMValueRef in0 = LLVMConstInt(g->i64, 0, 0);
-  LLVMBasicBlockRef from[2] = {entry, loop};
-  LLVMValueRef vals[2] = {in0, next};
+  LLVMBasicBlockRef from[2] = {entry, LLVMGetInsertBlock(b)};
+  LLVMValueRef vals[2] = {first, next};
   LLVMAddIncoming(i, vals, from, 2);
   LLVMPositionBuilderAtEnd(b, exit);
   LLVMBuildRetVoid(b);
+  return true;
+}
+
+/* Starts `void sym(i8** in, i8* out, i64 n)`, the CPU loops' signature: its
+ * entry block, where inp[p] is in[p] as parameter p's data (cg_data). */
+static LLVMValueRef begin_loop_fn(cg_t *g, const ts_hlo_comp_t *c, const char *sym, LLVMValueRef *inp) {
+  LLVMTypeRef args[3] = {g->i8pp, g->i8p, g->i64};
+  LLVMValueRef fn = LLVMAddFunction(g->mod, sym, LLVMFunctionType(LLVMVoidTypeInContext(g->cx), args, 3, 0));
+  LLVMPositionBuilderAtEnd(g->b, LLVMAppendBasicBlockInContext(g->cx, fn, "entry"));
+  for (int p = 0; p < c->nparams; p++) {
+    LLVMValueRef at = LLVMConstInt(g->i64, (unsigned long long)p, 0);
+    LLVMValueRef slot = LLVMBuildGEP2(g->b, g->i8p, LLVMGetParam(fn, 0), &at, 1, "");
+    inp[p] = cg_data(g, c->params[p]->shape->elem, LLVMBuildLoad2(g->b, g->i8p, slot, ""));
+  }
   return fn;
+}
+
+/* Emits `void sym(i8** in, i8* out, i64 n)`: the computation's root over
+ * n elements. */
+static LLVMValueRef emit_loop(cg_t *g, const ts_hlo_comp_t *c, const char *sym) {
+  LLVMValueRef inp[MAX_IN];
+  LLVMValueRef fn = begin_loop_fn(g, c, sym, inp);
+  LLVMValueRef zero = LLVMConstInt(g->i64, 0, 0), one = LLVMConstInt(g->i64, 1, 0);
+  return cg_emit_loop(g, c, true, inp, LLVMGetParam(fn, 1), zero, one, LLVMGetParam(fn, 2)) ? fn : NULL;
 }
 
 /* ---- nested loops with index maps ------------------------------------------ */
@@ -465,17 +481,10 @@ static LLVMValueRef gen(gen_t *G, const ts_hlo_instr_t *i, LLVMValueRef *idx) {
 /* Emits `void sym(i8** in, i8* out, i64 n)` (n unused: the shapes are
  * static) as nested loops over the root's dimensions, innermost last. */
 static LLVMValueRef emit_nested(cg_t *g, const ts_hlo_comp_t *c, const char *sym) {
-  LLVMTypeRef args[3] = {g->i8pp, g->i8p, g->i64};
-  LLVMValueRef fn = LLVMAddFunction(g->mod, sym, LLVMFunctionType(LLVMVoidTypeInContext(g->cx), args, 3, 0));
-  LLVMBuilderRef b = g->b;
-  LLVMBasicBlockRef entry = LLVMAppendBasicBlockInContext(g->cx, fn, "entry");
-  LLVMPositionBuilderAtEnd(b, entry);
   LLVMValueRef inp[MAX_IN];
-  for (int p = 0; p < c->nparams; p++) {
-    LLVMValueRef at = i64c(g, p);
-    LLVMValueRef raw = LLVMBuildLoad2(b, g->i8p, LLVMBuildGEP2(b, g->i8p, LLVMGetParam(fn, 0), &at, 1, ""), "");
-    inp[p] = c->params[p]->shape->elem == TS_F32 ? LLVMBuildBitCast(b, raw, LLVMPointerType(g->f32, 0), "") : raw;
-  }
+  LLVMValueRef fn = begin_loop_fn(g, c, sym, inp);
+  LLVMBuilderRef b = g->b;
+  LLVMBasicBlockRef entry = LLVMGetInsertBlock(b);
   const ts_shape_t *rs = c->root->shape;
   int r = rs->rank;
   for (int d = 0; d < r; d++)
@@ -484,7 +493,7 @@ static LLVMValueRef emit_nested(cg_t *g, const ts_hlo_comp_t *c, const char *sym
       return fn;
     }
   bool f = rs->elem == TS_F32;
-  LLVMValueRef outp = f ? LLVMBuildBitCast(b, LLVMGetParam(fn, 1), LLVMPointerType(g->f32, 0), "") : LLVMGetParam(fn, 1);
+  LLVMValueRef outp = cg_data(g, rs->elem, LLVMGetParam(fn, 1));
   gen_t G = {.g = g, .inp = inp};
   if (r == 0) { /* a scalar: no loop */
     LLVMValueRef v = gen(&G, c->root, NULL);

@@ -38,6 +38,18 @@ bool cg_fusion_compiles(const ts_hlo_instr_t *fusion, bool *flat);
  * memory. */
 LLVMValueRef cg_element(cg_t *g, const ts_hlo_comp_t *c, bool flat, LLVMValueRef *inp, LLVMValueRef lin);
 
+/* Parameter data pointer raw (i8*) as the element type's: float* for f32,
+ * raw itself (i8*, one byte per pred) otherwise. */
+LLVMValueRef cg_data(cg_t *g, ts_elem_t elem, LLVMValueRef raw);
+
+/* Ends the function whose entry block g->b is at (its inputs inp already
+ * there, see cg_element) with `for (i = first; i < n; i += step) out[i] =
+ * root of c at i; return;` in new blocks "loop" and "exit"; out is the i8*
+ * result data (cg_data). The CPU loops step by 1 from 0, the GPU kernels by
+ * the grid from the thread's index. false when out of memory. */
+bool cg_emit_loop(cg_t *g, const ts_hlo_comp_t *c, bool flat, LLVMValueRef *inp, LLVMValueRef out,
+                  LLVMValueRef first, LLVMValueRef step, LLVMValueRef n);
+
 /* An internal, always-inlined `float f(float)` computing `op` (exp, log,
  * log1p, expm1, tanh, logistic, sqrt, rsqrt, erf, sine, cosine; `float
  * f(float x, float y)` for power, x^y) in module `mod`, created on first

@@ -106,6 +106,23 @@ static LLVMValueRef pow2i(mb_t *m, LLVMValueRef k) {
   return LLVMBuildBitCast(m->b, bits, m->f32, "");
 }
 
+/* x = mant * 2^e for an f32 x > 0 (subnormals too): returns mant in
+ * [sqrt(1/2), sqrt(2)) and sets *e (i32). Other x: values the caller
+ * replaces. */
+static LLVMValueRef split_mantissa(mb_t *m, LLVMValueRef x, LLVMValueRef *e) {
+  LLVMValueRef den = fcmp(m, LLVMRealOLT, x, cf(m, 1.17549435082228750797e-38));
+  LLVMValueRef xs = sel(m, den, mul(m, x, cf(m, 8388608.0)), x);
+  LLVMValueRef bits = LLVMBuildBitCast(m->b, xs, m->i32, "");
+  *e = LLVMBuildSub(m->b, LLVMBuildAnd(m->b, LLVMBuildLShr(m->b, bits, ci(m, 23), ""), ci(m, 0xff), ""),
+                     ci(m, 126), "");
+  *e = LLVMBuildSub(m->b, *e, sel(m, den, ci(m, 23), ci(m, 0)), "");
+  LLVMValueRef mb = LLVMBuildOr(m->b, LLVMBuildAnd(m->b, bits, ci(m, 0x007fffff), ""), ci(m, 0x3f000000), "");
+  LLVMValueRef mm = LLVMBuildBitCast(m->b, mb, m->f32, ""); /* [0.5, 1) */
+  LLVMValueRef lo = fcmp(m, LLVMRealOLT, mm, cf(m, 0.707106781186547524));
+  *e = LLVMBuildSub(m->b, *e, sel(m, lo, ci(m, 1), ci(m, 0)), "");
+  return sel(m, lo, add(m, mm, mm), mm);
+}
+
 static LLVMValueRef emit_exp(mb_t *m, LLVMValueRef x) {
   static const double p[] = {1.9875691500E-4, 1.3981999507E-3, 8.3334519073E-3,
                              4.1665795894E-2, 1.6666665459E-1, 5.0000001201E-1};
@@ -128,17 +145,7 @@ static LLVMValueRef emit_log(mb_t *m, LLVMValueRef x) {
   static const double p[] = {7.0376836292E-2, -1.1514610310E-1, 1.1676998740E-1,
                              -1.2420140846E-1, 1.4249322787E-1, -1.6668057665E-1,
                              2.0000714765E-1,  -2.4999993993E-1, 3.3333331174E-1};
-  LLVMValueRef den = fcmp(m, LLVMRealOLT, x, cf(m, 1.17549435082228750797e-38));
-  LLVMValueRef xs = sel(m, den, mul(m, x, cf(m, 8388608.0)), x);
-  LLVMValueRef bits = LLVMBuildBitCast(m->b, xs, m->i32, "");
-  LLVMValueRef e = LLVMBuildSub(m->b, LLVMBuildAnd(m->b, LLVMBuildLShr(m->b, bits, ci(m, 23), ""), ci(m, 0xff), ""),
-                                ci(m, 126), "");
-  e = LLVMBuildSub(m->b, e, sel(m, den, ci(m, 23), ci(m, 0)), "");
-  LLVMValueRef mb = LLVMBuildOr(m->b, LLVMBuildAnd(m->b, bits, ci(m, 0x007fffff), ""), ci(m, 0x3f000000), "");
-  LLVMValueRef mm = LLVMBuildBitCast(m->b, mb, m->f32, ""); /* [0.5, 1) */
-  LLVMValueRef lo = fcmp(m, LLVMRealOLT, mm, cf(m, 0.707106781186547524));
-  e = LLVMBuildSub(m->b, e, sel(m, lo, ci(m, 1), ci(m, 0)), "");
-  LLVMValueRef f = sub(m, sel(m, lo, add(m, mm, mm), mm), cf(m, 1.0));
+  LLVMValueRef e, f = sub(m, split_mantissa(m, x, &e), cf(m, 1.0));
   LLVMValueRef z = mul(m, f, f);
   LLVMValueRef y = mul(m, mul(m, f, z), horner(m, f, p, 9));
   LLVMValueRef fe = LLVMBuildSIToFP(m->b, e, m->f32, "");
@@ -219,17 +226,7 @@ static LLVMValueRef emit_exp2_f64(mb_t *m, LLVMValueRef w) {
 static LLVMValueRef emit_log2_f64(mb_t *m, LLVMValueRef x) {
   static const double a[] = {9.8040478198765264e-2, 1.1087124955038745e-1, 1.4286083072937863e-1,
                              1.9999997445916191e-1, 3.3333333339789626e-1, 9.9999999999997359e-1};
-  LLVMValueRef den = fcmp(m, LLVMRealOLT, x, cf(m, 1.17549435082228750797e-38));
-  LLVMValueRef xs = sel(m, den, mul(m, x, cf(m, 8388608.0)), x);
-  LLVMValueRef bits = LLVMBuildBitCast(m->b, xs, m->i32, "");
-  LLVMValueRef e = LLVMBuildSub(m->b, LLVMBuildAnd(m->b, LLVMBuildLShr(m->b, bits, ci(m, 23), ""), ci(m, 0xff), ""),
-                                ci(m, 126), "");
-  e = LLVMBuildSub(m->b, e, sel(m, den, ci(m, 23), ci(m, 0)), "");
-  LLVMValueRef mb = LLVMBuildOr(m->b, LLVMBuildAnd(m->b, bits, ci(m, 0x007fffff), ""), ci(m, 0x3f000000), "");
-  LLVMValueRef mm = LLVMBuildBitCast(m->b, mb, m->f32, ""); /* [0.5, 1) */
-  LLVMValueRef lo = fcmp(m, LLVMRealOLT, mm, cf(m, 0.707106781186547524));
-  e = LLVMBuildSub(m->b, e, sel(m, lo, ci(m, 1), ci(m, 0)), "");
-  LLVMValueRef md = ext(m, sel(m, lo, add(m, mm, mm), mm));
+  LLVMValueRef e, md = ext(m, split_mantissa(m, x, &e));
   /* m - 1 and m + 1 are exact in double */
   LLVMValueRef s = LLVMBuildFDiv(m->b, sub(m, md, cd(m, 1.0)), add(m, md, cd(m, 1.0)), "");
   LLVMValueRef l = mul(m, mul(m, s, horner(m, mul(m, s, s), a, 6)), cd(m, 2.8853900817779268)); /* 2 log2(e) */
@@ -365,22 +362,27 @@ static LLVMValueRef emit_erf(mb_t *m, LLVMValueRef x) {
 }
 
 LLVMValueRef cg_math_f32(LLVMModuleRef mod, ts_opcode_t op) {
-  const char *name;
-  switch (op) {
-  case TS_OP_EXPONENTIAL: name = "ts_expf"; break;
-  case TS_OP_LOG: name = "ts_logf"; break;
-  case TS_OP_TANH: name = "ts_tanhf"; break;
-  case TS_OP_LOGISTIC: name = "ts_logisticf"; break;
-  case TS_OP_SQRT: name = "ts_sqrtf"; break;
-  case TS_OP_LOG_PLUS_ONE: name = "ts_log1pf"; break;
-  case TS_OP_EXPONENTIAL_MINUS_ONE: name = "ts_expm1f"; break;
-  case TS_OP_RSQRT: name = "ts_rsqrtf"; break;
-  case TS_OP_ERF: name = "ts_erff"; break;
-  case TS_OP_POWER: name = "ts_powf"; break;
-  case TS_OP_SINE: name = "ts_sinf"; break;
-  case TS_OP_COSINE: name = "ts_cosf"; break;
-  default: return NULL;
-  }
+  static const struct {
+    ts_opcode_t op;
+    const char *name;
+  } fns[] = {
+      {TS_OP_EXPONENTIAL, "ts_expf"},
+      {TS_OP_LOG, "ts_logf"},
+      {TS_OP_TANH, "ts_tanhf"},
+      {TS_OP_LOGISTIC, "ts_logisticf"},
+      {TS_OP_SQRT, "ts_sqrtf"},
+      {TS_OP_LOG_PLUS_ONE, "ts_log1pf"},
+      {TS_OP_EXPONENTIAL_MINUS_ONE, "ts_expm1f"},
+      {TS_OP_RSQRT, "ts_rsqrtf"},
+      {TS_OP_ERF, "ts_erff"},
+      {TS_OP_POWER, "ts_powf"},
+      {TS_OP_SINE, "ts_sinf"},
+      {TS_OP_COSINE, "ts_cosf"},
+  };
+  const char *name = NULL;
+  for (size_t k = 0; k < sizeof fns / sizeof fns[0]; k++)
+    if (fns[k].op == op) name = fns[k].name;
+  if (!name) return NULL;
   LLVMValueRef fn = LLVMGetNamedFunction(mod, name);
   if (fn) return fn;
   LLVMValueRef expf = NULL, logf = NULL;

@@ -54,39 +54,16 @@ static bool emit_kernel(cg_t *g, const ts_hlo_comp_t *c, bool flat, const char *
   for (int p = 0; p <= np; p++) args[p] = g->i8p;
   args[np + 1] = g->i64;
   LLVMValueRef fn = LLVMAddFunction(g->mod, sym, LLVMFunctionType(LLVMVoidTypeInContext(g->cx), args, (unsigned)np + 2, 0));
-  LLVMBasicBlockRef entry = LLVMAppendBasicBlockInContext(g->cx, fn, "entry");
-  LLVMBasicBlockRef loop = LLVMAppendBasicBlockInContext(g->cx, fn, "loop");
-  LLVMBasicBlockRef exit = LLVMAppendBasicBlockInContext(g->cx, fn, "exit");
   LLVMBuilderRef b = g->b;
-  LLVMPositionBuilderAtEnd(b, entry);
+  LLVMPositionBuilderAtEnd(b, LLVMAppendBasicBlockInContext(g->cx, fn, "entry"));
   LLVMValueRef inp[MAX_IN];
-  for (int p = 0; p < np; p++) {
-    LLVMValueRef raw = LLVMGetParam(fn, (unsigned)p);
-    inp[p] = c->params[p]->shape->elem == TS_F32 ? LLVMBuildBitCast(b, raw, LLVMPointerType(g->f32, 0), "") : raw;
-  }
-  LLVMValueRef n = LLVMGetParam(fn, (unsigned)np + 1);
+  for (int p = 0; p < np; p++) inp[p] = cg_data(g, c->params[p]->shape->elem, LLVMGetParam(fn, (unsigned)p));
   LLVMValueRef ntid = sreg(g, "llvm.nvvm.read.ptx.sreg.ntid.x");
   LLVMValueRef first = LLVMBuildAdd(b, LLVMBuildMul(b, sreg(g, "llvm.nvvm.read.ptx.sreg.ctaid.x"), ntid, ""),
                                     sreg(g, "llvm.nvvm.read.ptx.sreg.tid.x"), "");
   LLVMValueRef stride = LLVMBuildMul(b, sreg(g, "llvm.nvvm.read.ptx.sreg.nctaid.x"), ntid, "");
-  LLVMBuildCondBr(b, LLVMBuildICmp(b, LLVMIntSLT, first, n, ""), loop, exit);
-  LLVMPositionBuilderAtEnd(b, loop);
-  LLVMValueRef i = LLVMBuildPhi(b, g->i64, "i");
-  LLVMValueRef r = cg_element(g, c, flat, inp, i);
-  if (!r) return false;
-  bool f = c->root->shape->elem == TS_F32;
-  LLVMValueRef outp = LLVMGetParam(fn, (unsigned)np);
-  if (f) outp = LLVMBuildBitCast(b, outp, LLVMPointerType(g->f32, 0), "");
-  else r = LLVMBuildZExt(b, r, g->i8, "");
-  LLVMBuildStore(b, r, LLVMBuildGEP2(b, f ? g->f32 : g->i8, outp, &i, 1, ""));
-  LLVMValueRef next = LLVMBuildAdd(b, i, stride, "");
-  LLVMBuildCondBr(b, LLVMBuildICmp(b, LLVMIntSLT, next, n, ""), loop, exit);
-  LLVMBasicBlockRef body_end = LLVMGetInsertBlock(b);
-  LLVMBasicBlockRef from[2] = {entry, body_end};
-  LLVMValueRef vals[2] = {first, next};
-  LLVMAddIncoming(i, vals, from, 2);
-  LLVMPositionBuilderAtEnd(b, exit);
-  LLVMBuildRetVoid(b);
+  LLVMValueRef outp = LLVMGetParam(fn, (unsigned)np), n = LLVMGetParam(fn, (unsigned)np + 1);
+  if (!cg_emit_loop(g, c, flat, inp, outp, first, stride, n)) return false;
   /* !nvvm.annotations = !{!{fn, !"kernel", i32 1}}: an .entry, not a .func */
   LLVMValueRef md[3] = {fn, LLVMMDStringInContext(g->cx, "kernel", 6), LLVMConstInt(g->i32, 1, 0)};
   LLVMAddNamedMetadataOperand(g->mod, "nvvm.annotations", LLVMMDNodeInContext(g->cx, md, 3));
@@ -184,18 +161,15 @@ ts_status_t ts_codegen_ptx(const ts_hlo_module_t *m, ts_codegen_ptx_t **out, ts_
   st0.ir_ms = t1 - t0;
   st0.opt_ms = t2 - t1;
   st0.jit_ms = ts_now_ms() - t2; /* here: the NVPTX backend */
+  if (stats) *stats = st0;
+  *out = p;
 done:
   LLVMDisposeBuilder(g.b);
   LLVMDisposeModule(g.mod);
   LLVMContextDispose(g.cx);
   LLVMDisposeTargetMachine(tm);
-  if (st != TS_OK) {
-    ts_codegen_ptx_destroy(p);
-    return st;
-  }
-  if (stats) *stats = st0;
-  *out = p;
-  return TS_OK;
+  if (st != TS_OK) ts_codegen_ptx_destroy(p);
+  return st;
 }
 
 void ts_codegen_ptx_destroy(ts_codegen_ptx_t *p) {

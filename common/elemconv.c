@@ -366,35 +366,40 @@ static uint32_t f32_from_bf16(uint16_t h) {
   return b;
 }
 
+/* Element i of an unaligned array of 16- or 32-bit words: read from s,
+ * written to d. */
+static uint16_t get16(const unsigned char *s, int64_t i) {
+  uint16_t x;
+  memcpy(&x, s + i * 2, 2);
+  return x;
+}
+static uint32_t get32(const unsigned char *s, int64_t i) {
+  uint32_t x;
+  memcpy(&x, s + i * 4, 4);
+  return x;
+}
+static void put16(unsigned char *d, int64_t i, uint16_t x) { memcpy(d + i * 2, &x, 2); }
+static void put32(unsigned char *d, int64_t i, uint32_t x) { memcpy(d + i * 4, &x, 4); }
+
 static bool convert_fast(ts_elem_t from, const unsigned char *s, ts_elem_t to, unsigned char *d, int64_t n) {
-  if (from == TS_F32 && (to == TS_BF16 || to == TS_F16)) {
-    for (int64_t i = 0; i < n; i++) {
-      uint32_t x;
-      memcpy(&x, s + i * 4, 4);
-      uint16_t y = to == TS_BF16 ? bf16_from_f32(x) : f16_from_f32(x);
-      memcpy(d + i * 2, &y, 2);
-    }
-    return true;
-  }
-  if ((from == TS_BF16 || from == TS_F16) && to == TS_F32) {
-    for (int64_t i = 0; i < n; i++) {
-      uint16_t x;
-      memcpy(&x, s + i * 2, 2);
-      uint32_t y = from == TS_BF16 ? f32_from_bf16(x) : f32_from_f16(x);
-      memcpy(d + i * 4, &y, 4);
-    }
-    return true;
-  }
-  if (from == TS_F32 && to == TS_F64) { /* the common widening, without the switch */
+  if (from == TS_F32 && to == TS_BF16)
+    for (int64_t i = 0; i < n; i++) put16(d, i, bf16_from_f32(get32(s, i)));
+  else if (from == TS_F32 && to == TS_F16)
+    for (int64_t i = 0; i < n; i++) put16(d, i, f16_from_f32(get32(s, i)));
+  else if (from == TS_BF16 && to == TS_F32)
+    for (int64_t i = 0; i < n; i++) put32(d, i, f32_from_bf16(get16(s, i)));
+  else if (from == TS_F16 && to == TS_F32)
+    for (int64_t i = 0; i < n; i++) put32(d, i, f32_from_f16(get16(s, i)));
+  else if (from == TS_F32 && to == TS_F64) /* the common widening, without the switch */
     for (int64_t i = 0; i < n; i++) {
       float x;
       memcpy(&x, s + i * 4, 4);
       double y = x;
       memcpy(d + i * 8, &y, 8);
     }
-    return true;
-  }
-  return false;
+  else
+    return false;
+  return true;
 }
 
 ts_status_t ts_elem_convert(ts_elem_t from, const void *src, ts_elem_t to, void *dst, int64_t n) {

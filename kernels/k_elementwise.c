@@ -585,28 +585,52 @@ static inline int64_t total_f64(double x) {
   return k ^ (int64_t)((uint64_t)(k >> 63) >> 1);
 }
 
-static void cmp_f32(cmp_dir_t dir, bool total, const float *restrict a, const float *restrict b,
-                    uint8_t *restrict o, int64_t n) {
-  if (total)
-    CMP_LOOPS(dir, total_f32(a[i]), total_f32(b[i]));
-  else
-    CMP_LOOPS(dir, a[i], b[i]);
+/* o[i] = a[i] dir b[i] for n elements of type kt: f32, f64, s32 or (any
+ * other kt) s64. */
+static void cmp_loop(cmp_dir_t dir, ts_elem_t kt, const void *a, const void *b, uint8_t *restrict o, int64_t n) {
+  switch (kt) {
+  case TS_F32: { const float *restrict x = a, *restrict y = b; CMP_LOOPS(dir, x[i], y[i]); } break;
+  case TS_F64: { const double *restrict x = a, *restrict y = b; CMP_LOOPS(dir, x[i], y[i]); } break;
+  case TS_S32: { const int32_t *restrict x = a, *restrict y = b; CMP_LOOPS(dir, x[i], y[i]); } break;
+  default: { const int64_t *restrict x = a, *restrict y = b; CMP_LOOPS(dir, x[i], y[i]); } break;
+  }
 }
 
-static void cmp_f64(cmp_dir_t dir, bool total, const double *restrict a, const double *restrict b,
-                    uint8_t *restrict o, int64_t n) {
-  if (total)
-    CMP_LOOPS(dir, total_f64(a[i]), total_f64(b[i]));
-  else
-    CMP_LOOPS(dir, a[i], b[i]);
-}
+/* One chunk of an operand as cmp_loop compares it (either member: the
+ * union's address is both arrays'). */
+typedef union {
+  float f[CHUNK];
+  int64_t k[CHUNK];
+} cmp_chunk_t;
 
-static void cmp_i64(cmp_dir_t dir, bool uns, const int64_t *restrict a, const int64_t *restrict b,
-                    uint8_t *restrict o, int64_t n) {
-  if (uns)
-    CMP_LOOPS(dir, (uint64_t)a[i], (uint64_t)b[i]);
-  else
-    CMP_LOOPS(dir, a[i], b[i]);
+/* Elements [off, off + m) of operand x (type t) into c: their f32 values for
+ * a FLOAT comparison (returns TS_F32; f32 and f64 operands go to cmp_loop as
+ * they are instead), else int64 keys whose signed order is the comparison's
+ * (returns TS_S64): XLA's total order for TOTALORDER, the integers
+ * re-extended by the comparison type's sign (UNSIGNED: sign bit flipped, so
+ * that signed order is unsigned order). */
+static ts_elem_t cmp_operand(ts_elem_t t, cmp_type_t ty, const void *x, int64_t off, int64_t m, cmp_chunk_t *c) {
+  if (ty == CMPT_FLOAT) {
+    load_f32(t, x, off, m, c->f);
+    return TS_F32;
+  }
+  if (t == TS_F64) {
+    const double *d = (const double *)x + off;
+    for (int64_t i = 0; i < m; i++) c->k[i] = total_f64(d[i]);
+  } else if (ty == CMPT_TOTALORDER) {
+    float f[CHUNK];
+    load_f32(t, x, off, m, f);
+    for (int64_t i = 0; i < m; i++) c->k[i] = total_f32(f[i]);
+  } else {
+    int bits = ts_elem_bits(t);
+    bool uns = ty == CMPT_UNSIGNED;
+    load_i64(t, x, off, m, c->k);
+    if (uns == ts_elem_is_signed_int(t))
+      for (int64_t i = 0; i < m; i++) c->k[i] = uns ? (int64_t)zext(c->k[i], bits) : sext(c->k[i], bits);
+    if (uns)
+      for (int64_t i = 0; i < m; i++) c->k[i] = (int64_t)((uint64_t)c->k[i] ^ (UINT64_C(1) << 63));
+  }
+  return TS_S64;
 }
 
 static ts_status_t k_compare(ts_kernel_ctx_t *ctx, const ts_hlo_instr_t *instr, const ts_array_t *in, int nin,
@@ -646,37 +670,16 @@ static ts_status_t k_compare(ts_kernel_ctx_t *ctx, const ts_hlo_instr_t *instr, 
     }
     return TS_OK;
   }
-  if (t == TS_F64) {
-    cmp_f64(dir, total, in[0].data, in[1].data, o, n);
-  } else if (t == TS_F32) {
-    cmp_f32(dir, total, in[0].data, in[1].data, o, n);
-  } else if (fl) {
-    float x[CHUNK], y[CHUNK];
-    for (int64_t off = 0; off < n; off += CHUNK) {
-      int64_t m = min64(CHUNK, n - off);
-      load_f32(t, in[0].data, off, m, x);
-      load_f32(t, in[1].data, off, m, y);
-      cmp_f32(dir, total, x, y, o + off, m);
-    }
-  } else if (t == TS_S32 && ty == CMPT_SIGNED) {
-    const int32_t *a = in[0].data, *b = in[1].data;
-    CMP_LOOPS(dir, a[i], b[i]);
-  } else {
-    /* Re-extend when the comparison type overrides the element's sign. */
-    int bits = ts_elem_bits(t);
-    bool uns = ty == CMPT_UNSIGNED, fix = uns == ts_elem_is_signed_int(t);
-    int64_t x[CHUNK], y[CHUNK];
-    for (int64_t off = 0; off < n; off += CHUNK) {
-      int64_t m = min64(CHUNK, n - off);
-      load_i64(t, in[0].data, off, m, x);
-      load_i64(t, in[1].data, off, m, y);
-      if (fix)
-        for (int64_t i = 0; i < m; i++) {
-          x[i] = uns ? (int64_t)zext(x[i], bits) : sext(x[i], bits);
-          y[i] = uns ? (int64_t)zext(y[i], bits) : sext(y[i], bits);
-        }
-      cmp_i64(dir, uns, x, y, o + off, m);
-    }
+  if (!total && (t == TS_F32 || t == TS_F64 || (t == TS_S32 && ty == CMPT_SIGNED))) {
+    cmp_loop(dir, t, in[0].data, in[1].data, o, n); /* the operands as they are */
+    return TS_OK;
+  }
+  cmp_chunk_t x, y;
+  for (int64_t off = 0; off < n; off += CHUNK) {
+    int64_t m = min64(CHUNK, n - off);
+    ts_elem_t kt = cmp_operand(t, ty, in[0].data, off, m, &x);
+    cmp_operand(t, ty, in[1].data, off, m, &y);
+    cmp_loop(dir, kt, &x, &y, o + off, m);
   }
   return TS_OK;
 }

@@ -5,6 +5,7 @@
  * inputs: exactly for arithmetic, within a few ULPs where the compiled math
  * functions differ from libm, NaN for NaN, infinities and signed zeros
  * equal. */
+#include "codegen_test.h"
 #include "fusion_cases.h"
 #include "ts_codegen.h"
 #include "ts_fusion.h"
@@ -20,14 +21,6 @@ static const float edges[] = {0.0f, -0.0f, 1.0f, -1.0f, INFINITY, -INFINITY, NAN
 static uint64_t rng(uint64_t *s) {
   *s = *s * 6364136223846793005ull + 1442695040888963407ull;
   return *s >> 33;
-}
-
-static double ulp_of(float y) {
-  float a = fabsf(y);
-  if (a < 1.17549435e-38f) return ldexp(1.0, -149);
-  int e;
-  frexpf(a, &e);
-  return ldexp(1.0, e - 24);
 }
 
 static bool close(float got, float want) {
@@ -95,12 +88,10 @@ static void compare(ts_hlo_module_t *m, const ts_hlo_instr_t *fu, ts_kernel_fn f
 
 static void check_case(const fusion_case_t *fc) {
   fprintf(stderr, "case %s\n", fc->name);
-  ts_source_t src = {"case.hlo", fc->text, strlen(fc->text)};
-  ts_hlo_module_t *m = NULL;
+  ts_hlo_module_t *m = parse_text("case.hlo", fc->text);
+  if (!m) return;
   ts_codegen_t *cg = NULL;
   ts_diag_t d = {0};
-  EXPECT_EQ(ts_hlo_parse(&src, NULL, &m, &d), TS_OK);
-  if (!m) return;
   EXPECT_EQ(ts_fusion_run(m, NULL, NULL, &d), TS_OK);
   ts_codegen_stats_t cs;
   ts_status_t st = ts_codegen_compile(m, NULL, &cg, &cs, &d);
@@ -140,12 +131,10 @@ static void distinct(void) {
       "  u = f32[8] fusion(a), kind=kLoop, calls=f1\n  v = f32[8] fusion(u), kind=kLoop, calls=f2\n"
       "  w = f32[8] fusion(v), kind=kLoop, calls=f3\n  z = f32[16] fusion(q), kind=kLoop, calls=f4\n"
       "  ROOT t = (f32[8], f32[16]) tuple(w, z)\n}\n";
-  ts_source_t src = {"distinct.hlo", text, strlen(text)};
-  ts_hlo_module_t *m = NULL;
+  ts_hlo_module_t *m = parse_text("distinct.hlo", text);
+  if (!m) return;
   ts_codegen_t *cg = NULL;
   ts_diag_t d = {0};
-  EXPECT_EQ(ts_hlo_parse(&src, NULL, &m, &d), TS_OK);
-  if (!m) return;
   ts_codegen_stats_t cs;
   EXPECT_EQ(ts_codegen_compile(m, NULL, &cg, &cs, &d), TS_OK);
   EXPECT_EQ(cs.fusions, 4);

@@ -18,44 +18,36 @@
 typedef struct {
   const char *name;
   const char *lhs, *rhs, *out; /* shapes as HLO text */
-  const char *dnums;           /* the dot's dimension numbers */
+  /* the dot's dimension numbers: lhs batch, lhs contracting, rhs batch and
+   * rhs contracting dims, as HLO lists without braces ("" for none) */
+  const char *dims[4];
 } dot_case_t;
 
 static const dot_case_t cases[] = {
-    {"plain", "f32[33,47]", "f32[47,29]", "f32[33,29]", "lhs_contracting_dims={1}, rhs_contracting_dims={0}"},
-    {"lhs_contracting_first", "f32[47,33]", "f32[47,29]", "f32[33,29]",
-     "lhs_contracting_dims={0}, rhs_contracting_dims={0}"},
-    {"rhs_transposed", "f32[33,47]", "f32[29,47]", "f32[33,29]", "lhs_contracting_dims={1}, rhs_contracting_dims={1}"},
-    {"both_transposed", "f32[47,33]", "f32[29,47]", "f32[33,29]", "lhs_contracting_dims={0}, rhs_contracting_dims={1}"},
-    {"batched", "f32[3,17,23]", "f32[3,23,19]", "f32[3,17,19]",
-     "lhs_batch_dims={0}, lhs_contracting_dims={2}, rhs_batch_dims={0}, rhs_contracting_dims={1}"},
-    {"batch_inside", "f32[17,3,23]", "f32[23,3,19]", "f32[3,17,19]",
-     "lhs_batch_dims={1}, lhs_contracting_dims={2}, rhs_batch_dims={1}, rhs_contracting_dims={0}"},
+    {"plain", "f32[33,47]", "f32[47,29]", "f32[33,29]", {"", "1", "", "0"}},
+    {"lhs_contracting_first", "f32[47,33]", "f32[47,29]", "f32[33,29]", {"", "0", "", "0"}},
+    {"rhs_transposed", "f32[33,47]", "f32[29,47]", "f32[33,29]", {"", "1", "", "1"}},
+    {"both_transposed", "f32[47,33]", "f32[29,47]", "f32[33,29]", {"", "0", "", "1"}},
+    {"batched", "f32[3,17,23]", "f32[3,23,19]", "f32[3,17,19]", {"0", "2", "0", "1"}},
+    {"batch_inside", "f32[17,3,23]", "f32[23,3,19]", "f32[3,17,19]", {"1", "2", "1", "0"}},
     /* attention's scores: [b,s,h,d] x [b,t,h,d] -> [b,h,s,t] */
-    {"attention", "f32[2,13,3,8]", "f32[2,11,3,8]", "f32[2,3,13,11]",
-     "lhs_batch_dims={0,2}, lhs_contracting_dims={3}, rhs_batch_dims={0,2}, rhs_contracting_dims={3}"},
+    {"attention", "f32[2,13,3,8]", "f32[2,11,3,8]", "f32[2,3,13,11]", {"0,2", "3", "0,2", "3"}},
     /* attention's context: [b,h,s,t] x [b,t,h,d] -> [b,h,s,d] (rhs contracting dim first of its block) */
-    {"attention_context", "f32[2,3,13,11]", "f32[2,11,3,8]", "f32[2,3,13,8]",
-     "lhs_batch_dims={0,1}, lhs_contracting_dims={3}, rhs_batch_dims={0,2}, rhs_contracting_dims={1}"},
-    {"two_contracting", "f32[5,7,9]", "f32[7,9,6]", "f32[5,6]",
-     "lhs_contracting_dims={1,2}, rhs_contracting_dims={0,1}"},
-    {"contracting_reversed", "f32[5,9,7]", "f32[7,9,6]", "f32[5,6]",
-     "lhs_contracting_dims={2,1}, rhs_contracting_dims={0,1}"},
-    {"interleaved", "f32[4,9,5]", "f32[9,6]", "f32[4,5,6]", "lhs_contracting_dims={1}, rhs_contracting_dims={0}"},
-    {"unit_dims", "f32[1,33,1,47]", "f32[47,1,29]", "f32[1,33,1,1,29]",
-     "lhs_contracting_dims={3}, rhs_contracting_dims={0}"},
-    {"vector_matrix", "f32[47]", "f32[29,47]", "f32[29]", "lhs_contracting_dims={0}, rhs_contracting_dims={1}"},
-    {"outer", "f32[7]", "f32[5]", "f32[7,5]", "lhs_contracting_dims={}, rhs_contracting_dims={}"},
-    {"f32_long_k", "f32[1100,9]", "f32[1100,7]", "f32[9,7]", "lhs_contracting_dims={0}, rhs_contracting_dims={0}"},
-    {"bf16", "bf16[33,47]", "bf16[47,29]", "f32[33,29]", "lhs_contracting_dims={1}, rhs_contracting_dims={0}"},
-    {"bf16_out", "bf16[3,17,23]", "bf16[3,19,23]", "bf16[3,17,19]",
-     "lhs_batch_dims={0}, lhs_contracting_dims={2}, rhs_batch_dims={0}, rhs_contracting_dims={2}"},
-    {"bf16_long_k", "bf16[9,1300]", "bf16[1300,7]", "f32[9,7]", "lhs_contracting_dims={1}, rhs_contracting_dims={0}"},
-    {"bf16_f32", "bf16[33,47]", "f32[47,29]", "f32[33,29]", "lhs_contracting_dims={1}, rhs_contracting_dims={0}"},
-    {"f16", "f16[47,33]", "f16[29,47]", "f16[33,29]", "lhs_contracting_dims={0}, rhs_contracting_dims={1}"},
-    {"f64_transposed", "f64[47,33]", "f64[47,29]", "f64[33,29]", "lhs_contracting_dims={0}, rhs_contracting_dims={0}"},
-    {"c64_batch_inside", "c64[7,3,5]", "c64[5,3,4]", "c64[3,7,4]",
-     "lhs_batch_dims={1}, lhs_contracting_dims={2}, rhs_batch_dims={1}, rhs_contracting_dims={0}"},
+    {"attention_context", "f32[2,3,13,11]", "f32[2,11,3,8]", "f32[2,3,13,8]", {"0,1", "3", "0,2", "1"}},
+    {"two_contracting", "f32[5,7,9]", "f32[7,9,6]", "f32[5,6]", {"", "1,2", "", "0,1"}},
+    {"contracting_reversed", "f32[5,9,7]", "f32[7,9,6]", "f32[5,6]", {"", "2,1", "", "0,1"}},
+    {"interleaved", "f32[4,9,5]", "f32[9,6]", "f32[4,5,6]", {"", "1", "", "0"}},
+    {"unit_dims", "f32[1,33,1,47]", "f32[47,1,29]", "f32[1,33,1,1,29]", {"", "3", "", "0"}},
+    {"vector_matrix", "f32[47]", "f32[29,47]", "f32[29]", {"", "0", "", "1"}},
+    {"outer", "f32[7]", "f32[5]", "f32[7,5]", {"", "", "", ""}},
+    {"f32_long_k", "f32[1100,9]", "f32[1100,7]", "f32[9,7]", {"", "0", "", "0"}},
+    {"bf16", "bf16[33,47]", "bf16[47,29]", "f32[33,29]", {"", "1", "", "0"}},
+    {"bf16_out", "bf16[3,17,23]", "bf16[3,19,23]", "bf16[3,17,19]", {"0", "2", "0", "2"}},
+    {"bf16_long_k", "bf16[9,1300]", "bf16[1300,7]", "f32[9,7]", {"", "1", "", "0"}},
+    {"bf16_f32", "bf16[33,47]", "f32[47,29]", "f32[33,29]", {"", "1", "", "0"}},
+    {"f16", "f16[47,33]", "f16[29,47]", "f16[33,29]", {"", "0", "", "1"}},
+    {"f64_transposed", "f64[47,33]", "f64[47,29]", "f64[33,29]", {"", "0", "", "0"}},
+    {"c64_batch_inside", "c64[7,3,5]", "c64[5,3,4]", "c64[3,7,4]", {"1", "2", "1", "0"}},
 };
 
 static const int64_t *list_of(const ts_hlo_instr_t *i, const char *name, int *n) {
@@ -138,10 +130,16 @@ static void reference(const ts_hlo_instr_t *dot, const ts_shape_t *ls, const ts_
 
 static int run_case(const dot_case_t *c) {
   int before = failures;
-  char text[1024];
+  static const char *const attrs[4] = {"lhs_batch_dims", "lhs_contracting_dims", "rhs_batch_dims",
+                                       "rhs_contracting_dims"};
+  char dnums[512] = "", text[1024];
+  size_t len = 0;
+  for (int k = 0; k < 4; k++) /* batch dims only where there are some */
+    if (k % 2 || *c->dims[k])
+      len += (size_t)snprintf(dnums + len, sizeof dnums - len, "%s%s={%s}", len ? ", " : "", attrs[k], c->dims[k]);
   snprintf(text, sizeof text,
            "HloModule m\nENTRY e {\n  a = %s parameter(0)\n  b = %s parameter(1)\n  ROOT d = %s dot(a, b), %s\n}\n",
-           c->lhs, c->rhs, c->out, c->dnums);
+           c->lhs, c->rhs, c->out, dnums);
   ts_source_t src = {c->name, text, strlen(text)};
   ts_diag_t diag = {0};
   ts_hlo_module_t *m = NULL;
