@@ -18,8 +18,6 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-extern char **environ;
-
 static void usage(FILE *f) {
   fprintf(f,
           "usage: bench_blas_core [--size N] [--reps N] [--threads N]\n"
@@ -66,28 +64,19 @@ static int row(int64_t n, int reps, int threads) {
 /* Runs this program's --row with OPENBLAS_CORETYPE = coretype (NULL:
  * unset) and reads its line. False when it did not give one. */
 static bool spawn_row(char **row_argv, const char *coretype, char *line, size_t cap) {
-  size_t n = 0;
-  while (environ[n]) n++;
-  char **envp = ts_calloc(n + 2, sizeof *envp);
-  if (!envp) return false;
-  size_t k = 0;
-  for (size_t i = 0; i < n; i++)
-    if (strncmp(environ[i], "OPENBLAS_CORETYPE=", 18) != 0) envp[k++] = environ[i];
-  char var[64];
-  if (coretype) {
-    snprintf(var, sizeof var, "OPENBLAS_CORETYPE=%s", coretype);
-    envp[k++] = var;
-  }
+  /* Our own environment is the row's: OpenBLAS read it when this process
+   * loaded, and the parent runs no BLAS after that. */
+  if (coretype ? setenv("OPENBLAS_CORETYPE", coretype, 1) != 0 : unsetenv("OPENBLAS_CORETYPE") != 0) return false;
   int fd[2];
+  if (pipe(fd) != 0) return false;
   bool got = false;
-  if (pipe(fd) != 0) goto done;
   fflush(NULL);
   pid_t pid = fork();
   if (pid == 0) {
     dup2(fd[1], STDOUT_FILENO);
     close(fd[0]);
     close(fd[1]);
-    execve("/proc/self/exe", row_argv, envp);
+    execv("/proc/self/exe", row_argv);
     _exit(127);
   }
   close(fd[1]);
@@ -105,8 +94,6 @@ static bool spawn_row(char **row_argv, const char *coretype, char *line, size_t 
   } else {
     close(fd[0]);
   }
-done:
-  ts_free(envp);
   return got;
 }
 

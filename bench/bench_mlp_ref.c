@@ -240,60 +240,30 @@ static void usage(FILE *f) {
 }
 
 int main(int argc, char **argv) {
-  static const struct option opts[] = {
-      {"batch", required_argument, NULL, 'b'},   {"in", required_argument, NULL, 'i'},
-      {"hidden", required_argument, NULL, 'H'},  {"classes", required_argument, NULL, 'c'},
-      {"lr", required_argument, NULL, 'l'},      {"losses", required_argument, NULL, 'k'},
-      {"reps", required_argument, NULL, 'r'},    {"threads", required_argument, NULL, 't'},
-      {"seed", required_argument, NULL, 's'},    {"inputs", required_argument, NULL, 'I'},
-      {"outputs", required_argument, NULL, 'O'}, {"help", no_argument, NULL, 'h'},
-      {NULL, 0, NULL, 0},
-  };
-  mlp_t m = {.nb = 64, .ni = 256, .nh = 512, .nc = 16, .lr = 1.5f};
-  int losses = 5, reps = 100, threads = 1;
-  long long seed = 0;
+  long long nb = 64, ni = 256, nh = 512, nc = 16, nlosses = 5, nreps = 100, nthreads = 1, seed = 0;
+  double lr = 1.5;
   const char *inputs = NULL, *outputs = NULL;
-  int c, li = -1;
-  opterr = 0;
-  while ((c = getopt_long(argc, argv, ":h", opts, &li)) != -1) {
-    if (c == 'h') {
-      usage(stdout);
-      return 0;
-    }
-    if (c == 'I' || c == 'O') {
-      *(c == 'I' ? &inputs : &outputs) = optarg;
-      continue;
-    }
-    char *end = NULL;
-    bool ok = c != '?' && c != ':';
-    if (!ok) li = -1;
-    if (ok && c == 'l') {
-      double v = strtod(optarg, &end);
-      ok = *end == 0 && v >= 0 && v < 1e6;
-      m.lr = (float)v;
-    } else if (ok) {
-      long long v = 0;
-      ok = ts_bench_int_opt(optarg, c == 'k' || c == 's' ? 0 : 1, c == 'r' ? TS_BENCH_MAX_REPS : 1 << 20, &v);
-      if (c == 'b') m.nb = (int)v;
-      if (c == 'i') m.ni = (int)v;
-      if (c == 'H') m.nh = (int)v;
-      if (c == 'c') m.nc = (int)v;
-      if (c == 'k') losses = (int)v;
-      if (c == 'r') reps = (int)v;
-      if (c == 't') threads = (int)v;
-      if (c == 's') seed = v;
-    }
-    if (!ok && (c == '?' || c == ':' || li < 0)) return ts_bench_bad_option("bench_mlp_ref", argv, usage);
-    if (!ok) {
-      fprintf(stderr, "bench_mlp_ref: bad value '%s' for --%s\n", optarg, opts[li].name);
-      usage(stderr);
-      return 2;
-    }
-  }
+  const ts_bench_opt_t opts[] = {
+      TS_BENCH_INT("batch", &nb, 1, 1 << 20),
+      TS_BENCH_INT("in", &ni, 1, 1 << 20),
+      TS_BENCH_INT("hidden", &nh, 1, 1 << 20),
+      TS_BENCH_INT("classes", &nc, 1, 1 << 20),
+      TS_BENCH_REAL("lr", &lr, 0, 1e6),
+      TS_BENCH_INT("losses", &nlosses, 0, 1 << 20),
+      TS_BENCH_INT("reps", &nreps, 1, TS_BENCH_MAX_REPS),
+      TS_BENCH_INT("threads", &nthreads, 1, 1 << 20),
+      TS_BENCH_INT("seed", &seed, 0, 1 << 20),
+      TS_BENCH_TEXT("inputs", &inputs),
+      TS_BENCH_TEXT("outputs", &outputs),
+  };
+  int early = ts_bench_opts(argc, argv, "bench_mlp_ref", usage, opts, (int)(sizeof opts / sizeof opts[0]));
+  if (early >= 0) return early;
   if (optind != argc) {
     usage(stderr);
     return 2;
   }
+  mlp_t m = {.nb = (int)nb, .ni = (int)ni, .nh = (int)nh, .nc = (int)nc, .lr = (float)lr};
+  int losses = (int)nlosses, reps = (int)nreps, threads = (int)nthreads;
   if (inputs && !sizes_from(inputs, &m)) return 2;
   openblas_set_num_threads(threads);
 

@@ -67,7 +67,18 @@ int ts_bench_opts(int argc, char **argv, const char *name, void (*usage)(FILE *f
     }
     if (c < FIRST) return ts_bench_bad_option(name, argv, usage); /* '?' unknown, ':' value missing */
     const ts_bench_opt_t *o = &opts[c - FIRST];
-    if (o->flag) {
+    if (o->text) {
+      *o->text = optarg;
+    } else if (o->real) {
+      char *end = NULL;
+      double v = strtod(optarg, &end);
+      if (*end || !(v >= o->rlo && v < o->rhi)) {
+        fprintf(stderr, "%s: --%s wants a number in [%g, %g), got '%s'\n", name, o->name, o->rlo, o->rhi, optarg);
+        usage(stderr);
+        return 2;
+      }
+      *o->real = v;
+    } else if (o->flag) {
       *o->value = 1;
     } else if (!ts_bench_int_opt(optarg, o->lo, o->hi, o->value)) {
       fprintf(stderr, "%s: --%s wants %lld..%lld, got '%s'\n", name, o->name, o->lo, o->hi, optarg);

@@ -25,18 +25,25 @@ bool ts_bench_int_opt(const char *arg, long long lo, long long hi, long long *v)
  * "NAME: bad option 'OPT'" and `usage` to stderr; returns 2, the exit code. */
 int ts_bench_bad_option(const char *name, char **argv, void (*usage)(FILE *f));
 
-/* One option of a benchmark: `--NAME N` with N in [lo, hi], or with `flag`
- * `--NAME` alone, which sets 1. *value holds the default. Written
- * TS_BENCH_INT("reps", &reps, 1, 1000) or TS_BENCH_FLAG("row", &row). */
+/* One option of a benchmark: `--NAME N` with N an integer in [lo, hi]
+ * (TS_BENCH_INT("reps", &reps, 1, 1000)), `--NAME` alone, which sets 1
+ * (TS_BENCH_FLAG("row", &row)), `--NAME X` with X a number in [rlo, rhi)
+ * (TS_BENCH_REAL("lr", &lr, 0, 1e6)) or `--NAME TEXT`, kept as given
+ * (TS_BENCH_TEXT("inputs", &dir)). The variable holds the default. */
 typedef struct {
   const char *name;
-  long long *value;
+  long long *value; /* INT, FLAG */
   long long lo, hi;
   bool flag;
+  double *real; /* REAL */
+  double rlo, rhi;
+  const char **text; /* TEXT */
 } ts_bench_opt_t;
-#define TS_BENCH_INT(name, value, lo, hi) {(name), (value), (lo), (hi), false}
-#define TS_BENCH_FLAG(name, value) {(name), (value), 1, 1, true}
-#define TS_BENCH_MAX_OPTS 8
+#define TS_BENCH_INT(n, v, l, h) {.name = (n), .value = (v), .lo = (l), .hi = (h)}
+#define TS_BENCH_FLAG(n, v) {.name = (n), .value = (v), .lo = 1, .hi = 1, .flag = true}
+#define TS_BENCH_REAL(n, v, l, h) {.name = (n), .real = (v), .rlo = (l), .rhi = (h)}
+#define TS_BENCH_TEXT(n, v) {.name = (n), .text = (v)}
+#define TS_BENCH_MAX_OPTS 12
 
 /* Parses the options `opts[0..n)` and -h/--help (getopt_long). Returns -1
  * with optind at the first operand, or the exit code to return: 0 after

@@ -297,11 +297,19 @@ static int color_of(const colors_t *c, int64_t v) {
   return i;
 }
 
-ts_status_t pt_svg_collectives(const ts_perf_table_t *t, const char *device_key, ts_buf_t *out, ts_diag_t *diag) {
-  figure_t f = {.lines = true, .xbase = 2, .xlabel = "tensor size (bytes)", .ylabel = "throughput (GB/s, 1e9 B/s)"};
-  ts_coll_measurement_t *ms = NULL;
-  size_t n = 0;
-  if (has_device(t, device_key)) TS_CHECK(ts_perf_table_collectives(t, device_key, &ms, &n, diag));
+/* A legend entry per colour: "<prefix><value><suffix>". */
+static void legend_colors(figure_t *f, const colors_t *c, const char *prefix, const char *suffix) {
+  for (int i = 0; i < c->n; i++) {
+    char text[64];
+    snprintf(text, sizeof text, "%s%lld%s", prefix, (long long)c->v[i], suffix);
+    legend_add(f, text, i, -1);
+  }
+}
+
+/* Collectives: a panel per collective, a colour per device count, a dash
+ * per transfer scheme. */
+static ts_status_t plot_collectives(figure_t *f, const ts_coll_measurement_t *ms, size_t n) {
+  *f = (figure_t){.lines = true, .xbase = 2, .xlabel = "tensor size (bytes)", .ylabel = "throughput (GB/s, 1e9 B/s)"};
   /* colours follow the device counts in increasing order */
   colors_t devs = {0};
   bool many_types = false, schemes[TS_SCHEME_COUNT] = {false};
@@ -311,9 +319,8 @@ ts_status_t pt_svg_collectives(const ts_perf_table_t *t, const char *device_key,
     schemes[ms[i].scheme] = true;
   }
   colors_sort(&devs);
-  ts_status_t st = TS_OK;
-  for (int k = 0; k < TS_COST_COLL_COUNT && st == TS_OK; k++) {
-    for (size_t i = 0; i < n && st == TS_OK; i++) {
+  for (int k = 0; k < TS_COST_COLL_COUNT; k++) {
+    for (size_t i = 0; i < n; i++) {
       const ts_coll_measurement_t *m = &ms[i];
       if ((int)m->kind != k) continue;
       int color = color_of(&devs, m->devices_per_group);
@@ -321,62 +328,70 @@ ts_status_t pt_svg_collectives(const ts_perf_table_t *t, const char *device_key,
       snprintf(label, sizeof label, "%s, %lld devices, %s%s%s", ts_coll_kind_name(m->kind),
                (long long)m->devices_per_group, ts_transfer_scheme_name(m->scheme), many_types ? ", " : "",
                many_types ? ts_primitive_type_name(m->element_type) : "");
-      panel_t *p = panel_get(&f, ts_coll_kind_name(m->kind));
+      panel_t *p = panel_get(f, ts_coll_kind_name(m->kind));
       int64_t order = (m->devices_per_group * TS_SCHEME_COUNT + m->scheme) * 64 + m->element_type;
       series_t *s = p ? series_get(p, label, color, dash_of(m->scheme), order) : NULL;
       if (!p) continue; /* more panels than fit: cannot happen with five kinds */
-      if (!s || !series_add(s, (double)m->tensor_bytes, (double)m->throughput_bytes_per_sec / 1e9)) st = TS_ERR_NOMEM;
+      if (!s || !series_add(s, (double)m->tensor_bytes, (double)m->throughput_bytes_per_sec / 1e9)) return TS_ERR_NOMEM;
     }
   }
-  for (int d = 0; d < devs.n; d++) {
-    char text[64];
-    snprintf(text, sizeof text, "%lld devices", (long long)devs.v[d]);
-    legend_add(&f, text, d, -1);
-  }
+  legend_colors(f, &devs, "", " devices");
   static const char *const dash_text[] = {"non-rail-aligned / one-way", "rail-aligned / two-way-all-mutual",
                                           "two-way-has-non-mutual"};
   bool dash_used[3] = {false, false, false};
   for (int s = 0; s < TS_SCHEME_COUNT; s++)
     if (schemes[s]) dash_used[dash_of((ts_transfer_scheme_t)s)] = true;
   for (int d = 0; d < 3; d++)
-    if (dash_used[d]) legend_add(&f, dash_text[d], -1, d);
-  char title[320];
-  snprintf(title, sizeof title, "collective throughput on %s", device_key);
-  if (st == TS_OK) st = render(out, &f, title);
-  figure_free(&f);
-  ts_free(ms);
-  return st;
+    if (dash_used[d]) legend_add(f, dash_text[d], -1, d);
+  return TS_OK;
 }
 
-ts_status_t pt_svg_gemm(const ts_perf_table_t *t, const char *device_key, ts_buf_t *out, ts_diag_t *diag) {
-  figure_t f = {.lines = false, .xbase = 10, .xlabel = "FLOPs per dot (2bmnk)", .ylabel = "GFLOP/s"};
-  ts_gemm_measurement_t *ms = NULL;
-  size_t n = 0;
-  if (has_device(t, device_key)) TS_CHECK(ts_perf_table_gemms(t, device_key, &ms, &n, diag));
+/* GEMMs: a panel per dtype, a colour per batch size. */
+static ts_status_t plot_gemms(figure_t *f, const ts_gemm_measurement_t *ms, size_t n) {
+  *f = (figure_t){.lines = false, .xbase = 10, .xlabel = "FLOPs per dot (2bmnk)", .ylabel = "GFLOP/s"};
   colors_t bs = {0};
   for (size_t i = 0; i < n; i++) colors_add(&bs, ms[i].b);
   colors_sort(&bs);
-  ts_status_t st = TS_OK;
-  for (size_t i = 0; i < n && st == TS_OK; i++) {
+  for (size_t i = 0; i < n; i++) {
     const ts_gemm_measurement_t *m = &ms[i];
     int color = color_of(&bs, m->b);
     char label[128];
     snprintf(label, sizeof label, "%s, b=%lld", m->dtype, (long long)m->b);
-    panel_t *p = panel_get(&f, m->dtype);
+    panel_t *p = panel_get(f, m->dtype);
     if (!p) continue; /* more dtypes than panels: the rest are not drawn */
     series_t *s = series_get(p, label, color, 0, m->b);
     double flops = 2.0 * (double)m->b * (double)m->m * (double)m->n * (double)m->k;
-    if (!s || !series_add(s, flops, (double)m->flops / 1e9)) st = TS_ERR_NOMEM;
+    if (!s || !series_add(s, flops, (double)m->flops / 1e9)) return TS_ERR_NOMEM;
   }
-  for (int j = 0; j < bs.n; j++) {
-    char text[64];
-    snprintf(text, sizeof text, "batch b=%lld", (long long)bs.v[j]);
-    legend_add(&f, text, j, -1);
-  }
+  legend_colors(f, &bs, "batch b=", "");
+  return TS_OK;
+}
+
+/* The plot of the table's measurements on device_key (none when the table
+ * does not have it): its collectives, or with `gemm` its GEMMs. */
+static ts_status_t plot(const ts_perf_table_t *t, const char *device_key, bool gemm, ts_buf_t *out, ts_diag_t *diag) {
+  ts_coll_measurement_t *colls = NULL;
+  ts_gemm_measurement_t *gemms = NULL;
+  size_t n = 0;
+  if (has_device(t, device_key))
+    TS_CHECK(gemm ? ts_perf_table_gemms(t, device_key, &gemms, &n, diag)
+                  : ts_perf_table_collectives(t, device_key, &colls, &n, diag));
+  figure_t f;
+  ts_status_t st = gemm ? plot_gemms(&f, gemms, n) : plot_collectives(&f, colls, n);
   char title[320];
-  snprintf(title, sizeof title, "GEMM FLOP/s of the dot kernel on %s", device_key);
+  snprintf(title, sizeof title, "%s on %s", gemm ? "GEMM FLOP/s of the dot kernel" : "collective throughput",
+           device_key);
   if (st == TS_OK) st = render(out, &f, title);
   figure_free(&f);
-  ts_free(ms);
+  ts_free(colls);
+  ts_free(gemms);
   return st;
+}
+
+ts_status_t pt_svg_collectives(const ts_perf_table_t *t, const char *device_key, ts_buf_t *out, ts_diag_t *diag) {
+  return plot(t, device_key, false, out, diag);
+}
+
+ts_status_t pt_svg_gemm(const ts_perf_table_t *t, const char *device_key, ts_buf_t *out, ts_diag_t *diag) {
+  return plot(t, device_key, true, out, diag);
 }

@@ -23,16 +23,12 @@ void ts_coll_interp_destroy(ts_coll_interp_t *ci) {
 
 ts_status_t ts_coll_interp_create(const ts_perf_table_t *t, const char *device_key, ts_coll_interp_t **out,
                                   ts_diag_t *diag) {
-  ts_coll_measurement_t *ms;
-  size_t n;
-  TS_CHECK(ts_perf_table_collectives(t, device_key, &ms, &n, diag));
   ts_coll_interp_t *ci = ts_calloc(1, sizeof *ci);
-  if (!ci) {
-    ts_free(ms);
-    return TS_ERR_NOMEM;
-  }
+  if (!ci) return TS_ERR_NOMEM;
   for (int i = 0; i < NKEYS; i++) ts_points_init(&ci->pts[i], 2);
-  ts_status_t st = TS_OK;
+  ts_coll_measurement_t *ms = NULL;
+  size_t n = 0;
+  ts_status_t st = ts_perf_table_collectives(t, device_key, &ms, &n, diag);
   for (size_t i = 0; i < n && st >= 0; i++) {
     int key = key_of(ms[i].kind, ms[i].scheme);
     int64_t x[2] = {ms[i].tensor_bytes, ms[i].devices_per_group};

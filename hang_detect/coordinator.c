@@ -99,8 +99,7 @@ static void info(ts_hang_coord_t *c, const char *fmt, ...) {
 
 ts_status_t ts_hang_coord_create(const ts_hang_coord_opts_t *o, ts_hang_coord_t **out, ts_diag_t *diag) {
   *out = NULL;
-  if (!o || o->world < 1 || !o->secret || !*o->secret || strlen(o->secret) > TS_HANG_SECRET_MAX ||
-      !(o->hang_timeout_s > 0)) {
+  if (!o || o->world < 1 || !ts_hang_secret_ok(o->secret) || !(o->hang_timeout_s > 0)) {
     ts_diag_plain(diag, "hang-coordinator: --world must be >= 1, the secret 1..%d characters and the hang timeout "
                         "positive",
                   TS_HANG_SECRET_MAX);

@@ -5,6 +5,8 @@
 
 #include "ts_hang.h"
 
+#include <string.h>
+
 /* CLOCK_MONOTONIC seconds (the same clock as ts_coll_now) and wall-clock
  * unix seconds. */
 double ts_hang_mono(void);
@@ -12,6 +14,8 @@ double ts_hang_wall(void);
 
 /* Copies s into dst[n] (truncating, always NUL-terminated). */
 void ts_hang_strlcpy(char *dst, const char *s, size_t n);
+/* Whether s can be a job secret: 1..TS_HANG_SECRET_MAX characters. */
+static inline bool ts_hang_secret_ok(const char *s) { return s && *s && strlen(s) <= TS_HANG_SECRET_MAX; }
 
 /* Splits "host:port" (host may be "[v6]"); false when malformed. */
 bool ts_hang_addr_split(const char *addr, char *host, size_t hostlen, int *port);

@@ -521,15 +521,20 @@ static ts_status_t handshake(ts_hang_worker_t *w, double deadline, ts_diag_t *di
   }
 }
 
+/* A worker needs an address that fits w->addr, the job secret, a progress
+ * record and a positive heartbeat period. */
+static ts_status_t check_opts(const ts_hang_worker_opts_t *o, ts_diag_t *diag) {
+  if (o && o->addr && strlen(o->addr) < 128 && ts_hang_secret_ok(o->secret) && o->progress && o->period_s > 0)
+    return TS_OK;
+  ts_diag_plain(diag, "hang detector: bad worker options (address, secret of 1..%d characters, progress record "
+                      "and a positive period are required)",
+                TS_HANG_SECRET_MAX);
+  return TS_ERR_INVALID_ARGUMENT;
+}
+
 ts_status_t ts_hang_worker_start(const ts_hang_worker_opts_t *o, ts_hang_worker_t **out, ts_diag_t *diag) {
   *out = NULL;
-  if (!o || !o->addr || !o->secret || !*o->secret || strlen(o->secret) > TS_HANG_SECRET_MAX || !o->progress ||
-      !(o->period_s > 0) || strlen(o->addr) >= 128) {
-    ts_diag_plain(diag, "hang detector: bad worker options (address, secret of 1..%d characters, progress record "
-                        "and a positive period are required)",
-                  TS_HANG_SECRET_MAX);
-    return TS_ERR_INVALID_ARGUMENT;
-  }
+  TS_CHECK(check_opts(o, diag));
   ts_hang_worker_t *w = ts_calloc(1, sizeof *w);
   if (!w) return TS_ERR_NOMEM;
   w->o = *o;

@@ -19,16 +19,20 @@ bool ts_cli_parse_seed(const char *cmd, const char *s, uint64_t *out) {
   return true;
 }
 
-bool ts_cli_parse_count(const char *cmd, const char *flag, const char *s, int64_t *out) {
+bool ts_cli_parse_int(const char *cmd, const char *flag, const char *what, int64_t lo, const char *s, int64_t *out) {
   char *end;
   errno = 0;
   long long v = strtoll(s, &end, 10);
-  if (errno || end == s || *end || v <= 0) {
-    fprintf(stderr, "tessera %s: error: %s wants a positive integer, got '%s'\n", cmd, flag, s);
+  if (errno || end == s || *end || v < lo) {
+    fprintf(stderr, "tessera %s: error: %s wants %s, got '%s'\n", cmd, flag, what, s);
     return false;
   }
   *out = v;
   return true;
+}
+
+bool ts_cli_parse_count(const char *cmd, const char *flag, const char *s, int64_t *out) {
+  return ts_cli_parse_int(cmd, flag, "a positive integer", 1, s, out);
 }
 
 bool ts_cli_parse_positive(const char *cmd, const char *flag, const char *s, double *out) {
@@ -63,6 +67,14 @@ bool ts_cli_parse_bytes(const char *cmd, const char *flag, const char *s, uint64
   }
   *out = v * mul;
   return true;
+}
+
+bool ts_sched_flag_parse(const char *cmd, int code, const char *arg, ts_sched_opts_t *o) {
+  if (code == TS_SFLAG_MEMORY) return ts_cli_parse_bytes(cmd, "--memory-limit", arg, &o->memory_limit);
+  TS_ASSERT(code == TS_SFLAG_OVERLAP);
+  if (ts_sched_parse_overlap_limit(arg, o)) return true;
+  fprintf(stderr, "tessera %s: error: --overlap-limit wants %s, got '%s'\n", cmd, ts_sched_overlap_limit_syntax, arg);
+  return false;
 }
 
 int ts_cli_getopt_error(const char *cmd, int c, const char *flag, void (*usage)(FILE *f)) {

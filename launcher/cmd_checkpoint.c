@@ -25,18 +25,6 @@ static void usage(FILE *f) {
           "starts from it), after the same verification.\n");
 }
 
-static bool parse_step(const char *s, int64_t *out) {
-  char *end;
-  errno = 0;
-  long long v = strtoll(s, &end, 10);
-  if (errno || end == s || *end || v < 0) {
-    fprintf(stderr, "tessera checkpoint: error: --step wants a step number, got '%s'\n", s);
-    return false;
-  }
-  *out = v;
-  return true;
-}
-
 static ts_status_t pick_step(const char *dir, int64_t want, int64_t *steps, int n, int64_t *out, ts_diag_t *diag) {
   if (n == 0) {
     ts_diag_plain(diag, "%s: no complete checkpoint", dir);
@@ -177,7 +165,7 @@ int ts_cmd_checkpoint(int argc, char **argv) {
   opterr = 0;
   while ((c = getopt_long(argc, argv, ":ho:", opts, NULL)) != -1) {
     switch (c) {
-    case 's': if (!parse_step(optarg, &step)) return 2; break;
+    case 's': if (!ts_cli_parse_int("checkpoint", "--step", "a step number", 0, optarg, &step)) return 2; break;
     case 'o': out = optarg; break;
     case 'h': usage(stdout); return 0;
     default: return ts_cli_getopt_error("checkpoint", c, argv[optind - 1], usage);

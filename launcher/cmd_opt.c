@@ -99,11 +99,7 @@ static void usage(FILE *f) {
 }
 
 enum {
-  F_COST_MODEL = 0x200,
-  F_PRESET,
-  F_OVERLAP,
-  F_MEMORY,
-  F_STATS,
+  F_STATS = 0x200,
   F_TRACE,
   F_FIT,
   F_GPN,
@@ -111,13 +107,6 @@ enum {
 };
 
 /* BYTES with an optional K/M/G/T suffix (powers of 1024). */
-/* --overlap-limit's value, or a usage error naming the command. */
-static bool parse_overlap(const char *s, ts_sched_opts_t *o) {
-  if (ts_sched_parse_overlap_limit(s, o)) return true;
-  fprintf(stderr, "tessera opt: error: --overlap-limit wants %s, got '%s'\n", ts_sched_overlap_limit_syntax, s);
-  return false;
-}
-
 /* --fit-scurve TABLE[@DEVICE]: prints the option string on stdout, the fit
  * on stderr. */
 static int fit_scurve(const char *arg, const char *preset, int64_t gpn) {
@@ -194,10 +183,7 @@ int ts_cmd_opt(int argc, char **argv) {
       {"num-partitions", required_argument, NULL, 'p'},
       {"output", required_argument, NULL, 'o'},
       {"help", no_argument, NULL, 'h'},
-      {"cost-model", required_argument, NULL, F_COST_MODEL},
-      {"cost-model-preset", required_argument, NULL, F_PRESET},
-      {"overlap-limit", required_argument, NULL, F_OVERLAP},
-      {"memory-limit", required_argument, NULL, F_MEMORY},
+      TS_SCHED_FLAG_OPTIONS,
       {"stats", required_argument, NULL, F_STATS},
       {"trace", required_argument, NULL, F_TRACE},
       {"fit-scurve", required_argument, NULL, F_FIT},
@@ -229,18 +215,15 @@ int ts_cmd_opt(int argc, char **argv) {
       break;
     case 'o': output = optarg; break;
     case 'h': usage(stdout); ts_buf_free(&specs); return 0;
-    case F_COST_MODEL:
+    case TS_SFLAG_COST_MODEL:
       sched_flags = true;
       if (!add_cost_spec(&specs, optarg)) goto usage_error;
       break;
-    case F_PRESET: sched_flags = true; preset = optarg; break;
-    case F_OVERLAP:
+    case TS_SFLAG_PRESET: sched_flags = true; preset = optarg; break;
+    case TS_SFLAG_OVERLAP:
+    case TS_SFLAG_MEMORY:
       sched_flags = true;
-      if (!parse_overlap(optarg, &sopts)) goto usage_error;
-      break;
-    case F_MEMORY:
-      sched_flags = true;
-      if (!ts_cli_parse_bytes("opt", "--memory-limit", optarg, &sopts.memory_limit)) goto usage_error;
+      if (!ts_sched_flag_parse("opt", c, optarg, &sopts)) goto usage_error;
       break;
     case F_STATS: sched_flags = true; stats_path = optarg; break;
     case F_TRACE: sched_flags = true; trace_path = optarg; break;

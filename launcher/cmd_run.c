@@ -1143,7 +1143,7 @@ enum {
   OPT_STEPS = 0x200, OPT_LOOP, OPT_CHECK, OPT_TOL, OPT_COMPILE_ONLY, OPT_TRACE, OPT_SLICES, OPT_BACKEND,
   OPT_TIMEOUT, OPT_NO_BIND, OPT_REFERENCE, OPT_TASK, OPT_NODES, OPT_ADDRESS,
   OPT_HANG_TIMEOUT, OPT_HANG_DIGEST, OPT_ABORT_ON_HANG, OPT_HANG_COORD, OPT_NO_HANG,
-  OPT_NO_SCHEDULE, OPT_COST_MODEL, OPT_COST_PRESET, OPT_OVERLAP, OPT_NO_PARTITION, OPT_MEMORY_LIMIT, OPT_KERNELS,
+  OPT_NO_SCHEDULE, OPT_NO_PARTITION, OPT_KERNELS,
   OPT_PLATFORM, OPT_NO_KERNEL_CACHE,
 };
 
@@ -1181,11 +1181,8 @@ static int parse_flags(int argc, char **argv, run_flags_t *f) {
       {"hang-coordinator", required_argument, NULL, OPT_HANG_COORD},
       {"no-hang-detector", no_argument, NULL, OPT_NO_HANG},
       {"no-schedule", no_argument, NULL, OPT_NO_SCHEDULE},
-      {"cost-model", required_argument, NULL, OPT_COST_MODEL},
-      {"cost-model-preset", required_argument, NULL, OPT_COST_PRESET},
-      {"overlap-limit", required_argument, NULL, OPT_OVERLAP},
-      {"memory-limit", required_argument, NULL, OPT_MEMORY_LIMIT},
       {"help", no_argument, NULL, 'h'},
+      TS_SCHED_FLAG_OPTIONS,
       TS_PARTITION_FLAG_OPTIONS,
       TS_CKPT_FLAG_OPTIONS,
       {NULL, 0, NULL, 0},
@@ -1250,18 +1247,10 @@ static int parse_flags(int argc, char **argv, run_flags_t *f) {
     case OPT_HANG_COORD: f->hang_coordinator = optarg; break;
     case OPT_NO_HANG: f->hang = false; break;
     case OPT_NO_SCHEDULE: f->schedule = false; break;
-    case OPT_COST_MODEL: f->cost_model = optarg; break;
-    case OPT_COST_PRESET: f->cost_preset = optarg; break;
-    case OPT_MEMORY_LIMIT:
-      if (!ts_cli_parse_bytes("run", "--memory-limit", optarg, &f->sched.memory_limit)) return 2;
-      break;
-    case OPT_OVERLAP:
-      if (!ts_sched_parse_overlap_limit(optarg, &f->sched)) {
-        fprintf(stderr, "tessera run: error: --overlap-limit wants %s, got '%s'\n", ts_sched_overlap_limit_syntax,
-                optarg);
-        return 2;
-      }
-      break;
+    case TS_SFLAG_COST_MODEL: f->cost_model = optarg; break;
+    case TS_SFLAG_PRESET: f->cost_preset = optarg; break;
+    case TS_SFLAG_OVERLAP:
+    case TS_SFLAG_MEMORY: if (!ts_sched_flag_parse("run", c, optarg, &f->sched)) return 2; break;
     case 'h': usage(stdout); return 0;
     case ':':
     case '?': return ts_cli_getopt_error("run", c, argv[optind - 1], usage);

@@ -6,6 +6,7 @@
 #include "ts_gpu.h"
 #include "ts_hlo.h"
 #include "ts_partitioner.h"
+#include "ts_scheduler.h"
 
 /* A subcommand: parses its own flags from argv (argv[0] is its name) and
  * returns the process exit code (0 ok, 1 check failed, 2 bad input/usage,
@@ -31,6 +32,9 @@ void ts_cli_blas_setup(char **argv);
  * error naming `cmd` and returns false when `s` is not one. */
 bool ts_cli_parse_seed(const char *cmd, const char *s, uint64_t *out);
 
+/* An integer flag value of at least `lo`; otherwise prints "tessera CMD:
+ * error: FLAG wants WHAT, got 'S'" and returns false. */
+bool ts_cli_parse_int(const char *cmd, const char *flag, const char *what, int64_t lo, const char *s, int64_t *out);
 /* Parses a positive integer flag value; prints a usage error and returns
  * false when `s` is not one. */
 bool ts_cli_parse_count(const char *cmd, const char *flag, const char *s, int64_t *out);
@@ -79,5 +83,20 @@ extern const char ts_partition_flags_help[];
 /* Applies flag `code` with value `arg` (NULL when none) to `o`; prints a
  * usage error naming `cmd` and returns false on a bad value. */
 bool ts_partition_flag_parse(const char *cmd, int code, const char *arg, ts_partition_opts_t *o);
+
+/* The scheduler's flags that opt and run both take: put
+ * TS_SCHED_FLAG_OPTIONS among a getopt_long table's entries, as
+ * TS_PARTITION_FLAG_OPTIONS. Each command keeps --cost-model and
+ * --cost-model-preset its own way (opt joins repeated specs);
+ * --overlap-limit and --memory-limit go to ts_sched_flag_parse. */
+#define TS_SCHED_FLAG_OPTIONS                                            \
+  {"cost-model", required_argument, NULL, TS_SFLAG_COST_MODEL},          \
+      {"cost-model-preset", required_argument, NULL, TS_SFLAG_PRESET},   \
+      {"overlap-limit", required_argument, NULL, TS_SFLAG_OVERLAP},      \
+      {"memory-limit", required_argument, NULL, TS_SFLAG_MEMORY}
+enum { TS_SFLAG_COST_MODEL = 0x180, TS_SFLAG_PRESET, TS_SFLAG_OVERLAP, TS_SFLAG_MEMORY };
+/* Applies --overlap-limit or --memory-limit (`code`) with value `arg` to
+ * `o`; prints a usage error naming `cmd` and returns false on a bad value. */
+bool ts_sched_flag_parse(const char *cmd, int code, const char *arg, ts_sched_opts_t *o);
 
 #endif
