@@ -15,11 +15,14 @@
 #             the defaults ($XDG_CACHE_HOME/tessera, ~/.cache/tessera) do
 #   concurrent  four runs at once into one empty cache (as mpirun's ranks
 #             do): all match, no warning, one whole entry, no temporary left
+#   diskfull  a cache on a full file system (a one-page tmpfs, root only,
+#             else skipped): each run warns once naming ENOSPC, matches,
+#             and leaves no entry nor temporary behind
 set -u
 tessera=$(realpath "$1") case=$2 file=$(realpath "$3") # the runs start in a folder of their own
 tmp=$(mktemp -d)
 pids=
-trap 'for p in $pids; do kill "$p" 2>/dev/null; done; chattr -i "$tmp/ro" 2>/dev/null; chmod -R u+w "$tmp" 2>/dev/null; rm -rf "$tmp"' EXIT
+trap 'for p in $pids; do kill "$p" 2>/dev/null; done; umount "$tmp/fs" 2>/dev/null; chattr -i "$tmp/ro" 2>/dev/null; chmod -R u+w "$tmp" 2>/dev/null; rm -rf "$tmp"' EXIT
 export HOME="$tmp/home"
 unset XDG_CACHE_HOME TESSERA_CODEGEN_PERTURB
 export TESSERA_LOG=info
@@ -171,6 +174,18 @@ concurrent)
   run match
   hit || fail "the entry the concurrent runs wrote does not load"
   [ "$(warnings)" = 0 ] || fail "a warning loading it"
+  ;;
+diskfull)
+  mkdir "$tmp/fs"
+  mount -t tmpfs -o size=4k tmpfs "$tmp/fs" 2>/dev/null || { echo "SKIP: cannot mount a tmpfs here"; exit 77; }
+  export TESSERA_CACHE_DIR="$tmp/fs/c"
+  for k in 1 2; do
+    run match
+    [ "$(warnings)" = 1 ] || fail "$(warnings) cache warnings on a full file system, want 1"
+    grep 'warning: kernel cache' "$tmp/err$n" | grep -q 'No space left on device' || fail "the warning does not name ENOSPC"
+    hit && fail "an entry was loaded from a full file system"
+    [ "$(find "$tmp/fs" -type f | wc -l)" = 0 ] || fail "files left on the full file system: $(find "$tmp/fs" -type f)"
+  done
   ;;
 *) fail "unknown case" ;;
 esac
