@@ -208,31 +208,34 @@ int main(void) {
   for (int r = 1; r < N; r++) w[r].waiting_on = 0;
   check("frozen_between_steps", N, TS_HANG_CAUSE_BAD_DEVICE, "0");
 
-  /* kill -STOP of the last rank, stale "collective" with no peer known. */
-  reset(N);
-  w[3].status = TS_HANG_WORKER_NO_RESPONSE;
-  check("frozen_last_rank", N, TS_HANG_CAUSE_BAD_DEVICE, "3");
-
-  /* a rank frozen after its last step: the others wait for it in the
-   * output gather; its stale heartbeat says finished. */
-  reset(N);
-  not_posted(1, TS_HANG_FINISHED);
-  w[1].status = TS_HANG_WORKER_NO_RESPONSE;
-  check("frozen_after_last_step", N, TS_HANG_CAUSE_BAD_DEVICE, "1");
-
-  /* kill -STOP of rank 2 while it waited for its input batch: stale
-   * "input", the others wait in a collective. Frozen, not an input stall
-   * (seen once in tests/faults before this case existed). */
-  reset(N);
-  not_posted(2, TS_HANG_INPUT_WAIT);
-  w[2].status = TS_HANG_WORKER_NO_RESPONSE;
-  check("frozen_in_input", N, TS_HANG_CAUSE_BAD_DEVICE, "2");
-
-  /* a worker that left after the first event is a bystander, never the
-   * frozen one. */
-  reset(N);
-  w[2].status = TS_HANG_WORKER_LEFT;
-  check("left_is_not_frozen", N, TS_HANG_CAUSE_UNKNOWN, "");
+  /* One rank is no longer reporting; the others wait in seq 9. */
+  static const struct {
+    const char *name;
+    int rank;
+    int activity; /* where the rank's last heartbeat says it is, when it has not posted seq 9; else -1 */
+    ts_hang_worker_status_t status;
+    ts_hang_cause_t cause;
+    const char *culprits;
+  } one_silent[] = {
+      /* kill -STOP of the last rank, stale "collective" with no peer known. */
+      {"frozen_last_rank", 3, -1, TS_HANG_WORKER_NO_RESPONSE, TS_HANG_CAUSE_BAD_DEVICE, "3"},
+      /* a rank frozen after its last step: the others wait for it in the
+       * output gather; its stale heartbeat says finished. */
+      {"frozen_after_last_step", 1, TS_HANG_FINISHED, TS_HANG_WORKER_NO_RESPONSE, TS_HANG_CAUSE_BAD_DEVICE, "1"},
+      /* kill -STOP of rank 2 while it waited for its input batch: stale
+       * "input", the others wait in a collective. Frozen, not an input stall
+       * (seen once in tests/faults before this case existed). */
+      {"frozen_in_input", 2, TS_HANG_INPUT_WAIT, TS_HANG_WORKER_NO_RESPONSE, TS_HANG_CAUSE_BAD_DEVICE, "2"},
+      /* a worker that left after the first event is a bystander, never the
+       * frozen one. */
+      {"left_is_not_frozen", 2, -1, TS_HANG_WORKER_LEFT, TS_HANG_CAUSE_UNKNOWN, ""},
+  };
+  for (size_t k = 0; k < sizeof one_silent / sizeof one_silent[0]; k++) {
+    reset(N);
+    if (one_silent[k].activity >= 0) not_posted(one_silent[k].rank, one_silent[k].activity);
+    w[one_silent[k].rank].status = one_silent[k].status;
+    check(one_silent[k].name, N, one_silent[k].cause, one_silent[k].culprits);
+  }
 
   /* nobody answering but the silent one waits: nothing to tell apart. */
   reset(N);

@@ -167,84 +167,87 @@ static void test_zoo(void) { TEXT_OK(zoo, NULL); }
 static void test_broken_rules(void) {
 #define ENTRY1(body) "HloModule t\nadd {\n  a = f32[] parameter(0)\n  b = f32[] parameter(1)\n  ROOT sum = f32[] add(a, b)\n}\n" \
                      "ENTRY main {\n" body "}\n"
-  TEXT_FAILS(ENTRY1("  img = f32[8,32,32,16] parameter(0)\n  k = f32[3,3,8,32] parameter(1)\n"
-                    "  ROOT c = f32[8,30,30,32] convolution(img, k), window={size=3x3}, dim_labels=b01f_01io->b01f\n"),
-             NULL,
-             "'c': input feature size 16 of f32[8,32,32,16] is not the kernel input feature size 8 of f32[3,3,8,32] "
-             "times feature_group_count 1");
-  TEXT_FAILS(ENTRY1("  img = f32[8,32,32,16] parameter(0)\n  k = f32[3,3,16,32] parameter(1)\n"
-                    "  ROOT c = f32[8,30,30,32] convolution(img, k), window={size=3x5}, dim_labels=b01f_01io->b01f\n"),
-             NULL, "'c': window size 5 of spatial dimension 1 does not match the kernel's 3");
-  TEXT_FAILS(ENTRY1("  img = f32[8,32,32,16] parameter(0)\n  k = f32[3,3,16,32] parameter(1)\n"
-                    "  ROOT c = f32[8,32,32,32] convolution(img, k), window={size=3x3}, dim_labels=b01f_01io->b01f\n"),
-             NULL, "'c': result shape f32[8,32,32,32] does not match the inferred shape f32[8,30,30,32]");
-  TEXT_FAILS(ENTRY1("  p = f32[8,32] parameter(0)\n  z = f32[] constant(0)\n"
-                    "  ROOT w = f32[8,16] reduce-window(p, z), window={size=1x3 stride=1x2}, to_apply=add\n"),
-             NULL, "'w': result shape f32[8,16] does not match the inferred shape f32[8,15]");
-  TEXT_FAILS(ENTRY1("  t = f32[100,64] parameter(0)\n  i = s32[16,1] parameter(1)\n"
-                    "  ROOT g = f32[16,65] gather(t, i), offset_dims={1}, collapsed_slice_dims={0}, "
-                    "start_index_map={0}, index_vector_dim=1, slice_sizes={1,65}\n"),
-             NULL, "'g': slice size 65 of dimension 1 is out of bounds for f32[100,64]");
-  TEXT_FAILS(ENTRY1("  t = f32[100,64] parameter(0)\n  i = s32[16,1] parameter(1)\n  u = f32[8,64] parameter(2)\n"
-                    "  ROOT s = f32[100,64] scatter(t, i, u), update_window_dims={1}, inserted_window_dims={0}, "
-                    "scatter_dims_to_operand_dims={0}, index_vector_dim=1, to_apply=add\n"),
-             NULL, "'s': update scatter dimension 0 of f32[8,64] does not match the indices s32[16,1]");
-  TEXT_FAILS(ENTRY1("  a = f32[2,3] parameter(0)\n  b = f32[4,5] parameter(1)\n"
-                    "  ROOT d = f32[2,5] dot(a, b), lhs_contracting_dims={1}, rhs_contracting_dims={0}\n"),
-             NULL,
-             "'d': dot contracting dimension sizes differ: lhs dimension 1 of f32[2,3] and rhs dimension 0 of "
-             "f32[4,5]");
-  TEXT_FAILS("HloModule t, replica_count=4\n"
-             "add {\n  a = f32[] parameter(0)\n  b = f32[] parameter(1)\n  ROOT s = f32[] add(a, b)\n}\n"
-             "ENTRY main {\n  p = f32[6] parameter(0)\n"
-             "  ROOT r = f32[1] reduce-scatter(p), dimensions={0}, to_apply=add\n}\n",
-             NULL,
-             "'r': reduce-scatter dimension 0 of f32[6] is not divisible by the group size 4 (no replica_groups and "
-             "replica_count=4)");
-  TEXT_FAILS(ENTRY1("  p = f32[4] parameter(0)\n  ROOT s = f32[4] select(p, p, p)\n"), NULL,
-             "'s': select predicate must be pred, got f32[4]");
-  TEXT_FAILS(ENTRY1("  p = f32[4] parameter(0)\n  b = f32[2] parameter(1)\n  ROOT c = f32[4] clamp(b, p, b)\n"),
-             NULL, "'c': clamp bound f32[2] must be a scalar or match the operand f32[4]");
-  TEXT_FAILS(ENTRY1("  p = f32[4,3] parameter(0)\n  ROOT c = f64[4] bitcast-convert(p)\n"), NULL,
-             "'c': bitcast-convert from f32[4,3] to 64-bit elements needs a last dimension of 2");
-  TEXT_FAILS(ENTRY1("  ROOT i = s32[4] iota(), iota_dimension=1\n"), NULL,
-             "'i': iota_dimension 1 is out of range for s32[4]");
-  TEXT_FAILS(ENTRY1("  p = f32[4] parameter(0)\n  i = s32[] parameter(1)\n"
-                    "  ROOT d = f32[5] dynamic-slice(p, i), dynamic_slice_sizes={5}\n"),
-             NULL, "'d': dynamic slice size 5 of dimension 0 is out of bounds for f32[4]");
-  TEXT_FAILS(ENTRY1("  p = f32[4] parameter(0)\n  ROOT s = f32[4] sort(p), dimensions={0}, to_apply=add\n"), NULL,
-             "'s': to_apply 'add' has the wrong signature for a sort comparator: expected (f32[], f32[]) -> pred[], "
-             "got (f32[], f32[]) -> f32[]");
-  TEXT_FAILS(ENTRY1("  p = f32[4] parameter(0)\n  ROOT t = (f32[5], s32[5]) topk(p), k=5\n"), NULL,
-             "'t': topk k=5 is out of range for the last dimension of f32[4]");
-  TEXT_FAILS(ENTRY1("  p = f32[4] parameter(0)\n"
-                    "  ROOT c = f32[4] collective-permute(p), source_target_pairs={{0,1},{0,2}}\n"),
-             NULL, "'c': source_target_pairs names source 0 twice");
-  TEXT_FAILS(ENTRY1("  p = f32[4] parameter(0)\n"
-                    "  ROOT r = f32[4] all-reduce(p), replica_groups={{0,1}}, use_global_device_ids=true, "
-                    "to_apply=add\n"),
-             NULL, "'r': use_global_device_ids=true needs a channel_id");
-  TEXT_FAILS(ENTRY1("  p = f32[4] parameter(0)\n"
-                    "  ROOT r = f32[4] all-reduce(p), replica_groups={{0,1},{1,2}}, to_apply=add\n"),
-             NULL, "'r': replica_groups name id 1 more than once");
-  TEXT_FAILS(ENTRY1("  p = f32[4] parameter(0)\n"
-                    "  ROOT t = (f32[4], f32[4]) tuple(p, p), sharding={{replicated}, {replicated}, {replicated}}\n"),
-             NULL, "'t': tuple sharding has 3 elements but the shape (f32[4], f32[4]) has 2 leaves");
-  TEXT_FAILS("HloModule t\nf {\n  a = f32[4] parameter(0)\n  ROOT n = f32[4] negate(a)\n}\n"
-             "ENTRY main {\n  p = f32[4] parameter(0)\n  ROOT x = f32[8] fusion(p), kind=kLoop, calls=f\n}\n",
-             NULL, "'x': calls 'f' has the wrong signature for a fusion: expected (f32[4]) -> f32[8], got (f32[4]) -> "
-                   "f32[4]");
-  TEXT_FAILS("HloModule t\nf {\n  a = f32[4] parameter(0)\n  ROOT n = f32[4] negate(a)\n}\n"
-             "ENTRY main {\n  p = f32[5] parameter(0)\n  ROOT x = f32[4] call(p), to_apply=f\n}\n",
-             NULL, "'x': to_apply 'f' has the wrong signature for a call: expected (f32[5]) -> f32[4], got (f32[4]) -> "
-                   "f32[4]");
-  TEXT_FAILS(ENTRY1("  p = f32[4] parameter(0)\n  ROOT n = s32[4] exponential(p)\n"), NULL,
-             "'n': result shape s32[4] does not match the inferred shape f32[4]");
-  TEXT_FAILS(ENTRY1("  p = s32[4] parameter(0)\n  q = s32[4] parameter(1)\n  ROOT n = s32[4] atan2(p, q)\n"), NULL,
-             "'n': atan2 needs floating-point or complex operands, got s32[4]");
-  TEXT_FAILS(ENTRY1("  p = f32[4,4] parameter(0)\n  z = f32[] constant(0)\n"
-                    "  ROOT r = f32[4] reduce(p, z), dimensions={2}, to_apply=add\n"),
-             NULL, "'r': reduce dimensions value 2 is out of range for f32[4,4] (rank 2)");
+  /* the module text and the message after "error: " */
+  static const struct {
+    const char *text, *want;
+  } broken[] = {
+      {ENTRY1("  img = f32[8,32,32,16] parameter(0)\n  k = f32[3,3,8,32] parameter(1)\n"
+              "  ROOT c = f32[8,30,30,32] convolution(img, k), window={size=3x3}, dim_labels=b01f_01io->b01f\n"),
+       "'c': input feature size 16 of f32[8,32,32,16] is not the kernel input feature size 8 of f32[3,3,8,32] "
+       "times feature_group_count 1"},
+      {ENTRY1("  img = f32[8,32,32,16] parameter(0)\n  k = f32[3,3,16,32] parameter(1)\n"
+              "  ROOT c = f32[8,30,30,32] convolution(img, k), window={size=3x5}, dim_labels=b01f_01io->b01f\n"),
+       "'c': window size 5 of spatial dimension 1 does not match the kernel's 3"},
+      {ENTRY1("  img = f32[8,32,32,16] parameter(0)\n  k = f32[3,3,16,32] parameter(1)\n"
+              "  ROOT c = f32[8,32,32,32] convolution(img, k), window={size=3x3}, dim_labels=b01f_01io->b01f\n"),
+       "'c': result shape f32[8,32,32,32] does not match the inferred shape f32[8,30,30,32]"},
+      {ENTRY1("  p = f32[8,32] parameter(0)\n  z = f32[] constant(0)\n"
+              "  ROOT w = f32[8,16] reduce-window(p, z), window={size=1x3 stride=1x2}, to_apply=add\n"),
+       "'w': result shape f32[8,16] does not match the inferred shape f32[8,15]"},
+      {ENTRY1("  t = f32[100,64] parameter(0)\n  i = s32[16,1] parameter(1)\n"
+              "  ROOT g = f32[16,65] gather(t, i), offset_dims={1}, collapsed_slice_dims={0}, "
+              "start_index_map={0}, index_vector_dim=1, slice_sizes={1,65}\n"),
+       "'g': slice size 65 of dimension 1 is out of bounds for f32[100,64]"},
+      {ENTRY1("  t = f32[100,64] parameter(0)\n  i = s32[16,1] parameter(1)\n  u = f32[8,64] parameter(2)\n"
+              "  ROOT s = f32[100,64] scatter(t, i, u), update_window_dims={1}, inserted_window_dims={0}, "
+              "scatter_dims_to_operand_dims={0}, index_vector_dim=1, to_apply=add\n"),
+       "'s': update scatter dimension 0 of f32[8,64] does not match the indices s32[16,1]"},
+      {ENTRY1("  a = f32[2,3] parameter(0)\n  b = f32[4,5] parameter(1)\n"
+              "  ROOT d = f32[2,5] dot(a, b), lhs_contracting_dims={1}, rhs_contracting_dims={0}\n"),
+       "'d': dot contracting dimension sizes differ: lhs dimension 1 of f32[2,3] and rhs dimension 0 of "
+       "f32[4,5]"},
+      {"HloModule t, replica_count=4\n"
+       "add {\n  a = f32[] parameter(0)\n  b = f32[] parameter(1)\n  ROOT s = f32[] add(a, b)\n}\n"
+       "ENTRY main {\n  p = f32[6] parameter(0)\n"
+       "  ROOT r = f32[1] reduce-scatter(p), dimensions={0}, to_apply=add\n}\n",
+       "'r': reduce-scatter dimension 0 of f32[6] is not divisible by the group size 4 (no replica_groups and "
+       "replica_count=4)"},
+      {ENTRY1("  p = f32[4] parameter(0)\n  ROOT s = f32[4] select(p, p, p)\n"),
+       "'s': select predicate must be pred, got f32[4]"},
+      {ENTRY1("  p = f32[4] parameter(0)\n  b = f32[2] parameter(1)\n  ROOT c = f32[4] clamp(b, p, b)\n"),
+       "'c': clamp bound f32[2] must be a scalar or match the operand f32[4]"},
+      {ENTRY1("  p = f32[4,3] parameter(0)\n  ROOT c = f64[4] bitcast-convert(p)\n"),
+       "'c': bitcast-convert from f32[4,3] to 64-bit elements needs a last dimension of 2"},
+      {ENTRY1("  ROOT i = s32[4] iota(), iota_dimension=1\n"),
+       "'i': iota_dimension 1 is out of range for s32[4]"},
+      {ENTRY1("  p = f32[4] parameter(0)\n  i = s32[] parameter(1)\n"
+              "  ROOT d = f32[5] dynamic-slice(p, i), dynamic_slice_sizes={5}\n"),
+       "'d': dynamic slice size 5 of dimension 0 is out of bounds for f32[4]"},
+      {ENTRY1("  p = f32[4] parameter(0)\n  ROOT s = f32[4] sort(p), dimensions={0}, to_apply=add\n"),
+       "'s': to_apply 'add' has the wrong signature for a sort comparator: expected (f32[], f32[]) -> pred[], "
+       "got (f32[], f32[]) -> f32[]"},
+      {ENTRY1("  p = f32[4] parameter(0)\n  ROOT t = (f32[5], s32[5]) topk(p), k=5\n"),
+       "'t': topk k=5 is out of range for the last dimension of f32[4]"},
+      {ENTRY1("  p = f32[4] parameter(0)\n"
+              "  ROOT c = f32[4] collective-permute(p), source_target_pairs={{0,1},{0,2}}\n"),
+       "'c': source_target_pairs names source 0 twice"},
+      {ENTRY1("  p = f32[4] parameter(0)\n"
+              "  ROOT r = f32[4] all-reduce(p), replica_groups={{0,1}}, use_global_device_ids=true, "
+              "to_apply=add\n"),
+       "'r': use_global_device_ids=true needs a channel_id"},
+      {ENTRY1("  p = f32[4] parameter(0)\n"
+              "  ROOT r = f32[4] all-reduce(p), replica_groups={{0,1},{1,2}}, to_apply=add\n"),
+       "'r': replica_groups name id 1 more than once"},
+      {ENTRY1("  p = f32[4] parameter(0)\n"
+              "  ROOT t = (f32[4], f32[4]) tuple(p, p), sharding={{replicated}, {replicated}, {replicated}}\n"),
+       "'t': tuple sharding has 3 elements but the shape (f32[4], f32[4]) has 2 leaves"},
+      {"HloModule t\nf {\n  a = f32[4] parameter(0)\n  ROOT n = f32[4] negate(a)\n}\n"
+       "ENTRY main {\n  p = f32[4] parameter(0)\n  ROOT x = f32[8] fusion(p), kind=kLoop, calls=f\n}\n",
+       "'x': calls 'f' has the wrong signature for a fusion: expected (f32[4]) -> f32[8], got (f32[4]) -> "
+       "f32[4]"},
+      {"HloModule t\nf {\n  a = f32[4] parameter(0)\n  ROOT n = f32[4] negate(a)\n}\n"
+       "ENTRY main {\n  p = f32[5] parameter(0)\n  ROOT x = f32[4] call(p), to_apply=f\n}\n",
+       "'x': to_apply 'f' has the wrong signature for a call: expected (f32[5]) -> f32[4], got (f32[4]) -> "
+       "f32[4]"},
+      {ENTRY1("  p = f32[4] parameter(0)\n  ROOT n = s32[4] exponential(p)\n"),
+       "'n': result shape s32[4] does not match the inferred shape f32[4]"},
+      {ENTRY1("  p = s32[4] parameter(0)\n  q = s32[4] parameter(1)\n  ROOT n = s32[4] atan2(p, q)\n"),
+       "'n': atan2 needs floating-point or complex operands, got s32[4]"},
+      {ENTRY1("  p = f32[4,4] parameter(0)\n  z = f32[] constant(0)\n"
+              "  ROOT r = f32[4] reduce(p, z), dimensions={2}, to_apply=add\n"),
+       "'r': reduce dimensions value 2 is out of range for f32[4,4] (rank 2)"},
+  };
+  for (size_t k = 0; k < sizeof broken / sizeof broken[0]; k++) TEXT_FAILS(broken[k].text, NULL, broken[k].want);
 #undef ENTRY1
 }
 

@@ -1,8 +1,10 @@
 """Shared by the make_goldens.py scripts of tests/interp/*: HLO literal text
-from numpy values, shape strings, bf16 rounding, golden-file writing, and
-numpy references for windowed ops (independent of the C kernels: they build
-the dilated, padded operand explicitly). Scripts import it after
-sys.path.insert(0, <this folder>)."""
+from numpy values, shape strings, bf16 rounding, golden-file paths and
+writing, a seeded run of golden groups, and numpy references for windowed
+ops (independent of the C kernels: they build the dilated, padded operand
+explicitly). Scripts import it after sys.path.insert(0, <this folder>)."""
+import os
+
 import numpy as np
 
 INTS = {'s8', 's16', 's32', 's64', 'u8', 'u16', 'u32', 'u64'}
@@ -144,3 +146,18 @@ def reduce_window(x, init, op, size, stride=None, pads=None, lhs_dil=None, rhs_d
             acc = op(acc, v)
         out[o] = acc
     return out
+
+
+def in_folder(script):
+    """out(name): the path of golden `name` in the folder of `script` (the
+    __file__ of a make_goldens.py)."""
+    here = os.path.dirname(os.path.abspath(script))
+    return lambda name: os.path.join(here, name)
+
+
+def run(seed, *groups):
+    """Writes the goldens of each group, in order, all drawing from one
+    generator seeded with `seed` (so the bytes depend on the order)."""
+    rng = np.random.default_rng(seed)
+    for group in groups:
+        group(rng)

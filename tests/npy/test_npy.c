@@ -282,7 +282,10 @@ static size_t make_file(unsigned char *buf, const char *dict, size_t ndata, int 
   return total + ndata;
 }
 
-static void expect_bad(int line, const void *bytes, size_t n, ts_status_t want_st, const char *want_msg) {
+/* Reading `bytes` fails with want_st and exactly the one message want_msg;
+ * a failure names the check as "`what` `k`". */
+static void expect_bad(const char *what, int k, const void *bytes, size_t n, ts_status_t want_st,
+                       const char *want_msg) {
   FILE *f = fopen(SCRATCH, "wb");
   EXPECT(f && fwrite(bytes, 1, n, f) == n);
   if (f) fclose(f);
@@ -292,18 +295,13 @@ static void expect_bad(int line, const void *bytes, size_t n, ts_status_t want_s
   char want[512];
   snprintf(want, sizeof want, "%s: error: %s\n", SCRATCH, want_msg);
   if (st != want_st || !d.text || strcmp(d.text, want) != 0 || d.count != 1 || a.data) {
-    fprintf(stderr, "line %d: status %d (want %d), message:\n  %s  want:\n  %s", line, st, want_st,
+    fprintf(stderr, "%s %d: status %d (want %d), message:\n  %s  want:\n  %s", what, k, st, want_st,
             d.text ? d.text : "(none)\n", want);
     failures++;
   }
   ts_diag_free(&d);
 }
-#define BAD_RAW(bytes, n, msg) expect_bad(__LINE__, bytes, n, TS_ERR_PARSE, msg)
-#define BAD(dict, ndata, delta, msg)                      \
-  do {                                                    \
-    size_t n_ = make_file(file, dict, ndata, delta);      \
-    expect_bad(__LINE__, file, n_, TS_ERR_PARSE, msg);    \
-  } while (0)
+#define BAD_RAW(bytes, n, msg) expect_bad("line", __LINE__, bytes, n, TS_ERR_PARSE, msg)
 
 static void test_bad_files(void) {
   static unsigned char file[1 << 16];
@@ -329,48 +327,77 @@ static void test_bad_files(void) {
   BAD_RAW(file, n, "unsupported .npy format version 1.1");
   BAD_RAW("\x93NUMPY\x01\x00\x00\x10{}", 12, "header length 4096 runs past the end of the file (12 bytes)");
   BAD_RAW("\x93NUMPY\x02\x00\xff\xff\xff\xff{}", 14, "header length 4294967295 exceeds the limit of 1048576 bytes");
-  BAD("{'descr': '<f4', 'shape': (2, 3), }", 24, 0, "bad header: no 'fortran_order' key");
-  BAD("{'descr': '<f4', 'fortran_order': False}", 24, 0, "bad header: no 'shape' key");
-  BAD("{'shape': (2, 3), 'fortran_order': False}", 24, 0, "bad header: no 'descr' key");
-  BAD("{'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), 'x': 1}", 24, 0, "bad header: unexpected key 'x'");
-  BAD("{'descr': '<f4', 'descr': '<f4', 'fortran_order': False, 'shape': (2, 3)}", 24, 0,
-      "bad header: key 'descr' appears twice");
-  BAD("{'descr': '<f4', 'fortran_order': False, 'shape': (2, 3, }", 24, 0, "bad header: expected a dimension, found '}'");
-  BAD("{'descr': '<f4', 'fortran_order': False, 'shape': (2 3), }", 24, 0,
-      "bad header: expected ',' or ')' in the shape, found '3'");
-  BAD("{'descr': '<f4', 'fortran_order': False, 'shape': (6), }", 24, 0, "bad header: shape (N) must be written (N,)");
-  BAD("{'descr': '<f4', 'fortran_order': False, 'shape': [2, 3], }", 24, 0,
-      "bad header: expected '(' starting the shape, found '['");
-  BAD("{'descr': '<f4', 'fortran_order': 0, 'shape': (2, 3), }", 24, 0,
-      "bad header: expected True or False for 'fortran_order', found '0'");
-  BAD("{'descr': '<f4', 'fortran_order': Falsehood, 'shape': (2, 3), }", 24, 0,
-      "bad header: expected True or False for 'fortran_order', found 'F'");
-  BAD("{'descr': '<f4, 'fortran_order': False, 'shape': (2, 3), }", 24, 0,
-      "bad header: expected ',' or '}' after a value, found 'f'");
-  BAD("{'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), } x", 24, 0,
-      "bad header: expected nothing after the closing '}', found 'x'");
-  BAD("['descr', '<f4']", 24, 0, "bad header: expected '{', found '['");
-  BAD("{'descr': '<U8', 'fortran_order': False, 'shape': (2, 3), }", 24, 0, "unsupported dtype '<U8'");
-  BAD("{'descr': '|O', 'fortran_order': False, 'shape': (2, 3), }", 24, 0, "unsupported dtype '|O'");
-  BAD("{'descr': '<f16', 'fortran_order': False, 'shape': (2, 3), }", 24, 0, "unsupported dtype '<f16'");
-  BAD("{'descr': [('a', '<f4')], 'fortran_order': False, 'shape': (2, 3), }", 24, 0,
-      "unsupported dtype: structured arrays are not supported");
-  BAD(ok23, 20, 0, "header says 24 bytes of data, file has 20");
-  BAD(ok23, 28, 0, "header says 24 bytes of data, file has 28"); /* too long is an error too */
-  BAD(ok23, 24, -2, "header says 24 bytes of data, file has 26");
-  BAD(ok23, 24, 2, "bad header: expected nothing after the closing '}', found byte 0xab");
-  BAD("{'descr': '<f4', 'fortran_order': False, 'shape': (2, -3), }", 24, 0, "negative dimension -3 in shape");
-  BAD("{'descr': '<f4', 'fortran_order': False, 'shape': (4294967296, 4294967296), }", 24, 0,
-      "shape has too many elements (the size overflows 64 bits)");
-  BAD("{'descr': '<c16', 'fortran_order': False, 'shape': (1152921504606846976,), }", 24, 0,
-      "shape has too many elements (the size overflows 64 bits)");
-  BAD("{'descr': '<f4', 'fortran_order': False, 'shape': (99999999999999999999,), }", 24, 0,
-      "bad header: dimension does not fit in 64 bits");
-  BAD("{'descr': '<f4', 'fortran_order': False, 'shape': (1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, "
-      "1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, "
-      "1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1), }", 4, 0, "shape has more than 64 dimensions");
-  BAD("{'descr': '<f\\4', 'fortran_order': False, 'shape': (2, 3), }", 24, 0,
-      "bad header: unsupported character in string");
+  /* bad headers: the dictionary, the data bytes after it, and what is added
+   * to the header length field (make_file) */
+  const struct {
+    const char *dict;
+    size_t ndata;
+    int hlen_delta;
+    const char *msg;
+  } bad[] = {
+      {"{'descr': '<f4', 'shape': (2, 3), }", 24, 0,
+       "bad header: no 'fortran_order' key"},
+      {"{'descr': '<f4', 'fortran_order': False}", 24, 0,
+       "bad header: no 'shape' key"},
+      {"{'shape': (2, 3), 'fortran_order': False}", 24, 0,
+       "bad header: no 'descr' key"},
+      {"{'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), 'x': 1}", 24, 0,
+       "bad header: unexpected key 'x'"},
+      {"{'descr': '<f4', 'descr': '<f4', 'fortran_order': False, 'shape': (2, 3)}", 24, 0,
+       "bad header: key 'descr' appears twice"},
+      {"{'descr': '<f4', 'fortran_order': False, 'shape': (2, 3, }", 24, 0,
+       "bad header: expected a dimension, found '}'"},
+      {"{'descr': '<f4', 'fortran_order': False, 'shape': (2 3), }", 24, 0,
+       "bad header: expected ',' or ')' in the shape, found '3'"},
+      {"{'descr': '<f4', 'fortran_order': False, 'shape': (6), }", 24, 0,
+       "bad header: shape (N) must be written (N,)"},
+      {"{'descr': '<f4', 'fortran_order': False, 'shape': [2, 3], }", 24, 0,
+       "bad header: expected '(' starting the shape, found '['"},
+      {"{'descr': '<f4', 'fortran_order': 0, 'shape': (2, 3), }", 24, 0,
+       "bad header: expected True or False for 'fortran_order', found '0'"},
+      {"{'descr': '<f4', 'fortran_order': Falsehood, 'shape': (2, 3), }", 24, 0,
+       "bad header: expected True or False for 'fortran_order', found 'F'"},
+      {"{'descr': '<f4, 'fortran_order': False, 'shape': (2, 3), }", 24, 0,
+       "bad header: expected ',' or '}' after a value, found 'f'"},
+      {"{'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), } x", 24, 0,
+       "bad header: expected nothing after the closing '}', found 'x'"},
+      {"['descr', '<f4']", 24, 0,
+       "bad header: expected '{', found '['"},
+      {"{'descr': '<U8', 'fortran_order': False, 'shape': (2, 3), }", 24, 0,
+       "unsupported dtype '<U8'"},
+      {"{'descr': '|O', 'fortran_order': False, 'shape': (2, 3), }", 24, 0,
+       "unsupported dtype '|O'"},
+      {"{'descr': '<f16', 'fortran_order': False, 'shape': (2, 3), }", 24, 0,
+       "unsupported dtype '<f16'"},
+      {"{'descr': [('a', '<f4')], 'fortran_order': False, 'shape': (2, 3), }", 24, 0,
+       "unsupported dtype: structured arrays are not supported"},
+      {ok23, 20, 0,
+       "header says 24 bytes of data, file has 20"},
+      {ok23, 28, 0,
+       "header says 24 bytes of data, file has 28"}, /* too long is an error too */
+      {ok23, 24, -2,
+       "header says 24 bytes of data, file has 26"},
+      {ok23, 24, 2,
+       "bad header: expected nothing after the closing '}', found byte 0xab"},
+      {"{'descr': '<f4', 'fortran_order': False, 'shape': (2, -3), }", 24, 0,
+       "negative dimension -3 in shape"},
+      {"{'descr': '<f4', 'fortran_order': False, 'shape': (4294967296, 4294967296), }", 24, 0,
+       "shape has too many elements (the size overflows 64 bits)"},
+      {"{'descr': '<c16', 'fortran_order': False, 'shape': (1152921504606846976,), }", 24, 0,
+       "shape has too many elements (the size overflows 64 bits)"},
+      {"{'descr': '<f4', 'fortran_order': False, 'shape': (99999999999999999999,), }", 24, 0,
+       "bad header: dimension does not fit in 64 bits"},
+      {"{'descr': '<f4', 'fortran_order': False, 'shape': (1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, "
+       "1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, "
+       "1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1), }", 4, 0,
+       "shape has more than 64 dimensions"},
+      {"{'descr': '<f\\4', 'fortran_order': False, 'shape': (2, 3), }", 24, 0,
+       "bad header: unsupported character in string"},
+  };
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    n = make_file(file, bad[i].dict, bad[i].ndata, bad[i].hlen_delta);
+    expect_bad("bad[]", (int)i, file, n, TS_ERR_PARSE, bad[i].msg);
+  }
   /* accepted variations: key order, spacing, no trailing comma, double quotes, 1L */
   static const char *good[] = {
       "{'shape': (6,), 'fortran_order': False, 'descr': '<f4'}",

@@ -73,6 +73,14 @@ function(ts_spmd_expectations path)
   set(ts_spmd_files "${files}" PARENT_SCOPE)
 endfunction()
 
+# ts_corpus_absent_test(NAME DIR): when corpus folder DIR is missing (a bare
+# clone), the one test NAME.absent that reports NAME's tests skipped.
+# Here and for runtime.cmake.
+function(ts_corpus_absent_test name dir)
+  add_test(NAME ${name}.absent COMMAND sh -c "echo 'skipped: ${dir} not found'; exit 77")
+  set_tests_properties(${name}.absent PROPERTIES LABELS corpus SKIP_RETURN_CODE 77)
+endfunction()
+
 # --- corpus: xla_spmd, num_partitions and options from expectations.jsonl ---
 # A fixed --max-memory keeps "too large to run here" (exit 3) the same on
 # every machine: the six einsum cases of 38 to 384 GiB.
@@ -108,8 +116,7 @@ if(EXISTS ${spmd_dir}/expectations.jsonl)
     ts_check_test(corpus.spmd.${file} ${spmd_dir}/${file} ${want} corpus ${flags})
   endforeach()
 else()
-  add_test(NAME corpus.spmd.absent COMMAND sh -c "echo 'skipped: ${spmd_dir} not found'; exit 77")
-  set_tests_properties(corpus.spmd.absent PROPERTIES LABELS corpus SKIP_RETURN_CODE 77)
+  ts_corpus_absent_test(corpus.spmd ${spmd_dir})
 endif()
 
 # --- corpus: the sharded real_hlo modules (skipped when absent) ---

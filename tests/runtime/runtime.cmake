@@ -101,8 +101,7 @@ if(EXISTS ${rt_spmd_dir}/expectations.jsonl)
     ts_runtime_test(spmd.${file} "${labels}" 120 ${flags} ${rt_spmd_dir}/${file})
   endforeach()
 else()
-  add_test(NAME runtime.spmd.absent COMMAND sh -c "echo 'skipped: ${rt_spmd_dir} not found'; exit 77")
-  set_tests_properties(runtime.spmd.absent PROPERTIES LABELS corpus SKIP_RETURN_CODE 77)
+  ts_corpus_absent_test(runtime.spmd ${rt_spmd_dir}) # tests/partition/partition.cmake
 endif()
 
 # --- corpus: real_hlo: sharded modules partitioned, per-device ones at their

@@ -32,20 +32,51 @@ static void test_tile_assignments(void) {
 }
 
 static void test_canonical_equality(void) {
-  /* explicit vs iota */
-  EXPECT_EQ_SH(S("{devices=[2,4]<=[4,2]T(1,0)}", "8,8"), S("{devices=[2,4]0,2,4,6,1,3,5,7}", "8,8"));
-  EXPECT_EQ_SH(S("{devices=[8,1,1]<=[8]}", "8,8,8"), S("{devices=[8,1,1]0,1,2,3,4,5,6,7}", "8,8,8"));
-  /* a lone replicated subgroup over every device is {replicated} */
-  EXPECT_EQ_SH(S("{devices=[1,1,4]<=[4] last_tile_dim_replicate}", "8,8"), S("{replicated}", "8,8"));
-  EXPECT_EQ_SH(S("{devices=[1,8]<=[8] last_tile_dim_replicate}", "8"), S("{replicated}", "8"));
-  /* ... and a lone manual one over every device is {manual} */
-  EXPECT_EQ_SH(S("{devices=[1,1,4]<=[4] last_tile_dims={manual}}", "8,8"), S("{manual}", "8,8"));
-  /* subgroup dims of size 1 are dropped */
-  EXPECT_EQ_SH(S("{devices=[2,1]0,1 last_tile_dim_replicate}", "8"), S("{devices=[2]0,1}", "8"));
-  EXPECT_EQ_SH(S("{devices=[4,1]<=[4] last_tile_dims={manual}}", "8"), S("{devices=[4]0,1,2,3}", "8"));
-  /* same-kind subgroups merge: two replicated dims of 2 are one of 4 */
-  EXPECT_EQ_SH(S("{devices=[2,2,2]<=[8] last_tile_dims={replicated, replicated}}", "8"),
-               S("{devices=[2,4]<=[8] last_tile_dim_replicate}", "8"));
+  /* Two sharding texts on one shape, and whether their values are equal. */
+  static const struct {
+    const char *dims, *a, *b;
+    bool equal;
+  } pairs[] = {
+      /* explicit vs iota */
+      {"8,8", "{devices=[2,4]<=[4,2]T(1,0)}", "{devices=[2,4]0,2,4,6,1,3,5,7}", true},
+      {"8,8,8", "{devices=[8,1,1]<=[8]}", "{devices=[8,1,1]0,1,2,3,4,5,6,7}", true},
+      /* a lone replicated subgroup over every device is {replicated} */
+      {"8,8", "{devices=[1,1,4]<=[4] last_tile_dim_replicate}", "{replicated}", true},
+      {"8", "{devices=[1,8]<=[8] last_tile_dim_replicate}", "{replicated}", true},
+      /* ... and a lone manual one over every device is {manual} */
+      {"8,8", "{devices=[1,1,4]<=[4] last_tile_dims={manual}}", "{manual}", true},
+      /* subgroup dims of size 1 are dropped */
+      {"8", "{devices=[2,1]0,1 last_tile_dim_replicate}", "{devices=[2]0,1}", true},
+      {"8", "{devices=[4,1]<=[4] last_tile_dims={manual}}", "{devices=[4]0,1,2,3}", true},
+      /* same-kind subgroups merge: two replicated dims of 2 are one of 4 */
+      {"8", "{devices=[2,2,2]<=[8] last_tile_dims={replicated, replicated}}",
+       "{devices=[2,4]<=[8] last_tile_dim_replicate}", true},
+      /* devices inside a replication group are sorted */
+      {"8,8", "{devices=[2,1,4]<=[8] last_tile_dim_replicate}",
+       "{devices=[2,1,4]0,3,2,1,7,6,5,4 last_tile_dim_replicate}", true},
+      /* ... but not across groups, and tile order matters */
+      {"8,8", "{devices=[2,1,4]<=[8] last_tile_dim_replicate}",
+       "{devices=[2,1,4]4,5,6,7,0,1,2,3 last_tile_dim_replicate}", false},
+      {"8,8", "{devices=[2,1]0,1}", "{devices=[2,1]1,0}", false},
+      {"8,8", "{devices=[2,1]0,1}", "{devices=[1,2]0,1}", false},
+      {"8", "{maximal device=0}", "{maximal device=1}", false},
+      {"8", "{maximal device=1}", "{maximal device=1}", true},
+      {"8", "{replicated}", "{manual}", false},
+      {"8", "{devices=[2,2]<=[4] last_tile_dim_replicate}", "{devices=[2,2]<=[4] last_tile_dims={manual}}",
+       false},
+      /* shard groups are hints, not placement */
+      {"8,8", "{devices=[2,1]0,1 shard_as 1}", "{devices=[2,1]0,1}", true},
+      /* tuples: element-wise */
+      {"-", "{{replicated}, {devices=[2]<=[2]}}", "{{replicated}, {devices=[2]0,1}}", true},
+  };
+  for (size_t k = 0; k < sizeof pairs / sizeof pairs[0]; k++) {
+    bool equal = ts_sharding_equal(S(pairs[k].a, pairs[k].dims), S(pairs[k].b, pairs[k].dims));
+    if (equal != pairs[k].equal) {
+      fprintf(stderr, "%s:%d: FAIL: %s vs %s on [%s]: got %s, want %s\n", __FILE__, __LINE__, pairs[k].a, pairs[k].b,
+              pairs[k].dims, equal ? "equal" : "different", pairs[k].equal ? "equal" : "different");
+      failures++;
+    }
+  }
   /* replicated sorts last: A[i,r,m] = 4i+2r+m read in (i,m,r) order is
    * 0,2,1,3,4,6,5,7 */
   ts_sharding_value_t *v = S("{devices=[2,2,2]<=[8] last_tile_dims={replicated, manual}}", "8");
@@ -57,23 +88,7 @@ static void test_canonical_equality(void) {
   v = S("{devices=[2,2]3,1,2,0 last_tile_dim_replicate}", "8");
   EXPECT_EQ_SH(v, S("{devices=[2,2]1,3,0,2 last_tile_dim_replicate}", "8"));
   if (v) EXPECT_I64S(v->devices, v->ntiles, L(1, 3, 0, 2));
-  EXPECT_EQ_SH(S("{devices=[2,1,4]<=[8] last_tile_dim_replicate}", "8,8"),
-               S("{devices=[2,1,4]0,3,2,1,7,6,5,4 last_tile_dim_replicate}", "8,8"));
-  /* ... but not across groups, and tile order matters */
-  EXPECT_NE_SH(S("{devices=[2,1,4]<=[8] last_tile_dim_replicate}", "8,8"),
-               S("{devices=[2,1,4]4,5,6,7,0,1,2,3 last_tile_dim_replicate}", "8,8"));
-  EXPECT_NE_SH(S("{devices=[2,1]0,1}", "8,8"), S("{devices=[2,1]1,0}", "8,8"));
-  EXPECT_NE_SH(S("{devices=[2,1]0,1}", "8,8"), S("{devices=[1,2]0,1}", "8,8"));
-  EXPECT_NE_SH(S("{maximal device=0}", "8"), S("{maximal device=1}", "8"));
-  EXPECT_EQ_SH(S("{maximal device=1}", "8"), S("{maximal device=1}", "8"));
-  EXPECT_NE_SH(S("{replicated}", "8"), S("{manual}", "8"));
-  EXPECT_NE_SH(S("{devices=[2,2]<=[4] last_tile_dim_replicate}", "8"),
-               S("{devices=[2,2]<=[4] last_tile_dims={manual}}", "8"));
-  /* shard groups are hints, not placement */
-  EXPECT_EQ_SH(S("{devices=[2,1]0,1 shard_as 1}", "8,8"), S("{devices=[2,1]0,1}", "8,8"));
-  /* tuples: element-wise; a non-tuple sharding on a tuple shape is copied to
-   * every leaf */
-  EXPECT_EQ_SH(S("{{replicated}, {devices=[2]<=[2]}}", "-"), S("{{replicated}, {devices=[2]0,1}}", "-"));
+  /* a non-tuple sharding on a tuple shape is copied to every leaf */
   ts_shape_t *leaves[2] = {(ts_shape_t *)shp("4"), (ts_shape_t *)shp("6")};
   ts_shape_t tup = {.elem = TS_TUPLE, .ntuple = 2, .tuple = leaves};
   ts_sharding_value_t *t = NULL;
