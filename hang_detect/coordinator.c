@@ -707,14 +707,20 @@ int ts_hang_coord_run(ts_hang_coord_t *c) {
     if (c->nconns + 1 > cap) {
       cap = c->nconns + 16;
       struct pollfd *p = ts_realloc(pf, sizeof *p * (size_t)cap);
-      if (!p) break;
+      if (!p) {
+        fprintf(stderr, "hang-coordinator: out of memory; leaving without a digest\n");
+        break;
+      }
       pf = p;
     }
     int np = 0;
     pf[np++] = (struct pollfd){c->lfd, POLLIN, 0};
     for (int i = 0; i < c->nconns; i++) pf[np++] = (struct pollfd){c->conns[i].fd, POLLIN, 0};
     int rc = poll(pf, (nfds_t)np, 20);
-    if (rc < 0 && errno != EINTR) break;
+    if (rc < 0 && errno != EINTR) {
+      fprintf(stderr, "hang-coordinator: poll: %s; leaving without a digest\n", strerror(errno));
+      break;
+    }
     if (rc <= 0) continue;
     if (pf[0].revents & POLLIN) accept_all(c);
     for (int i = 1; i < np; i++)
@@ -730,6 +736,28 @@ int ts_hang_coord_run(ts_hang_coord_t *c) {
 }
 
 /* ---- `tessera hang-coordinator` ------------------------------------------------- */
+
+/* A coordinator that dies says so (its stderr is rank 0's): a crash or a
+ * signal from outside would otherwise end the watch without a word, the
+ * workers only seeing their connections reset. */
+static void fatal_signal(int sig) {
+  /* async-signal-safe: no stdio, the number by hand */
+  char msg[64] = "hang-coordinator: killed by signal ";
+  size_t n = strlen(msg);
+  if (sig >= 10) msg[n++] = (char)('0' + sig / 10 % 10);
+  msg[n++] = (char)('0' + sig % 10);
+  memcpy(msg + n, "; no digest\n", 12);
+  if (write(STDERR_FILENO, msg, n + 12) < 0) {
+    /* nothing left to tell */
+  }
+  signal(sig, SIG_DFL);
+  raise(sig);
+}
+
+static void say_fatal_signals(void) {
+  static const int sigs[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT, SIGTERM, SIGINT, SIGHUP};
+  for (size_t i = 0; i < sizeof sigs / sizeof sigs[0]; i++) signal(sigs[i], fatal_signal);
+}
 
 static bool parse_seconds(const char *flag, const char *s, double *out) {
   char *end;
@@ -771,6 +799,7 @@ int ts_hang_coordinator_main(int argc, char **argv) {
   };
   /* Visible by name (ps, pgrep tessera): not "exe" nor "tessera". */
   prctl(PR_SET_NAME, "tessera-hang-coordinator", 0, 0, 0); /* the kernel keeps the first 15 bytes */
+  say_fatal_signals();
   ts_hang_coord_opts_t o;
   ts_hang_coord_opts_default(&o);
   o.listen = NULL;

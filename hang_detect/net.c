@@ -221,7 +221,10 @@ bool ts_hang_send_all(int fd, const uint8_t *buf, size_t len) {
         /* A non-blocking socket whose buffer is full: wait a little (the
          * messages are small; a peer that stops reading is dropped). */
         struct pollfd p = {fd, POLLOUT, 0};
-        if (poll(&p, 1, 1000) <= 0) return false;
+        int rc = poll(&p, 1, 1000);
+        if (rc < 0 && errno == EINTR) continue;
+        if (rc == 0) errno = ETIMEDOUT;
+        if (rc <= 0) return false;
         continue;
       }
       return false;
@@ -235,7 +238,11 @@ bool ts_hang_send_all(int fd, const uint8_t *buf, size_t len) {
 bool ts_hang_send_msg(int fd, const ts_hang_msg_t *m) {
   uint8_t buf[TS_HANG_MSG_HEADER + TS_HANG_MSG_MAX];
   size_t n = ts_hang_msg_encode(m, buf, sizeof buf);
-  return n && ts_hang_send_all(fd, buf, n);
+  if (!n) {
+    errno = EMSGSIZE; /* cannot happen for a message this process built */
+    return false;
+  }
+  return ts_hang_send_all(fd, buf, n);
 }
 
 int ts_hang_rbuf_fill(ts_hang_rbuf_t *b, int fd) {

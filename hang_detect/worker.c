@@ -334,6 +334,14 @@ static void lost(ts_hang_worker_t *w, const char *why) {
   atomic_store(&w->connected, 0);
 }
 
+/* lost() for a failed send: says why (the reset of a coordinator that went
+ * away, or a send that found its buffer full for 1 s). */
+static void lost_errno(ts_hang_worker_t *w, const char *what) {
+  char why[160];
+  snprintf(why, sizeof why, "%s (%s)", what, strerror(errno));
+  lost(w, why);
+}
+
 static void set_stragglers(ts_hang_worker_t *w, const char *text) {
   pthread_mutex_lock(&w->mu);
   ts_hang_strlcpy(w->stragglers, text, sizeof w->stragglers);
@@ -354,7 +362,7 @@ static void handle_incoming(ts_hang_worker_t *w, double *abort_at) {
     switch (m.type) {
     case TS_HANG_MSG_STATE_REQUEST:
       if (!send_state(w, m.request ? m.request : 1)) {
-        lost(w, "cannot answer the coordinator");
+        lost_errno(w, "cannot answer the coordinator");
         return;
       }
       break;
@@ -401,7 +409,7 @@ static void *heartbeat_loop(ts_hang_worker_t *w) {
       _exit(w->o.abort_exit_code);
     }
     if (w->fd >= 0 && now >= next) {
-      if (!send_state(w, 0)) lost(w, "cannot send a heartbeat");
+      if (!send_state(w, 0)) lost_errno(w, "cannot send a heartbeat");
       next += w->o.period_s;
       if (next < now) next = now + w->o.period_s;
     }

@@ -287,6 +287,7 @@ typedef struct {
   uint64_t launch_id;
   pid_t coordinator;
   atomic_bool hang_aborted; /* a worker was told to abort (the digest exists) */
+  atomic_bool hang_watched; /* a worker connected: the coordinator may be writing a digest */
 
   /* Per local device. */
   ts_status_t *status;
@@ -473,6 +474,8 @@ static ts_status_t device_work(job_t *j, int local, ts_diag_t *diag) {
         fprintf(stderr, "tessera run: warning: running without the hang detector: %s\n",
                 hd.text ? hd.text : "cannot reach the coordinator");
       hw = NULL;
+    } else {
+      atomic_store(&j->hang_watched, true);
     }
     ts_diag_free(&hd);
   }
@@ -1367,9 +1370,14 @@ done:
   report(st, &diag);
   fflush(stdout);
   /* The coordinator leaves by itself once every rank said goodbye or after
-   * its digest; reap it (and kill it past the deadline: no orphans). */
+   * its digest; reap it (and kill it past the deadline: no orphans). A run
+   * that failed while watched is what the digest is for: the coordinator's
+   * gather alone may take its whole timeout (2 s), so it gets as long as a
+   * clean exit; 2 s only when no worker of this process ever connected. */
   if (j.coordinator > 0)
-    ts_hang_coordinator_wait(j.coordinator, st == TS_OK || atomic_load(&j.hang_aborted) ? 15 : 2, NULL);
+    ts_hang_coordinator_wait(j.coordinator,
+                             st == TS_OK || atomic_load(&j.hang_aborted) || atomic_load(&j.hang_watched) ? 15 : 2,
+                             NULL);
   if (mpi && st != TS_OK && st != TS_ERR_CHECK_FAILED) {
     /* A failed world: MPI_Finalize could wait for ranks that are gone.
      * Leave now; mpirun sees the non-zero exit and stops the job. */

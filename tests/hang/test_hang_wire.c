@@ -3,10 +3,14 @@
  * thread) that rejects unauthenticated and malformed clients without
  * crashing and still accepts the real worker afterwards. */
 #define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <pthread.h>
+#include <signal.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/time.h>
 #include <unistd.h>
 
 #include "hang_internal.h"
@@ -290,8 +294,54 @@ static void live(void) {
   ts_diag_free(&d2);
 }
 
+/* A send that finds the peer's buffer full waits (up to 1 s a try); a
+ * signal landing in that wait (SIGTERM to a rank, a profiler's timer) must
+ * not count as a lost coordinator. The peer drains after 0.4 s, a timer
+ * signal interrupts the wait at 0.1 s. */
+static void on_alarm(int sig) { (void)sig; }
+
+static void *drain_later(void *arg) {
+  int fd = *(int *)arg;
+  usleep(400 * 1000);
+  char buf[4096];
+  for (;;) {
+    struct pollfd p = {fd, POLLIN, 0};
+    if (poll(&p, 1, 500) <= 0) break;
+    if (read(fd, buf, sizeof buf) <= 0) break;
+  }
+  return NULL;
+}
+
+static void send_all_survives_signal(void) {
+  int sv[2];
+  EXPECT(socketpair(AF_UNIX, SOCK_STREAM, 0, sv) == 0);
+  int small = 4096;
+  setsockopt(sv[0], SOL_SOCKET, SO_SNDBUF, &small, sizeof small);
+  setsockopt(sv[1], SOL_SOCKET, SO_RCVBUF, &small, sizeof small);
+  fcntl(sv[0], F_SETFL, fcntl(sv[0], F_GETFL) | O_NONBLOCK);
+  static uint8_t chunk[1024];
+  while (send(sv[0], chunk, sizeof chunk, MSG_NOSIGNAL) > 0) {
+  }
+  EXPECT(errno == EAGAIN || errno == EWOULDBLOCK);
+  struct sigaction sa, old;
+  memset(&sa, 0, sizeof sa);
+  sa.sa_handler = on_alarm; /* no SA_RESTART: poll fails with EINTR */
+  sigaction(SIGALRM, &sa, &old);
+  pthread_t t;
+  pthread_create(&t, NULL, drain_later, &sv[1]);
+  struct itimerval it = {{0, 0}, {0, 100 * 1000}};
+  setitimer(ITIMER_REAL, &it, NULL);
+  static uint8_t msg[8192];
+  EXPECT(ts_hang_send_all(sv[0], msg, sizeof msg));
+  close(sv[0]);
+  pthread_join(t, NULL);
+  close(sv[1]);
+  sigaction(SIGALRM, &old, NULL);
+}
+
 int main(void) {
   roundtrip();
+  send_all_survives_signal();
   malformed();
   hmac_vectors();
   live();
