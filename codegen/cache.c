@@ -2,13 +2,16 @@
  * under the SHA-256 of everything that made it (codegen.c's module_key), so
  * a later process loads the machine code instead of optimizing the IR again.
  * Entries are checked end to end (header, length, payload digest); anything
- * wrong is a miss and is rewritten. Never fatal: at most one warning. */
+ * wrong is a miss and is rewritten. A store past TESSERA_CACHE_MAX_MB
+ * deletes the least recently used entries. Never fatal: at most one warning. */
 #include "codegen_internal.h"
 #include "ts_env.h"
 
 #include <openssl/evp.h>
 
+#include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stdint.h>
@@ -16,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 /* An entry: this header, then payload_bytes of object file. Native byte
@@ -104,6 +108,8 @@ static const char *bad_entry(const char *buf, size_t n, const unsigned char key[
   return NULL;
 }
 
+#define TOUCH_AFTER_SECONDS 60
+
 char *cg_cache_load(const char *dir, const unsigned char key[CG_KEY_LEN], const char **obj, size_t *len) {
   char *path = cg_cache_path(dir, key);
   if (!path) return NULL;
@@ -127,6 +133,11 @@ char *cg_cache_load(const char *dir, const unsigned char key[CG_KEY_LEN], const 
     else if (got != (size_t)sb.st_size) why = "it changed while read";
     else why = bad_entry(buf, got, key, obj, len);
   }
+  /* A hit is a use: eviction goes by mtime. Touched only once it is a
+   * minute old (as relatime does atime), so the ranks of one job and a quick
+   * rerun leave the entry as it was; a file this user may not touch (a cache
+   * shared read-only) still serves, and only ages. */
+  if (!why && time(NULL) - sb.st_mtime > TOUCH_AFTER_SECONDS) (void)futimens(fileno(f), NULL);
   fclose(f);
   if (why) {
     cg_cache_warn("'%s' is unusable (%s); recompiling it", path, why);
@@ -200,8 +211,125 @@ void cg_cache_store(const char *dir, const unsigned char key[CG_KEY_LEN], const 
       warn_diag(&d, st);
     } else {
       TS_LOG_INFO("kernel cache: stored %s", path);
+      cg_cache_evict(dir, cg_cache_max_bytes(), key);
     }
   }
   ts_diag_free(&d);
   ts_free(path);
+}
+
+/* ---- eviction ----------------------------------------------------------------- */
+
+uint64_t cg_cache_max_bytes(void) {
+  const uint64_t dflt = (uint64_t)CG_CACHE_MAX_MB_DEFAULT << 20;
+  const char *s = ts_env_get(TS_ENV_CACHE_MAX_MB);
+  if (!s || !*s) return dflt;
+  uint64_t mb = 0;
+  for (const char *c = s; *c; c++) {
+    if (*c < '0' || *c > '9' || mb > (UINT64_MAX >> 20) / 10) goto bad;
+    mb = mb * 10 + (uint64_t)(*c - '0');
+  }
+  if (mb <= UINT64_MAX >> 20) return mb << 20;
+bad:
+  cg_cache_warn("TESSERA_CACHE_MAX_MB='%s' is not a whole number of MiB; using %d", s, CG_CACHE_MAX_MB_DEFAULT);
+  return dflt;
+}
+
+/* Whether name is an entry's: 64 lowercase hex digits (cg_key_hex), ".o",
+ * then exactly `rest` (a temporary's ".tmp." and anything after it when
+ * rest is NULL). */
+static bool entry_name(const char *name, const char *rest) {
+  for (int k = 0; k < 2 * CG_KEY_LEN; k++)
+    if (!((name[k] >= '0' && name[k] <= '9') || (name[k] >= 'a' && name[k] <= 'f'))) return false;
+  const char *tail = name + 2 * CG_KEY_LEN;
+  if (strncmp(tail, ".o", 2) != 0) return false;
+  return rest ? strcmp(tail + 2, rest) == 0 : strncmp(tail + 2, ".tmp.", 5) == 0;
+}
+
+typedef struct {
+  char *name;
+  uint64_t bytes;
+  struct timespec mtime;
+} evictee_t;
+
+static int older_first(const void *pa, const void *pb) {
+  const evictee_t *a = pa, *b = pb;
+  if (a->mtime.tv_sec != b->mtime.tv_sec) return a->mtime.tv_sec < b->mtime.tv_sec ? -1 : 1;
+  if (a->mtime.tv_nsec != b->mtime.tv_nsec) return a->mtime.tv_nsec < b->mtime.tv_nsec ? -1 : 1;
+  return strcmp(a->name, b->name); /* a tie in one order for every process */
+}
+
+/* A writer holds its temporary for one object's write and fsync (seconds):
+ * one this old was left by a process that died. */
+#define STALE_TMP_SECONDS 3600
+
+void cg_cache_evict(const char *dir, uint64_t max_bytes, const unsigned char keep[CG_KEY_LEN]) {
+  char keep_name[2 * CG_KEY_LEN + 3] = "";
+  if (keep) {
+    cg_key_hex(keep, keep_name);
+    strcat(keep_name, ".o");
+  }
+  DIR *d = opendir(dir);
+  if (!d) {
+    if (errno != ENOENT) cg_cache_warn("cannot list '%s' to evict old entries: %s", dir, strerror(errno));
+    return;
+  }
+  evictee_t *v = NULL;
+  size_t n = 0, cap = 0;
+  uint64_t total = 0;
+  time_t now = time(NULL);
+  const char *fail = NULL, *what = ""; /* what failed ("delete", what), with errno in err */
+  int err = 0;
+  errno = 0;
+  for (struct dirent *e; (e = readdir(d)); errno = 0) {
+    bool entry = entry_name(e->d_name, ""), tmp = !entry && entry_name(e->d_name, NULL);
+    if (!entry && !tmp) continue; /* not the cache's: never counted, never touched */
+    struct stat sb;
+    if (fstatat(dirfd(d), e->d_name, &sb, AT_SYMLINK_NOFOLLOW) != 0) {
+      if (errno == ENOENT) continue; /* another process evicted it, or renamed its temporary */
+      fail = "stat", what = e->d_name, err = errno;
+      break;
+    }
+    if (!S_ISREG(sb.st_mode)) continue;
+    if (tmp) {
+      if (now - sb.st_mtime > STALE_TMP_SECONDS && unlinkat(dirfd(d), e->d_name, 0) != 0 && errno != ENOENT) {
+        fail = "delete", what = e->d_name, err = errno;
+        break;
+      }
+      continue;
+    }
+    total += (uint64_t)sb.st_size;
+    if (strcmp(e->d_name, keep_name) == 0) continue;
+    if (n == cap) {
+      evictee_t *g = ts_realloc(v, (cap = cap ? 2 * cap : 16) * sizeof *v);
+      if (!g) {
+        fail = "list", err = ENOMEM;
+        break;
+      }
+      v = g;
+    }
+    if (!(v[n].name = ts_strdup(e->d_name))) {
+      fail = "list", err = ENOMEM;
+      break;
+    }
+    v[n].bytes = (uint64_t)sb.st_size;
+    v[n++].mtime = sb.st_mtim;
+  }
+  if (!fail && errno) fail = "list", err = errno; /* readdir's own failure */
+  if (!fail && total > max_bytes) {
+    if (n) qsort(v, n, sizeof *v, older_first);
+    for (size_t k = 0; k < n && total > max_bytes; k++) {
+      if (unlinkat(dirfd(d), v[k].name, 0) != 0 && errno != ENOENT) { /* ENOENT: another process was first */
+        fail = "delete", what = v[k].name, err = errno;
+        break;
+      }
+      total -= v[k].bytes;
+      TS_LOG_INFO("kernel cache: evicted %s/%s", dir, v[k].name);
+    }
+  }
+  if (fail) cg_cache_warn("evicting old entries of '%s': cannot %s%s%s: %s", dir, fail, *what ? " " : " the folder",
+                          what, strerror(err));
+  for (size_t k = 0; k < n; k++) ts_free(v[k].name);
+  ts_free(v);
+  closedir(d);
 }

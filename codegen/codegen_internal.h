@@ -79,12 +79,29 @@ char *cg_cache_dir(void);
 char *cg_cache_path(const char *dir, const unsigned char key[CG_KEY_LEN]);
 /* Entry `key` of `dir`: returns the buffer to free (ts_free) and points *obj
  * at the object file inside it, *len bytes; NULL on a miss. An entry that is
- * unreadable, truncated or corrupt warns and is a miss. */
+ * unreadable, truncated or corrupt warns and is a miss. A hit sets the
+ * entry's mtime to now (its last use, for cg_cache_evict) when it is over a
+ * minute old; silently not where the file cannot be touched (a cache shared
+ * read-only). */
 char *cg_cache_load(const char *dir, const unsigned char key[CG_KEY_LEN], const char **obj, size_t *len);
 /* Stores the object as entry `key` (creating dir): written to a temporary
- * file in dir, fsynced, renamed over the entry. A failure warns and is
- * otherwise ignored. */
+ * file in dir, fsynced, renamed over the entry, then cg_cache_evict(dir,
+ * cg_cache_max_bytes(), key). A failure warns and is otherwise ignored. */
 void cg_cache_store(const char *dir, const unsigned char key[CG_KEY_LEN], const void *obj, size_t len);
+/* The entries' size limit in bytes: TESSERA_CACHE_MAX_MB MiB, 256 MiB when
+ * it is unset or empty; any other value that is not a decimal integer
+ * (digits only, small enough for bytes to fit 64 bits) warns, naming it,
+ * and is the default. */
+#define CG_CACHE_MAX_MB_DEFAULT 256
+uint64_t cg_cache_max_bytes(void);
+/* While dir's entries (regular files named <64 hex>.o; nothing else is
+ * counted or touched) take more than max_bytes in all, deletes the least
+ * recently used (oldest mtime; cg_cache_load refreshes it), never entry
+ * `keep` (NULL: none), which may stay over the limit alone. Also deletes a
+ * crashed writer's temporaries (<64 hex>.o.tmp.*) over an hour old. Other
+ * processes may evict at once: an entry already gone is no error; any other
+ * error warns and stops. */
+void cg_cache_evict(const char *dir, uint64_t max_bytes, const unsigned char keep[CG_KEY_LEN]);
 /* The cache's warning ("tessera: warning: kernel cache: ..."), printed once
  * per process: later ones are dropped. */
 void cg_cache_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

@@ -67,10 +67,14 @@ set_tests_properties(codegen.ptx.fusion_kinds codegen.ptx.example.mlp_sharded co
 
 # The kernel cache (codegen/cache.c): through the API (in-process reuse,
 # another process's entry, with fusion kernels or only the entry's loop, an
-# entry whose object is not the module's, nothing to compile, no_cache), then through tessera run (cold then warm, corrupt entries, a
-# knob in the key, unwritable folders, --no-kernel-cache and the default
-# folders, concurrent writers). Each makes its own cache folders under TMPDIR.
-ts_unit_test(test_codegen_cache CASES reuse disk bad_object entry_only nothing no_cache)
+# entry whose object is not the module's, nothing to compile, no_cache, and
+# eviction: least recently used first, a hit as a use, foreign files kept, a
+# store over TESSERA_CACHE_MAX_MB, its parsing), then through tessera run
+# (cold then warm, corrupt entries, a knob in the key, unwritable folders,
+# --no-kernel-cache and the default folders, concurrent writers). Each makes
+# its own cache folders under TMPDIR.
+ts_unit_test(test_codegen_cache CASES reuse disk bad_object entry_only nothing no_cache evict_lru hit_refreshes
+             foreign store_evicts bad_limit)
 target_link_libraries(test_codegen_cache PRIVATE ts_codegen)
 # codegen_internal.h (cg_cache_store makes a hand-made entry) and the LLVM headers it includes
 target_include_directories(test_codegen_cache SYSTEM PRIVATE $<TARGET_PROPERTY:ts_codegen,INCLUDE_DIRECTORIES>)

@@ -5,15 +5,20 @@
  * but whose object is not the module's is recompiled; no_cache, and a module
  * with nothing to compile, read and write nothing. Each case compiles its own
  * module (a different constant: a different key) into its own cache folder
- * under TMPDIR. Each kernel is called: out[i] = in[i] * K. */
+ * under TMPDIR. Each kernel is called: out[i] = in[i] * K. Then eviction
+ * (cg_cache_evict) on hand-made entries: least recently used first, a hit
+ * counting as a use, foreign files untouched, a store over the limit, and
+ * TESSERA_CACHE_MAX_MB's parsing. */
 #include "codegen_internal.h"
 #include "ts_codegen.h"
 #include "ts_test.h"
 
 #include <dirent.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #define N 64
@@ -280,10 +285,226 @@ static void no_cache(void) {
   rm_dir(dir);
 }
 
+/* ---- eviction ------------------------------------------------------------------ */
+
+#define PAYLOAD 1000
+#define ENTRY_BYTES (88 + PAYLOAD) /* the header and the payload */
+
+/* A fresh cache folder's kernels/ (made), in kd; the caller rm_dir()s the
+ * returned folder. */
+static char *fresh_kernels(char *kd, size_t cap) {
+  char *dir = fresh_dir();
+  snprintf(kd, cap, "%s/kernels", dir);
+  EXPECT(mkdir(kd, 0700) == 0);
+  return dir;
+}
+
+/* Hand-made entry k of case `tag` in kd, its mtime `age` seconds ago; its
+ * key in key, its path in path. */
+static void fake_entry(const char *kd, int tag, int k, int age, unsigned char key[CG_KEY_LEN], char *path,
+                       size_t cap) {
+  memset(key, 0xab, CG_KEY_LEN); /* hex with letters: foreign() uppercases them */
+  key[0] = (unsigned char)tag;
+  key[1] = (unsigned char)k;
+  static char payload[PAYLOAD];
+  memset(payload, 'a' + k, sizeof payload);
+  cg_cache_store(kd, key, payload, sizeof payload);
+  char *p = cg_cache_path(kd, key);
+  snprintf(path, cap, "%s", p);
+  ts_free(p);
+  struct timespec t[2] = {{time(NULL) - age, 0}, {time(NULL) - age, 0}};
+  EXPECT(utimensat(AT_FDCWD, path, t, 0) == 0);
+}
+
+static bool exists(const char *path) {
+  struct stat sb;
+  return lstat(path, &sb) == 0;
+}
+
+/* Five entries, oldest first: a limit of three entries' bytes deletes the
+ * two oldest; a limit of none keeps only `keep`, here not the newest. */
+static void evict_lru(void) {
+  char kd[560], path[5][1024];
+  unsigned char key[5][CG_KEY_LEN];
+  char *dir = fresh_kernels(kd, sizeof kd);
+  for (int k = 0; k < 5; k++) fake_entry(kd, 1, k, 500 - 100 * k, key[k], path[k], sizeof path[k]);
+  cg_cache_evict(kd, 3 * ENTRY_BYTES, key[4]);
+  for (int k = 0; k < 5; k++) EXPECT_EQ(exists(path[k]), k >= 2);
+  cg_cache_evict(kd, 3 * ENTRY_BYTES, key[4]); /* at the limit: nothing more goes */
+  for (int k = 2; k < 5; k++) EXPECT(exists(path[k]));
+  cg_cache_evict(kd, 0, key[2]);
+  for (int k = 0; k < 5; k++) EXPECT_EQ(exists(path[k]), k == 2);
+  rm_dir(dir);
+}
+
+/* A is older than B, then loaded: the hit makes it the newer, so room for
+ * one besides the kept C evicts B. A hit on an entry under a minute old
+ * leaves its mtime alone (no metadata write per rank of a job). */
+static void hit_refreshes(void) {
+  char kd[560], pa[1024], pb[1024], pc[1024];
+  unsigned char ka[CG_KEY_LEN], kb[CG_KEY_LEN], kc[CG_KEY_LEN];
+  char *dir = fresh_kernels(kd, sizeof kd);
+  fake_entry(kd, 2, 0, 300, ka, pa, sizeof pa);
+  fake_entry(kd, 2, 1, 200, kb, pb, sizeof pb);
+  fake_entry(kd, 2, 2, 0, kc, pc, sizeof pc);
+  const char *obj = NULL;
+  size_t len = 0;
+  char *buf = cg_cache_load(kd, ka, &obj, &len);
+  EXPECT(buf != NULL && len == PAYLOAD);
+  ts_free(buf);
+  struct stat sb;
+  EXPECT(stat(pa, &sb) == 0 && sb.st_mtime >= time(NULL) - 60);
+  struct timespec young[2] = {{time(NULL) - 10, 0}, {time(NULL) - 10, 0}};
+  EXPECT(utimensat(AT_FDCWD, pc, young, 0) == 0);
+  EXPECT((buf = cg_cache_load(kd, kc, &obj, &len)) != NULL);
+  ts_free(buf);
+  EXPECT(stat(pc, &sb) == 0 && sb.st_mtime == young[1].tv_sec);
+  cg_cache_evict(kd, 2 * ENTRY_BYTES, kc);
+  EXPECT(exists(pa));
+  EXPECT(!exists(pb));
+  EXPECT(exists(pc));
+  rm_dir(dir);
+}
+
+/* Files that are not entries are neither counted nor deleted (a big foreign
+ * file leaves a lone entry under the limit), even with a limit of 0: other
+ * names, an uppercase key, a folder and a link named like an entry, a young
+ * temporary; only a temporary over an hour old goes. */
+static void foreign(void) {
+  char kd[560], pe[1024], path[8][1200];
+  unsigned char key[CG_KEY_LEN];
+  char *dir = fresh_kernels(kd, sizeof kd);
+  fake_entry(kd, 3, 0, 100, key, pe, sizeof pe);
+  const char *hex = strrchr(pe, '/') + 1; /* <64 hex>.o */
+  char upper[80];
+  for (int i = 0; i < 64; i++) upper[i] = hex[i] >= 'a' ? (char)(hex[i] - 'a' + 'A') : hex[i];
+  strcpy(upper + 64, ".o");
+  snprintf(path[0], sizeof path[0], "%s/notes.txt", kd);
+  snprintf(path[1], sizeof path[1], "%s/%s", kd, upper);
+  snprintf(path[2], sizeof path[2], "%s/%.64s.o.bak", kd, hex);
+  snprintf(path[3], sizeof path[3], "%s/%.63s0.o", kd, hex); /* a folder */
+  snprintf(path[4], sizeof path[4], "%s/%.63s1.o", kd, hex); /* a link to notes.txt */
+  snprintf(path[5], sizeof path[5], "%s/%s.tmp.young1", kd, hex);
+  snprintf(path[6], sizeof path[6], "%s/%s.tmp.stale1", kd, hex);
+  snprintf(path[7], sizeof path[7], "%s/x%s", kd, hex);
+  for (int i = 0; i < 8; i++) {
+    if (i == 3) {
+      EXPECT(mkdir(path[i], 0700) == 0);
+    } else if (i == 4) {
+      EXPECT(symlink(path[0], path[i]) == 0);
+    } else {
+      FILE *f = fopen(path[i], "wb");
+      EXPECT(f != NULL);
+      static char big[10 * ENTRY_BYTES];
+      if (f) EXPECT(fwrite(big, 1, i == 0 ? sizeof big : 100, f) == (i == 0 ? sizeof big : 100));
+      if (f) fclose(f);
+    }
+  }
+  struct timespec old[2] = {{time(NULL) - 7200, 0}, {time(NULL) - 7200, 0}};
+  EXPECT(utimensat(AT_FDCWD, path[6], old, 0) == 0);
+  cg_cache_evict(kd, ENTRY_BYTES, NULL);
+  EXPECT(exists(pe)); /* the foreign bytes do not count */
+  cg_cache_evict(kd, 0, NULL);
+  EXPECT(!exists(pe));
+  for (int i = 0; i < 8; i++) {
+    if (exists(path[i]) != (i != 6)) fprintf(stderr, "wrong: %s\n", path[i]);
+    EXPECT_EQ(exists(path[i]), i != 6);
+  }
+  rm_dir(dir);
+}
+
+/* cg_cache_store evicts on its own: with TESSERA_CACHE_MAX_MB=0 a store
+ * leaves only itself; with the default, everything stays. */
+static void store_evicts(void) {
+  char kd[560], p0[1024], p1[1024], p2[1024];
+  unsigned char k0[CG_KEY_LEN], k1[CG_KEY_LEN], k2[CG_KEY_LEN];
+  char *dir = fresh_kernels(kd, sizeof kd);
+  unsetenv("TESSERA_CACHE_MAX_MB");
+  fake_entry(kd, 4, 0, 0, k0, p0, sizeof p0);
+  fake_entry(kd, 4, 1, 0, k1, p1, sizeof p1);
+  EXPECT(exists(p0) && exists(p1));
+  setenv("TESSERA_CACHE_MAX_MB", "0", 1);
+  fake_entry(kd, 4, 2, 0, k2, p2, sizeof p2);
+  unsetenv("TESSERA_CACHE_MAX_MB");
+  EXPECT(!exists(p0));
+  EXPECT(!exists(p1));
+  EXPECT(exists(p2));
+  rm_dir(dir);
+}
+
+/* cg_cache_max_bytes() in a child process (cache warnings are once per
+ * process) with TESSERA_CACHE_MAX_MB=value (NULL: unset): its result, and
+ * how many warnings naming the variable and the value it printed. */
+static unsigned long long max_bytes_elsewhere(const char *value, int *warnings) {
+  char *dir = fresh_dir(), out[600], err[600];
+  snprintf(out, sizeof out, "%s/out", dir);
+  snprintf(err, sizeof err, "%s/err", dir);
+  if (value) setenv("TESSERA_CACHE_MAX_MB", value, 1);
+  else unsetenv("TESSERA_CACHE_MAX_MB");
+  setenv("TESSERA_LOG", "warning", 1);
+  fflush(NULL);
+  pid_t pid = fork();
+  if (pid == 0) {
+    if (!freopen(out, "w", stdout) || !freopen(err, "w", stderr)) _exit(126);
+    execl("/proc/self/exe", self, "maxbytes", (char *)NULL);
+    _exit(127);
+  }
+  unsetenv("TESSERA_CACHE_MAX_MB");
+  int status = 0;
+  EXPECT(pid > 0 && waitpid(pid, &status, 0) == pid);
+  EXPECT(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  unsigned long long got = 0;
+  FILE *f = fopen(out, "r");
+  EXPECT(f && fscanf(f, "%llu", &got) == 1);
+  if (f) fclose(f);
+  char want[200], line[600];
+  snprintf(want, sizeof want, "TESSERA_CACHE_MAX_MB='%s'", value ? value : "");
+  *warnings = 0;
+  f = fopen(err, "r");
+  while (f && fgets(line, sizeof line, f)) {
+    fprintf(stderr, "  [child] %s", line);
+    if (strstr(line, "warning: kernel cache") && strstr(line, want)) ++*warnings;
+  }
+  if (f) fclose(f);
+  rm_dir(dir);
+  return got;
+}
+
+static void bad_limit(void) {
+  const unsigned long long dflt = 256ull << 20;
+  static const char *bad[] = {"12abc", "-1", "+5", " 7", "1.5", "64M", "99999999999999999999", "17592186044416"};
+  int w = -1;
+  for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+    EXPECT_EQ(max_bytes_elsewhere(bad[i], &w), dflt);
+    EXPECT_EQ(w, 1);
+  }
+  EXPECT_EQ(max_bytes_elsewhere(NULL, &w), dflt);
+  EXPECT_EQ(w, 0);
+  EXPECT_EQ(max_bytes_elsewhere("", &w), dflt);
+  EXPECT_EQ(w, 0);
+  EXPECT_EQ(max_bytes_elsewhere("0", &w), 0);
+  EXPECT_EQ(w, 0);
+  EXPECT_EQ(max_bytes_elsewhere("3", &w), 3ull << 20);
+  EXPECT_EQ(w, 0);
+  EXPECT_EQ(max_bytes_elsewhere("17592186044415", &w), 17592186044415ull << 20); /* the largest that fits */
+  EXPECT_EQ(w, 0);
+}
+
 int main(int argc, char **argv) {
   self = argv[0];
   if (argc == 4 && strcmp(argv[1], "child") == 0) return child(atoi(argv[2]), strcmp(argv[3], "entry") == 0);
-  static const ts_test_case_t cases[] = {{"reuse", reuse},           {"disk", disk},       {"bad_object", bad_object},
-                                         {"entry_only", entry_only}, {"nothing", nothing}, {"no_cache", no_cache}};
-  return ts_test_cases("test_codegen_cache", argc, argv, cases, 6);
+  if (argc == 2 && strcmp(argv[1], "maxbytes") == 0) /* for max_bytes_elsewhere */
+    return printf("%llu\n", (unsigned long long)cg_cache_max_bytes()) < 0;
+  static const ts_test_case_t cases[] = {{"reuse", reuse},
+                                         {"disk", disk},
+                                         {"bad_object", bad_object},
+                                         {"entry_only", entry_only},
+                                         {"nothing", nothing},
+                                         {"no_cache", no_cache},
+                                         {"evict_lru", evict_lru},
+                                         {"hit_refreshes", hit_refreshes},
+                                         {"foreign", foreign},
+                                         {"store_evicts", store_evicts},
+                                         {"bad_limit", bad_limit}};
+  return ts_test_cases("test_codegen_cache", argc, argv, cases, (int)(sizeof cases / sizeof *cases));
 }
