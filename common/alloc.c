@@ -43,11 +43,15 @@ static void advise_huge(void *p, size_t n) {
 
 void *ts_calloc(size_t n, size_t size) {
   if (size && n > SIZE_MAX / size) return NULL;
-  void *p = ts_malloc(n * size);
-  if (p) {
-    advise_huge(p, n * size);
-    memset(p, 0, n * size);
+  if (g_alloc.malloc_fn == libc_malloc) {
+    /* libc's calloc knows fresh pages are zero: a big table's untouched
+     * part costs nothing, where malloc + memset would fault it all in. */
+    void *p = calloc(n ? n : 1, size ? size : 1);
+    if (p) advise_huge(p, n * size);
+    return p;
   }
+  void *p = ts_malloc(n * size);
+  if (p) memset(p, 0, n * size);
   return p;
 }
 

@@ -41,7 +41,7 @@ void ts_interval_tree_destroy(ts_interval_tree_t *t) {
 
 static ts_status_t push(ts_interval_tree_t *t, int node, int id) {
   if (t->npool == t->pool_cap) {
-    int cap = t->pool_cap ? t->pool_cap * 2 : 1024;
+    int cap = t->pool_cap ? t->pool_cap * 2 : 16;
     int *b = ts_realloc(t->pool_id, (size_t)cap * sizeof *b);
     if (!b) return TS_ERR_NOMEM;
     t->pool_id = b;

@@ -96,7 +96,7 @@ static ts_status_t build_order(ts_rt_program_t *p, const ts_hlo_comp_t *c, bool 
 
 static int new_buf(rt_comp_t *rc, rt_buf_kind_t kind, size_t bytes, int def) {
   if (rc->nbufs == rc->bufs_cap) {
-    int cap = rc->bufs_cap ? rc->bufs_cap * 2 : 64;
+    int cap = rc->bufs_cap ? rc->bufs_cap * 2 : 8;
     rt_buf_t *b = ts_realloc(rc->bufs, (size_t)cap * sizeof *b);
     if (!b) return -1;
     rc->bufs = b;
