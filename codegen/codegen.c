@@ -114,9 +114,10 @@ static ts_i64_list_t list_attr(const ts_hlo_instr_t *i, const char *name) {
   return a && a->kind == TS_ATTR_INT_LIST ? a->v.list : (ts_i64_list_t){0, NULL};
 }
 
-/* Whether the computation is a loop we emit: f32/pred arrays, ops from the
- * list below. *flat: every value has the root's element count or one
- * element and no op moves elements, so one loop over the linear index (of
+/* Whether the computation is a loop we emit: f32, s32 and pred arrays, ops
+ * from the list below (each with the element types it takes). *flat: every
+ * value has the root's element count or one element and no op moves
+ * elements, so one loop over the linear index (of
  * any length n) does; otherwise nested loops over the root's dimensions
  * with each operand read at its index map (XLA's elemental emitter). */
 bool cg_supported(const ts_hlo_comp_t *c, int nin, bool *flat) {
@@ -129,13 +130,10 @@ bool cg_supported(const ts_hlo_comp_t *c, int nin, bool *flat) {
     const ts_hlo_instr_t *i = c->instrs[k];
     if (!ts_shape_is_array(i->shape) || i->shape->dynamic || i->shape->rank > 8) return false;
     ts_elem_t e = i->shape->elem;
-    if (e != TS_F32 && e != TS_PRED && !(e == TS_S32 && i->op == TS_OP_IOTA)) return false;
-    if (i->op != TS_OP_CONVERT)
-      for (int o = 0; o < i->nops; o++)
-        if (i->ops[o]->shape->elem == TS_S32) return false; /* s32 only as an iota a convert reads */
+    if (e != TS_F32 && e != TS_PRED && e != TS_S32) return false;
     int64_t cnt = ts_shape_elements(i->shape);
     if (cnt != n && cnt != 1) *flat = false;
-    bool f = e == TS_F32;
+    bool f = e == TS_F32, s = e == TS_S32;
     switch (i->op) {
     case TS_OP_PARAMETER: break;
     case TS_OP_CONSTANT:
@@ -143,6 +141,7 @@ bool cg_supported(const ts_hlo_comp_t *c, int nin, bool *flat) {
       if (f ? !i->literal->f : !i->literal->i) return false;
       break;
     case TS_OP_BROADCAST: {
+      if (i->ops[0]->shape->elem != e) return false;
       int64_t oc = ts_shape_elements(i->ops[0]->shape);
       if (list_attr(i, "dimensions").n != i->ops[0]->shape->rank) return false;
       if (oc != 1 && !ts_shape_equal(i->ops[0]->shape, i->shape, false)) *flat = false;
@@ -153,12 +152,14 @@ bool cg_supported(const ts_hlo_comp_t *c, int nin, bool *flat) {
       if (ts_shape_elements(i->ops[0]->shape) != cnt) return false;
       break;
     case TS_OP_TRANSPOSE:
+      if (i->ops[0]->shape->elem != e) return false;
       if (list_attr(i, "dimensions").n != i->shape->rank) return false;
       *flat = false;
       break;
     case TS_OP_SLICE: {
       const ts_hlo_attr_t *a = ts_hlo_instr_attr(i, "slice");
       if (!a || a->kind != TS_ATTR_SLICE || a->v.slice->n != i->shape->rank) return false;
+      if (i->ops[0]->shape->elem != e) return false;
       for (int d = 0; d < a->v.slice->n; d++)
         if (a->v.slice->stride[d] <= 0) return false;
       *flat = false;
@@ -166,26 +167,35 @@ bool cg_supported(const ts_hlo_comp_t *c, int nin, bool *flat) {
     }
     case TS_OP_CONCATENATE:
       if (list_attr(i, "dimensions").n != 1 || i->nops > 64) return false;
+      for (int o = 0; o < i->nops; o++)
+        if (i->ops[o]->shape->elem != e) return false;
       *flat = false;
       break;
     case TS_OP_IOTA: {
       const ts_hlo_attr_t *a = ts_hlo_instr_attr(i, "iota_dimension");
-      if (!a || a->kind != TS_ATTR_INT) return false;
+      if (!a || a->kind != TS_ATTR_INT || (!f && !s)) return false;
       *flat = false;
       break;
     }
     case TS_OP_CONVERT: break;
-    case TS_OP_COMPARE: {
-      if (i->ops[0]->shape->elem != TS_F32) return false;
+    case TS_OP_COMPARE: { /* f32 as FLOAT, s32 as SIGNED (each type's default) */
+      ts_elem_t oe = i->ops[0]->shape->elem;
+      const char *want = oe == TS_F32 ? "FLOAT" : oe == TS_S32 ? "SIGNED" : NULL;
       const ts_hlo_attr_t *d = ts_hlo_instr_attr(i, "direction"), *t = ts_hlo_instr_attr(i, "type");
-      if (!d || (d->kind != TS_ATTR_IDENT && d->kind != TS_ATTR_RAW)) return false;
-      if (t && !(t->kind == TS_ATTR_IDENT && strcmp(t->v.s, "FLOAT") == 0)) return false;
+      if (!want || !d || (d->kind != TS_ATTR_IDENT && d->kind != TS_ATTR_RAW)) return false;
+      if (t && !(t->kind == TS_ATTR_IDENT && strcmp(t->v.s, want) == 0)) return false;
       break;
     }
-    case TS_OP_SELECT: if (!f) return false; break;
+    case TS_OP_SELECT: if ((!f && !s) || i->ops[0]->shape->elem != TS_PRED) return false; break;
     case TS_OP_AND: case TS_OP_OR: case TS_OP_XOR: case TS_OP_NOT: if (f) return false; break;
     case TS_OP_ADD: case TS_OP_SUBTRACT: case TS_OP_MULTIPLY: case TS_OP_DIVIDE: case TS_OP_MAXIMUM:
-    case TS_OP_MINIMUM: case TS_OP_NEGATE: case TS_OP_ABS: case TS_OP_FLOOR: case TS_OP_CEIL: case TS_OP_CLAMP:
+    case TS_OP_MINIMUM: case TS_OP_NEGATE: case TS_OP_ABS:
+      if (!f && !s) return false;
+      break;
+    case TS_OP_REMAINDER: case TS_OP_SHIFT_LEFT: case TS_OP_SHIFT_RIGHT_ARITHMETIC: case TS_OP_SHIFT_RIGHT_LOGICAL:
+      if (!s) return false;
+      break;
+    case TS_OP_FLOOR: case TS_OP_CEIL: case TS_OP_CLAMP:
     case TS_OP_EXPONENTIAL: case TS_OP_LOG: case TS_OP_TANH: case TS_OP_LOGISTIC: case TS_OP_SQRT: case TS_OP_RSQRT:
     case TS_OP_LOG_PLUS_ONE: case TS_OP_EXPONENTIAL_MINUS_ONE: case TS_OP_ERF: case TS_OP_POWER: case TS_OP_SINE:
     case TS_OP_COSINE:
@@ -221,43 +231,116 @@ static LLVMValueRef call_f(cg_t *g, LLVMValueRef fn, LLVMValueRef x) {
   return LLVMBuildCall2(g->b, LLVMGlobalGetValueType(fn), fn, &x, 1, "");
 }
 
+static LLVMValueRef ci(cg_t *g, int32_t v) { return LLVMConstInt(g->i32, (unsigned long long)(uint32_t)v, 0); }
+
+/* An element's type in memory (f32: float, s32: i32, pred: one byte) and
+ * in the emitted code (pred: i1); from_mem/to_mem convert between them. */
+static LLVMTypeRef mem_type(cg_t *g, ts_elem_t e) { return e == TS_F32 ? g->f32 : e == TS_S32 ? g->i32 : g->i8; }
+
+static LLVMValueRef from_mem(cg_t *g, ts_elem_t e, LLVMValueRef x) {
+  return e == TS_PRED ? LLVMBuildICmp(g->b, LLVMIntNE, x, LLVMConstInt(g->i8, 0, 0), "") : x;
+}
+
+static LLVMValueRef to_mem(cg_t *g, ts_elem_t e, LLVMValueRef v) {
+  return e == TS_PRED ? LLVMBuildZExt(g->b, v, g->i8, "") : v;
+}
+
+/* s32 arithmetic as kernels/ computes it (XLA's integer semantics): add,
+ * subtract, multiply, negate and abs wrap; x / 0 = -1, INT_MIN / -1 =
+ * INT_MIN, x % 0 = x, INT_MIN % -1 = 0; shift amounts are unsigned, and
+ * 32 or more give 0 (left, logical) or the sign fill (arithmetic). LLVM's
+ * sdiv/srem are undefined for a divisor of 0 or -1 (INT_MIN / -1), so they
+ * divide by 1 there and a select picks XLA's answer; shifts by 32 or more
+ * are poison, so the amount is masked and a select picks. */
+static LLVMValueRef emit_s32(cg_t *g, ts_opcode_t op, LLVMValueRef a, LLVMValueRef c) {
+  LLVMBuilderRef b = g->b;
+  switch (op) {
+  case TS_OP_ADD: return LLVMBuildAdd(b, a, c, "");
+  case TS_OP_SUBTRACT: return LLVMBuildSub(b, a, c, "");
+  case TS_OP_MULTIPLY: return LLVMBuildMul(b, a, c, "");
+  case TS_OP_NEGATE: return LLVMBuildSub(b, ci(g, 0), a, "");
+  case TS_OP_ABS:
+    return LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntSLT, a, ci(g, 0), ""), LLVMBuildSub(b, ci(g, 0), a, ""), a, "");
+  case TS_OP_MAXIMUM: return LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntSGT, a, c, ""), a, c, "");
+  case TS_OP_MINIMUM: return LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntSLT, a, c, ""), a, c, "");
+  case TS_OP_DIVIDE: case TS_OP_REMAINDER: {
+    LLVMValueRef zero = LLVMBuildICmp(b, LLVMIntEQ, c, ci(g, 0), "");
+    LLVMValueRef m1 = LLVMBuildICmp(b, LLVMIntEQ, c, ci(g, -1), "");
+    LLVMValueRef safe = LLVMBuildSelect(b, LLVMBuildOr(b, zero, m1, ""), ci(g, 1), c, "");
+    if (op == TS_OP_DIVIDE) {
+      LLVMValueRef q = LLVMBuildSelect(b, m1, LLVMBuildSub(b, ci(g, 0), a, ""), LLVMBuildSDiv(b, a, safe, ""), "");
+      return LLVMBuildSelect(b, zero, ci(g, -1), q, "");
+    }
+    LLVMValueRef r = LLVMBuildSelect(b, m1, ci(g, 0), LLVMBuildSRem(b, a, safe, ""), "");
+    return LLVMBuildSelect(b, zero, a, r, "");
+  }
+  case TS_OP_SHIFT_LEFT: case TS_OP_SHIFT_RIGHT_LOGICAL: case TS_OP_SHIFT_RIGHT_ARITHMETIC: {
+    LLVMValueRef big = LLVMBuildICmp(b, LLVMIntUGE, c, ci(g, 32), ""), s = LLVMBuildAnd(b, c, ci(g, 31), "");
+    if (op == TS_OP_SHIFT_LEFT) return LLVMBuildSelect(b, big, ci(g, 0), LLVMBuildShl(b, a, s, ""), "");
+    if (op == TS_OP_SHIFT_RIGHT_LOGICAL) return LLVMBuildSelect(b, big, ci(g, 0), LLVMBuildLShr(b, a, s, ""), "");
+    return LLVMBuildAShr(b, a, LLVMBuildSelect(b, big, ci(g, 31), s, ""), ""); /* >> 31: the sign fill */
+  }
+  default: return NULL; /* cg_supported let no other op through */
+  }
+}
+
 /* The value of instruction i at loop index `idx` (the values of its
  * operands already in v[]). */
 static LLVMValueRef emit_op(cg_t *g, const ts_hlo_instr_t *i, LLVMValueRef *ov, LLVMValueRef *inp,
                             LLVMValueRef idx) {
   LLVMBuilderRef b = g->b;
   LLVMValueRef a = i->nops > 0 ? ov[0] : NULL, c = i->nops > 1 ? ov[1] : NULL;
-  bool f = i->shape->elem == TS_F32;
+  ts_elem_t e = i->shape->elem;
+  bool f = e == TS_F32;
   switch (i->op) {
   case TS_OP_PARAMETER: {
     LLVMValueRef at = ts_shape_elements(i->shape) == 1 ? LLVMConstInt(g->i64, 0, 0) : idx;
-    LLVMTypeRef et = f ? g->f32 : g->i8;
-    LLVMValueRef p = LLVMBuildGEP2(b, et, inp[i->param_number], &at, 1, "");
-    LLVMValueRef x = LLVMBuildLoad2(b, et, p, "");
-    return f ? x : LLVMBuildICmp(b, LLVMIntNE, x, LLVMConstInt(g->i8, 0, 0), "");
+    LLVMValueRef p = LLVMBuildGEP2(b, mem_type(g, e), inp[i->param_number], &at, 1, "");
+    return from_mem(g, e, LLVMBuildLoad2(b, mem_type(g, e), p, ""));
   }
   case TS_OP_CONSTANT:
-    return f ? cf(g, (double)(float)i->literal->f[0]) : LLVMConstInt(g->i1, i->literal->i[0] != 0, 0);
+    return f ? cf(g, (double)(float)i->literal->f[0])
+         : e == TS_S32 ? ci(g, (int32_t)(uint32_t)i->literal->i[0])
+                       : LLVMConstInt(g->i1, i->literal->i[0] != 0, 0);
   case TS_OP_BROADCAST: case TS_OP_RESHAPE: case TS_OP_BITCAST: return a;
-  case TS_OP_CONVERT: {
+  case TS_OP_CONVERT: { /* as kernels/'s k_convert and ts_elem_convert */
     ts_elem_t from = i->ops[0]->shape->elem;
-    if (from == i->shape->elem) return a;
-    if (from == TS_PRED) return LLVMBuildUIToFP(b, a, g->f32, "");
-    if (from == TS_S32) return LLVMBuildSIToFP(b, a, g->f32, "");
-    return LLVMBuildFCmp(b, LLVMRealUNE, a, cf(g, 0.0), ""); /* f32 -> pred: != 0 (NaN is true) */
+    if (from == e) return a;
+    if (e == TS_F32) return from == TS_PRED ? LLVMBuildUIToFP(b, a, g->f32, "") : LLVMBuildSIToFP(b, a, g->f32, "");
+    if (e == TS_PRED) /* != 0 (NaN is true) */
+      return from == TS_F32 ? LLVMBuildFCmp(b, LLVMRealUNE, a, cf(g, 0.0), "")
+                            : LLVMBuildICmp(b, LLVMIntNE, a, ci(g, 0), "");
+    if (from == TS_PRED) return LLVMBuildZExt(b, a, g->i32, "");
+    /* f32 -> s32: toward zero, NaN -> 0, saturating (fptosi of the rest is
+     * poison, which the select does not pick) */
+    LLVMValueRef r = LLVMBuildSelect(b, LLVMBuildFCmp(b, LLVMRealOLE, a, cf(g, -2147483648.0), ""), ci(g, INT32_MIN),
+                                     LLVMBuildFPToSI(b, a, g->i32, ""), "");
+    r = LLVMBuildSelect(b, LLVMBuildFCmp(b, LLVMRealOGE, a, cf(g, 2147483648.0), ""), ci(g, INT32_MAX), r, "");
+    return LLVMBuildSelect(b, LLVMBuildFCmp(b, LLVMRealUNO, a, a, ""), ci(g, 0), r, "");
   }
   case TS_OP_COMPARE: {
     const char *d = ts_hlo_instr_attr(i, "direction")->v.s;
+    if (i->ops[0]->shape->elem == TS_S32) {
+      LLVMIntPredicate p = !strcmp(d, "EQ") ? LLVMIntEQ : !strcmp(d, "NE") ? LLVMIntNE
+                         : !strcmp(d, "LT") ? LLVMIntSLT : !strcmp(d, "LE") ? LLVMIntSLE
+                         : !strcmp(d, "GT") ? LLVMIntSGT : LLVMIntSGE;
+      return LLVMBuildICmp(b, p, a, c, "");
+    }
     LLVMRealPredicate p = !strcmp(d, "EQ") ? LLVMRealOEQ : !strcmp(d, "NE") ? LLVMRealUNE
                         : !strcmp(d, "LT") ? LLVMRealOLT : !strcmp(d, "LE") ? LLVMRealOLE
                         : !strcmp(d, "GT") ? LLVMRealOGT : LLVMRealOGE;
     return LLVMBuildFCmp(b, p, a, c, "");
   }
   case TS_OP_SELECT: return LLVMBuildSelect(b, a, c, ov[2], "");
-  case TS_OP_AND: return LLVMBuildAnd(b, a, c, "");
+  case TS_OP_AND: return LLVMBuildAnd(b, a, c, ""); /* pred or s32: the bits */
   case TS_OP_OR: return LLVMBuildOr(b, a, c, "");
   case TS_OP_XOR: return LLVMBuildXor(b, a, c, "");
   case TS_OP_NOT: return LLVMBuildNot(b, a, "");
+  default:
+    if (e == TS_S32) return emit_s32(g, i->op, a, c);
+    break;
+  }
+  switch (i->op) {
   case TS_OP_ADD: return LLVMBuildFAdd(b, a, c, "");
   case TS_OP_SUBTRACT: return LLVMBuildFSub(b, a, c, "");
   case TS_OP_MULTIPLY: return LLVMBuildFMul(b, a, c, "");
@@ -304,7 +387,7 @@ static LLVMValueRef flat_element(cg_t *g, const ts_hlo_comp_t *c, LLVMValueRef *
 }
 
 LLVMValueRef cg_data(cg_t *g, ts_elem_t elem, LLVMValueRef raw) {
-  return elem == TS_F32 ? LLVMBuildBitCast(g->b, raw, LLVMPointerType(g->f32, 0), "") : raw;
+  return elem == TS_PRED ? raw : LLVMBuildBitCast(g->b, raw, LLVMPointerType(mem_type(g, elem), 0), "");
 }
 
 bool cg_emit_loop(cg_t *g, const ts_hlo_comp_t *c, bool flat, LLVMValueRef *inp, LLVMValueRef out,
@@ -321,8 +404,7 @@ bool cg_emit_loop(cg_t *g, const ts_hlo_comp_t *c, bool flat, LLVMValueRef *inp,
   if (!r) return false;
   ts_elem_t elem = c->root->shape->elem;
   LLVMValueRef outp = cg_data(g, elem, out);
-  if (elem != TS_F32) r = LLVMBuildZExt(b, r, g->i8, "");
-  LLVMBuildStore(b, r, LLVMBuildGEP2(b, elem == TS_F32 ? g->f32 : g->i8, outp, &i, 1, ""));
+  LLVMBuildStore(b, to_mem(g, elem, r), LLVMBuildGEP2(b, mem_type(g, elem), outp, &i, 1, ""));
   LLVMValueRef next = LLVMBuildAdd(b, i, step, "");
   LLVMBuildCondBr(b, LLVMBuildICmp(b, LLVMIntSLT, next, n, ""), loop, exit);
   LLVMBasicBlockRef from[2] = {entry, LLVMGetInsertBlock(b)};
@@ -396,11 +478,10 @@ static LLVMValueRef gen(gen_t *G, const ts_hlo_instr_t *i, LLVMValueRef *idx) {
   const ts_shape_t *os = i->nops ? i->ops[0]->shape : NULL;
   switch (i->op) {
   case TS_OP_PARAMETER: {
-    bool f = i->shape->elem == TS_F32;
-    LLVMTypeRef et = f ? g->f32 : g->i8;
+    ts_elem_t e = i->shape->elem;
     LLVMValueRef at = linearize(g, i->shape, idx);
-    LLVMValueRef x = LLVMBuildLoad2(b, et, LLVMBuildGEP2(b, et, G->inp[i->param_number], &at, 1, ""), "");
-    v = f ? x : LLVMBuildICmp(b, LLVMIntNE, x, LLVMConstInt(g->i8, 0, 0), "");
+    LLVMTypeRef et = mem_type(g, e);
+    v = from_mem(g, e, LLVMBuildLoad2(b, et, LLVMBuildGEP2(b, et, G->inp[i->param_number], &at, 1, ""), ""));
     break;
   }
   case TS_OP_BROADCAST: {
@@ -449,7 +530,7 @@ static LLVMValueRef gen(gen_t *G, const ts_hlo_instr_t *i, LLVMValueRef *idx) {
     }
     break;
   }
-  case TS_OP_IOTA: { /* f32 directly; s32 as i32 (only a convert reads it) */
+  case TS_OP_IOTA: {
     LLVMValueRef k = idx[ts_hlo_instr_attr(i, "iota_dimension")->v.i];
     v = i->shape->elem == TS_F32 ? LLVMBuildSIToFP(b, k, g->f32, "") : LLVMBuildTrunc(b, k, g->i32, "");
     break;
@@ -492,14 +573,12 @@ static LLVMValueRef emit_nested(cg_t *g, const ts_hlo_comp_t *c, const char *sym
       LLVMBuildRetVoid(b);
       return fn;
     }
-  bool f = rs->elem == TS_F32;
   LLVMValueRef outp = cg_data(g, rs->elem, LLVMGetParam(fn, 1));
   gen_t G = {.g = g, .inp = inp};
   if (r == 0) { /* a scalar: no loop */
     LLVMValueRef v = gen(&G, c->root, NULL);
     free(G.memo);
-    if (!f) v = LLVMBuildZExt(b, v, g->i8, "");
-    LLVMBuildStore(b, v, outp);
+    LLVMBuildStore(b, to_mem(g, rs->elem, v), outp);
     LLVMBuildRetVoid(b);
     return fn;
   }
@@ -519,8 +598,7 @@ static LLVMValueRef emit_nested(cg_t *g, const ts_hlo_comp_t *c, const char *sym
   LLVMValueRef v = gen(&G, c->root, iv);
   free(G.memo);
   LLVMValueRef at = linearize(g, rs, iv);
-  if (!f) v = LLVMBuildZExt(b, v, g->i8, "");
-  LLVMBuildStore(b, v, LLVMBuildGEP2(b, f ? g->f32 : g->i8, outp, &at, 1, ""));
+  LLVMBuildStore(b, to_mem(g, rs->elem, v), LLVMBuildGEP2(b, mem_type(g, rs->elem), outp, &at, 1, ""));
   LLVMBuildBr(b, T[r - 1]);
   for (int d = r - 1; d >= 0; d--) {
     LLVMPositionBuilderAtEnd(b, T[d]);
@@ -629,7 +707,7 @@ static bool comp_key(const ts_hlo_comp_t *c, int64_t count, bool flat, int *pos,
         memcpy(&bits, &f, sizeof bits);
         put_word(b, bits);
       } else {
-        put_word(b, x->literal->i[0] != 0);
+        put_word(b, x->shape->elem == TS_S32 ? (int64_t)(int32_t)(uint32_t)x->literal->i[0] : x->literal->i[0] != 0);
       }
       break;
     case TS_OP_BROADCAST: case TS_OP_TRANSPOSE: case TS_OP_CONCATENATE: put_list(b, list_attr(x, "dimensions")); break;

@@ -32,14 +32,13 @@ bool cg_supported(const ts_hlo_comp_t *c, int nin, bool *flat);
  * the NVPTX kernels compile the same set. */
 bool cg_fusion_compiles(const ts_hlo_instr_t *fusion, bool *flat);
 
-/* The value of c's root (float, or i1 for pred) at row-major linear index
- * `lin` (i64), emitted at g->b's position as straight-line code; inp[p] is
- * parameter p's data (float* for f32, i8* for pred). NULL when out of
- * memory. */
+/* The value of c's root (float, i32 for s32, or i1 for pred) at row-major
+ * linear index `lin` (i64), emitted at g->b's position as straight-line
+ * code; inp[p] is parameter p's data (cg_data). NULL when out of memory. */
 LLVMValueRef cg_element(cg_t *g, const ts_hlo_comp_t *c, bool flat, LLVMValueRef *inp, LLVMValueRef lin);
 
 /* Parameter data pointer raw (i8*) as the element type's: float* for f32,
- * raw itself (i8*, one byte per pred) otherwise. */
+ * i32* for s32, raw itself (i8*, one byte per pred) for pred. */
 LLVMValueRef cg_data(cg_t *g, ts_elem_t elem, LLVMValueRef raw);
 
 /* Ends the function whose entry block g->b is at (its inputs inp already
