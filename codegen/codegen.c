@@ -319,17 +319,18 @@ static LLVMValueRef emit_op(cg_t *g, const ts_hlo_instr_t *i, LLVMValueRef *ov, 
     return LLVMBuildSelect(b, LLVMBuildFCmp(b, LLVMRealUNO, a, a, ""), ci(g, 0), r, "");
   }
   case TS_OP_COMPARE: {
+    /* s32 signed, f32 ordered except NE (true on NaN), as kernels/ compares */
+    static const struct {
+      const char *name;
+      LLVMIntPredicate s32;
+      LLVMRealPredicate f32;
+    } dirs[] = {{"EQ", LLVMIntEQ, LLVMRealOEQ},  {"NE", LLVMIntNE, LLVMRealUNE},  {"LT", LLVMIntSLT, LLVMRealOLT},
+                {"LE", LLVMIntSLE, LLVMRealOLE}, {"GT", LLVMIntSGT, LLVMRealOGT}, {"GE", LLVMIntSGE, LLVMRealOGE}};
     const char *d = ts_hlo_instr_attr(i, "direction")->v.s;
-    if (i->ops[0]->shape->elem == TS_S32) {
-      LLVMIntPredicate p = !strcmp(d, "EQ") ? LLVMIntEQ : !strcmp(d, "NE") ? LLVMIntNE
-                         : !strcmp(d, "LT") ? LLVMIntSLT : !strcmp(d, "LE") ? LLVMIntSLE
-                         : !strcmp(d, "GT") ? LLVMIntSGT : LLVMIntSGE;
-      return LLVMBuildICmp(b, p, a, c, "");
-    }
-    LLVMRealPredicate p = !strcmp(d, "EQ") ? LLVMRealOEQ : !strcmp(d, "NE") ? LLVMRealUNE
-                        : !strcmp(d, "LT") ? LLVMRealOLT : !strcmp(d, "LE") ? LLVMRealOLE
-                        : !strcmp(d, "GT") ? LLVMRealOGT : LLVMRealOGE;
-    return LLVMBuildFCmp(b, p, a, c, "");
+    int k = 0;
+    while (k < 5 && strcmp(d, dirs[k].name) != 0) k++; /* GE when none matched, as before */
+    return i->ops[0]->shape->elem == TS_S32 ? LLVMBuildICmp(b, dirs[k].s32, a, c, "")
+                                            : LLVMBuildFCmp(b, dirs[k].f32, a, c, "");
   }
   case TS_OP_SELECT: return LLVMBuildSelect(b, a, c, ov[2], "");
   case TS_OP_AND: return LLVMBuildAnd(b, a, c, ""); /* pred or s32: the bits */

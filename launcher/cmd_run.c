@@ -286,7 +286,6 @@ typedef struct {
   ts_hang_rendezvous_t rv; /* rv.addr "" when the detector is off */
   uint64_t launch_id;
   pid_t coordinator;
-  atomic_bool hang_aborted; /* a worker was told to abort (the digest exists) */
   atomic_bool hang_watched; /* a worker connected: the coordinator may be writing a digest */
 
   /* Per local device. */
@@ -559,7 +558,6 @@ done:
     if (ts_hang_worker_aborted(hw, reason, sizeof reason)) {
       ts_diag_free(diag);
       ts_diag_plain(diag, "aborted by the hang detector: %s", reason);
-      atomic_store(&j->hang_aborted, true);
       st = TS_ERR_REMOTE;
     }
     ts_hang_worker_destroy(hw);
@@ -1373,11 +1371,10 @@ done:
    * its digest; reap it (and kill it past the deadline: no orphans). A run
    * that failed while watched is what the digest is for: the coordinator's
    * gather alone may take its whole timeout (2 s), so it gets as long as a
-   * clean exit; 2 s only when no worker of this process ever connected. */
+   * clean exit (an abort implies a connected worker); 2 s only when no
+   * worker of this process ever connected. */
   if (j.coordinator > 0)
-    ts_hang_coordinator_wait(j.coordinator,
-                             st == TS_OK || atomic_load(&j.hang_aborted) || atomic_load(&j.hang_watched) ? 15 : 2,
-                             NULL);
+    ts_hang_coordinator_wait(j.coordinator, st == TS_OK || atomic_load(&j.hang_watched) ? 15 : 2, NULL);
   if (mpi && st != TS_OK && st != TS_ERR_CHECK_FAILED) {
     /* A failed world: MPI_Finalize could wait for ranks that are gone.
      * Leave now; mpirun sees the non-zero exit and stops the job. */

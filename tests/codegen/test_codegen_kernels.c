@@ -99,17 +99,25 @@ static void compare(ts_hlo_module_t *m, const ts_hlo_instr_t *fu, ts_kernel_fn f
   for (int p = 0; p < np; p++) ts_value_unref(args[p]);
 }
 
+/* m's kernels, compiled; a failure is a test failure, its diagnostic printed. */
+static ts_codegen_t *compile_module(ts_hlo_module_t *m, ts_codegen_stats_t *cs) {
+  ts_codegen_t *cg = NULL;
+  ts_diag_t d = {0};
+  ts_status_t st = ts_codegen_compile(m, NULL, &cg, cs, &d);
+  if (st != TS_OK) fprintf(stderr, "%s\n", d.text ? d.text : "?");
+  EXPECT_EQ(st, TS_OK);
+  ts_diag_free(&d);
+  return cg;
+}
+
 static void check_case(const fusion_case_t *fc) {
   fprintf(stderr, "case %s\n", fc->name);
   ts_hlo_module_t *m = parse_text("case.hlo", fc->text);
   if (!m) return;
-  ts_codegen_t *cg = NULL;
   ts_diag_t d = {0};
   EXPECT_EQ(ts_fusion_run(m, NULL, NULL, &d), TS_OK);
   ts_codegen_stats_t cs;
-  ts_status_t st = ts_codegen_compile(m, NULL, &cg, &cs, &d);
-  if (st != TS_OK) fprintf(stderr, "%s\n", d.text ? d.text : "?");
-  EXPECT_EQ(st, TS_OK);
+  ts_codegen_t *cg = compile_module(m, &cs);
   EXPECT_EQ(cs.fusions, fc->loop + fc->input);
   EXPECT_EQ(cs.compiled, fc->compiled);
   for (int k = 0; k < m->entry->ninstrs; k++) {
@@ -146,10 +154,8 @@ static void distinct(void) {
       "  ROOT t = (f32[8], f32[16]) tuple(w, z)\n}\n";
   ts_hlo_module_t *m = parse_text("distinct.hlo", text);
   if (!m) return;
-  ts_codegen_t *cg = NULL;
-  ts_diag_t d = {0};
   ts_codegen_stats_t cs;
-  EXPECT_EQ(ts_codegen_compile(m, NULL, &cg, &cs, &d), TS_OK);
+  ts_codegen_t *cg = compile_module(m, &cs);
   EXPECT_EQ(cs.fusions, 4);
   EXPECT_EQ(cs.compiled, 4);
   EXPECT_EQ(cs.kernels, 3);
@@ -165,7 +171,6 @@ static void distinct(void) {
   EXPECT(k[0] == k[1]);
   EXPECT(k[2] != k[0] && k[3] != k[0] && k[3] != k[2]);
   EXPECT(ts_codegen_kernel(cg, e->root) == NULL);
-  ts_diag_free(&d);
   ts_codegen_destroy(cg);
   ts_hlo_module_destroy(m);
 }
@@ -182,10 +187,8 @@ static void check_fusion(const char *params, const char *body, const char *shape
            body, eparams, shape, args);
   ts_hlo_module_t *m = parse_text("s32.hlo", text);
   if (!m) return;
-  ts_codegen_t *cg = NULL;
-  ts_diag_t d = {0};
   ts_codegen_stats_t cs;
-  EXPECT_EQ(ts_codegen_compile(m, NULL, &cg, &cs, &d), TS_OK);
+  ts_codegen_t *cg = compile_module(m, &cs);
   EXPECT_EQ(cs.compiled, 1);
   const ts_hlo_instr_t *fu = m->entry->root;
   bool flat;
@@ -194,7 +197,6 @@ static void check_fusion(const char *params, const char *body, const char *shape
   if (!fn) fprintf(stderr, "not compiled:\n%s", text);
   EXPECT(fn != NULL);
   for (int trial = 0; fn && trial < 6; trial++) compare(m, fu, fn, 300 + (uint64_t)trial, trial % 2 == 1, true);
-  ts_diag_free(&d);
   ts_codegen_destroy(cg);
   ts_hlo_module_destroy(m);
 }
@@ -308,9 +310,8 @@ static void label(void) {
   EXPECT_EQ(nfusions, 1);
   bool flat;
   EXPECT(fu && cg_fusion_compiles(fu, &flat));
-  ts_codegen_t *cg = NULL;
   ts_codegen_stats_t cs;
-  EXPECT_EQ(ts_codegen_compile(m, NULL, &cg, &cs, &d), TS_OK);
+  ts_codegen_t *cg = compile_module(m, &cs);
   EXPECT_EQ(cs.compiled, 1);
   ts_kernel_fn fn = fu ? ts_codegen_kernel(cg, fu) : NULL;
   EXPECT(fn != NULL);
