@@ -113,3 +113,6 @@ add_test(NAME hang.run.unreachable_coordinator
          COMMAND sh -c "out=$(TESSERA_HANG_SECRET=x \"$0\" run \"$1\" --devices 4 --steps 3 --hang-coordinator 127.0.0.1:1 2>&1) || { echo \"$out\"; echo 'the job failed'; exit 1; }; echo \"$out\"; [ $(echo \"$out\" | grep -c 'running without the hang detector') = 1 ]"
                  $<TARGET_FILE:tessera> ${PROJECT_SOURCE_DIR}/examples/mlp_train.hlo)
 set_tests_properties(hang.run.unreachable_coordinator PROPERTIES LABELS hang TIMEOUT 120)
+# A coordinator ended by a signal says so (SIGTERM from outside, a real PID).
+add_test(NAME hang.coordinator_says_signal COMMAND sh ${CMAKE_CURRENT_LIST_DIR}/check_coord_signal.sh $<TARGET_FILE:tessera>)
+set_tests_properties(hang.coordinator_says_signal PROPERTIES LABELS "unit;hang" TIMEOUT 60)
