@@ -3,7 +3,8 @@
  * three. A fusion's kernel is emitted
  * with the ts_kernel_fn signature itself: it reads the operands' data
  * pointers out of the ts_array_t views and runs one loop over the (static)
- * element count, so the runtime calls it like any kernel. */
+ * element count (an input fusion, whose root is a reduce: kernels/'s reduce
+ * loops, bit for bit), so the runtime calls it like any kernel. */
 #include "ts_codegen.h"
 
 #include "codegen_internal.h"
@@ -114,20 +115,64 @@ static ts_i64_list_t list_attr(const ts_hlo_instr_t *i, const char *name) {
   return a && a->kind == TS_ATTR_INT_LIST ? a->v.list : (ts_i64_list_t){0, NULL};
 }
 
+/* The reducer of reduce instruction r when codegen/ compiles it, else
+ * TS_OP_COUNT: one operand and one init value, both of r's element type,
+ * the init a scalar constant or parameter, and a to_apply region that is
+ * one op of its two scalar parameters (ts_reducer_op, as kernels/ picks its
+ * fast path): add, multiply, maximum or minimum over f32 and s32, and, or
+ * or xor over s32 and pred. */
+static ts_opcode_t reduce_op(const ts_hlo_instr_t *r) {
+  const ts_hlo_attr_t *a = ts_hlo_instr_attr(r, "to_apply"), *da = ts_hlo_instr_attr(r, "dimensions");
+  if (r->nops != 2 || !a || a->kind != TS_ATTR_COMP || a->v.comps.n != 1 || !da || da->kind != TS_ATTR_INT_LIST)
+    return TS_OP_COUNT;
+  const ts_hlo_instr_t *x = r->ops[0], *init = r->ops[1];
+  ts_elem_t e = r->shape->elem;
+  if (!ts_shape_is_array(x->shape) || !ts_shape_is_array(init->shape) || x->shape->elem != e ||
+      init->shape->elem != e || init->shape->rank != 0)
+    return TS_OP_COUNT;
+  if (init->op != TS_OP_CONSTANT && init->op != TS_OP_PARAMETER) return TS_OP_COUNT;
+  /* dimensions: distinct dims of x; r keeps the others, in order */
+  bool red[8] = {false};
+  int kept = 0;
+  if (x->shape->rank > 8) return TS_OP_COUNT;
+  for (int k = 0; k < da->v.list.n; k++) {
+    int64_t d = da->v.list.v[k];
+    if (d < 0 || d >= x->shape->rank || red[d]) return TS_OP_COUNT;
+    red[d] = true;
+  }
+  for (int d = 0; d < x->shape->rank; d++)
+    if (!red[d] && (kept >= r->shape->rank || r->shape->dims[kept++] != x->shape->dims[d])) return TS_OP_COUNT;
+  if (kept != r->shape->rank) return TS_OP_COUNT;
+  const ts_hlo_comp_t *rc = a->v.comps.comps[0];
+  ts_opcode_t op = ts_reducer_op(rc);
+  if (op == TS_OP_COUNT || rc->root->shape->elem != e) return TS_OP_COUNT;
+  for (int p = 0; p < 2; p++)
+    if (!ts_shape_is_array(rc->params[p]->shape) || rc->params[p]->shape->rank != 0 || rc->params[p]->shape->elem != e)
+      return TS_OP_COUNT;
+  bool arith = op == TS_OP_ADD || op == TS_OP_MULTIPLY || op == TS_OP_MAXIMUM || op == TS_OP_MINIMUM;
+  bool bits = op == TS_OP_AND || op == TS_OP_OR || op == TS_OP_XOR;
+  return (e == TS_F32 && arith) || (e == TS_S32 && (arith || bits)) || (e == TS_PRED && bits) ? op : TS_OP_COUNT;
+}
+
 /* Whether the computation is a loop we emit: f32, s32 and pred arrays, ops
- * from the list below (each with the element types it takes). *flat: every
- * value has the root's element count or one element and no op moves
- * elements, so one loop over the linear index (of
- * any length n) does; otherwise nested loops over the root's dimensions
- * with each operand read at its index map (XLA's elemental emitter). */
+ * from the list below (each with the element types it takes), and at the
+ * root, optionally, a reduce (reduce_op) of the values the others compute.
+ * *flat: every value (but a reduce root) has the element count of the root
+ * (of the reduce's operand) or one element and no op moves elements, so one
+ * loop over the linear index (of any length n) does; otherwise nested loops
+ * over the root's dimensions with each operand read at its index map (XLA's
+ * elemental emitter). */
 bool cg_supported(const ts_hlo_comp_t *c, int nin, bool *flat) {
   if (c->nparams > nin || c->nparams > MAX_IN) return false;
   const ts_hlo_instr_t *root = c->root;
   if (!root || !ts_shape_is_array(root->shape) || root->shape->rank > 8) return false;
-  int64_t n = ts_shape_elements(root->shape);
+  bool reduce = root->op == TS_OP_REDUCE;
+  if (reduce && (root->shape->dynamic || reduce_op(root) == TS_OP_COUNT)) return false;
+  int64_t n = ts_shape_elements(reduce ? root->ops[0]->shape : root->shape);
   *flat = true;
   for (int k = 0; k < c->ninstrs; k++) {
     const ts_hlo_instr_t *i = c->instrs[k];
+    if (i == root && reduce) continue;
     if (!ts_shape_is_array(i->shape) || i->shape->dynamic || i->shape->rank > 8) return false;
     ts_elem_t e = i->shape->elem;
     if (e != TS_F32 && e != TS_PRED && e != TS_S32) return false;
@@ -362,9 +407,11 @@ static LLVMValueRef emit_op(cg_t *g, const ts_hlo_instr_t *i, LLVMValueRef *ov, 
   }
 }
 
-/* The root of a flat computation at linear index i, emitted in the
- * current block (straight-line code: no branches); NULL when out of memory. */
-static LLVMValueRef flat_element(cg_t *g, const ts_hlo_comp_t *c, LLVMValueRef *inp, LLVMValueRef i) {
+/* Instruction `want` of a flat computation at linear index i, emitted in
+ * the current block (straight-line code: no branches; a reduce root, whose
+ * operand `want` is then, is left out); NULL when out of memory. */
+static LLVMValueRef flat_value(cg_t *g, const ts_hlo_comp_t *c, const ts_hlo_instr_t *want, LLVMValueRef *inp,
+                               LLVMValueRef i) {
   /* per instruction id, written before read (operands come first in the
    * post-order): the compile's array, sized to the module once */
   LLVMValueRef *own = g->v ? NULL : ts_calloc((size_t)c->module->next_id + 1, sizeof *own);
@@ -373,6 +420,7 @@ static LLVMValueRef flat_element(cg_t *g, const ts_hlo_comp_t *c, LLVMValueRef *
   if (v && order && ts_hlo_comp_post_order(c, order) == TS_OK) {
     for (int k = 0; k < c->ninstrs; k++) {
       const ts_hlo_instr_t *ins = order[k];
+      if (ins->op == TS_OP_REDUCE) continue; /* cg_supported: only at the root */
       LLVMValueRef ov[3] = {0};
       for (int o = 0; o < ins->nops && o < 3; o++) ov[o] = v[ins->ops[o]->id];
       LLVMValueRef x = emit_op(g, ins, ov, inp, i);
@@ -380,7 +428,7 @@ static LLVMValueRef flat_element(cg_t *g, const ts_hlo_comp_t *c, LLVMValueRef *
         x = LLVMBuildFMul(g->b, x, cf(g, 1.01), ""); /* a deliberately wrong kernel (tests: --check catches it) */
       v[ins->id] = x;
     }
-    r = v[c->root->id];
+    r = v[want->id];
   }
   ts_free(own);
   ts_free(order);
@@ -614,18 +662,312 @@ static LLVMValueRef emit_nested(cg_t *g, const ts_hlo_comp_t *c, const char *sym
   return fn;
 }
 
-LLVMValueRef cg_element(cg_t *g, const ts_hlo_comp_t *c, bool flat, LLVMValueRef *inp, LLVMValueRef lin) {
-  if (flat) return flat_element(g, c, inp, lin);
-  const ts_shape_t *rs = c->root->shape;
+/* Instruction `want` of c (its root, or a reduce root's operand) at
+ * row-major linear index lin of its own shape. */
+static LLVMValueRef value_at(cg_t *g, const ts_hlo_comp_t *c, const ts_hlo_instr_t *want, bool flat, LLVMValueRef *inp,
+                             LLVMValueRef lin) {
+  if (flat) return flat_value(g, c, want, inp, lin);
+  const ts_shape_t *rs = want->shape;
   LLVMValueRef idx[8];
   int64_t st[8];
   ts_strides(rs->rank, rs->dims, st);
-  for (int d = 0; d < rs->rank; d++) /* row-major: the root's multi-index of linear index lin */
+  for (int d = 0; d < rs->rank; d++) /* row-major: the multi-index of linear index lin */
     idx[d] = LLVMBuildURem(g->b, LLVMBuildUDiv(g->b, lin, i64c(g, st[d]), ""), i64c(g, rs->dims[d]), "");
   gen_t G = {.g = g, .inp = inp};
-  LLVMValueRef v = gen(&G, c->root, rs->rank ? idx : NULL);
+  LLVMValueRef v = gen(&G, want, rs->rank ? idx : NULL);
   free(G.memo);
   return v;
+}
+
+/* ---- reduce roots -------------------------------------------------------------
+ * Bit for bit what kernels/'s reduce (k_reduce.c, reduce_fast) computes: the
+ * operand's dims with size-1 dims dropped and neighbours of the same kind
+ * (reduced or kept) merged into groups; every output starts at the init
+ * value; then, over the groups but the last in row-major order, the last
+ * group's row of the operand is combined into the outputs: a kept last
+ * group element by element into a row of outputs (out[j] = op(out[j],
+ * x[j]), which vectorizes across outputs with no reassociation), a reduced
+ * one into its one output through block(): under 16 elements in order, else
+ * eight partials p[k] = x[k], p[k] = op(p[k], x[j + k]) for each whole
+ * block of eight after the first, op(op(acc, p[0]), ...p[7]), then the tail
+ * in order. Each output therefore sees the same chain of operations as in
+ * the interpreter, whatever the association of the reducer. */
+
+typedef struct {
+  const ts_hlo_instr_t *x, *init;
+  ts_opcode_t op; /* reduce_op */
+  ts_elem_t e;
+  int64_t nx, nout;
+  int n; /* groups, at least one */
+  int64_t dim[8], in_stride[8], out_stride[8];
+  bool red[8];
+} rplan_t;
+
+/* r's plan (cg_supported passed it): make_groups of k_reduce.c. */
+static void reduce_plan(const ts_hlo_instr_t *r, rplan_t *p) {
+  *p = (rplan_t){.x = r->ops[0], .init = r->ops[1], .op = reduce_op(r), .e = r->shape->elem};
+  const ts_shape_t *xs = p->x->shape;
+  p->nx = ts_shape_elements(xs);
+  p->nout = ts_shape_elements(r->shape);
+  bool red[8] = {false};
+  ts_i64_list_t dims = list_attr(r, "dimensions");
+  for (int k = 0; k < dims.n; k++) red[dims.v[k]] = true;
+  for (int d = 0; d < xs->rank; d++) {
+    if (xs->dims[d] == 1) continue;
+    if (p->n > 0 && p->red[p->n - 1] == red[d]) {
+      p->dim[p->n - 1] *= xs->dims[d];
+    } else {
+      p->dim[p->n] = xs->dims[d];
+      p->red[p->n++] = red[d];
+    }
+  }
+  if (p->n == 0) { /* one element: combined into the one output */
+    p->dim[0] = 1;
+    p->red[0] = false;
+    p->n = 1;
+  }
+  int64_t si = 1, so = 1;
+  for (int d = p->n - 1; d >= 0; d--) {
+    p->in_stride[d] = si;
+    si *= p->dim[d];
+    p->out_stride[d] = p->red[d] ? 0 : so;
+    if (!p->red[d]) so *= p->dim[d];
+  }
+}
+
+/* The reducer on two values, as k_reduce.c's op_<type> functions: f32
+ * maximum/minimum as its max_f/min_f (a NaN accumulator stays, else a NaN
+ * x is taken, and of +-0 the maximum is +0, the minimum -0), s32 wrapping,
+ * pred (i1) bits. */
+static LLVMValueRef reducer(cg_t *g, const rplan_t *p, LLVMValueRef a, LLVMValueRef x) {
+  LLVMBuilderRef b = g->b;
+  if (p->e != TS_F32) switch (p->op) {
+    case TS_OP_ADD: return LLVMBuildAdd(b, a, x, "");
+    case TS_OP_MULTIPLY: return LLVMBuildMul(b, a, x, "");
+    case TS_OP_MAXIMUM: return LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntSGT, a, x, ""), a, x, "");
+    case TS_OP_MINIMUM: return LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntSLT, a, x, ""), a, x, "");
+    case TS_OP_AND: return LLVMBuildAnd(b, a, x, "");
+    case TS_OP_OR: return LLVMBuildOr(b, a, x, "");
+    default: return LLVMBuildXor(b, a, x, "");
+    }
+  if (p->op == TS_OP_ADD) return LLVMBuildFAdd(b, a, x, "");
+  if (p->op == TS_OP_MULTIPLY) return LLVMBuildFMul(b, a, x, "");
+  /* max_f(a, x) = (a > x || a != a) ? a : (x > a || x != x) ? x : signbit(a) ? x : a; min_f with < and a, x
+   * swapped in the tie */
+  bool mx = p->op == TS_OP_MAXIMUM;
+  LLVMRealPredicate gt = mx ? LLVMRealOGT : LLVMRealOLT;
+  LLVMValueRef ta = LLVMBuildOr(b, LLVMBuildFCmp(b, gt, a, x, ""), LLVMBuildFCmp(b, LLVMRealUNO, a, a, ""), "");
+  LLVMValueRef tx = LLVMBuildOr(b, LLVMBuildFCmp(b, gt, x, a, ""), LLVMBuildFCmp(b, LLVMRealUNO, x, x, ""), "");
+  LLVMValueRef neg = LLVMBuildICmp(b, LLVMIntSLT, LLVMBuildBitCast(b, a, g->i32, ""), ci(g, 0), "");
+  LLVMValueRef tie = mx ? LLVMBuildSelect(b, neg, x, a, "") : LLVMBuildSelect(b, neg, a, x, "");
+  return LLVMBuildSelect(b, ta, a, LLVMBuildSelect(b, tx, x, tie, ""), "");
+}
+
+/* A value's type in the emitted code (pred: i1). */
+static LLVMTypeRef value_type(cg_t *g, ts_elem_t e) { return e == TS_PRED ? g->i1 : mem_type(g, e); }
+
+/* A stack slot in the function's entry block (SROA makes it a register). */
+static LLVMValueRef entry_slot(cg_t *g, LLVMTypeRef t) {
+  LLVMValueRef fn = LLVMGetBasicBlockParent(LLVMGetInsertBlock(g->b));
+  LLVMBasicBlockRef entry = LLVMGetEntryBasicBlock(fn);
+  LLVMBuilderRef b = LLVMCreateBuilderInContext(g->cx);
+  LLVMValueRef first = LLVMGetFirstInstruction(entry);
+  if (first)
+    LLVMPositionBuilderBefore(b, first);
+  else
+    LLVMPositionBuilderAtEnd(b, entry);
+  LLVMValueRef slot = LLVMBuildAlloca(b, t, "");
+  LLVMDisposeBuilder(b);
+  return slot;
+}
+
+/* `for (i = from; i < to; i += step)` over constants: rloop_open leaves the
+ * builder in the body and returns i, rloop_close ends the body (wherever
+ * the builder is then) and leaves the builder after the loop. */
+typedef struct {
+  LLVMBasicBlockRef pre, body, exit;
+  LLVMValueRef i, from, to, step;
+} rloop_t;
+
+static LLVMValueRef rloop_open(cg_t *g, rloop_t *L, int64_t from, int64_t to, int64_t step) {
+  LLVMValueRef fn = LLVMGetBasicBlockParent(LLVMGetInsertBlock(g->b));
+  L->from = i64c(g, from);
+  L->to = i64c(g, to);
+  L->step = i64c(g, step);
+  L->pre = LLVMGetInsertBlock(g->b);
+  L->body = LLVMAppendBasicBlockInContext(g->cx, fn, "rloop");
+  L->exit = LLVMAppendBasicBlockInContext(g->cx, fn, "rexit");
+  LLVMBuildCondBr(g->b, LLVMBuildICmp(g->b, LLVMIntSLT, L->from, L->to, ""), L->body, L->exit);
+  LLVMPositionBuilderAtEnd(g->b, L->body);
+  return L->i = LLVMBuildPhi(g->b, g->i64, "");
+}
+
+static void rloop_close(cg_t *g, rloop_t *L) {
+  LLVMValueRef next = LLVMBuildAdd(g->b, L->i, L->step, "");
+  LLVMBasicBlockRef latch = LLVMGetInsertBlock(g->b);
+  LLVMBuildCondBr(g->b, LLVMBuildICmp(g->b, LLVMIntSLT, next, L->to, ""), L->body, L->exit);
+  LLVMValueRef vals[2] = {L->from, next};
+  LLVMBasicBlockRef from[2] = {L->pre, latch};
+  LLVMAddIncoming(L->i, vals, from, 2);
+  LLVMPositionBuilderAtEnd(g->b, L->exit);
+}
+
+/* The reduce's operand at its linear index lin; NULL when out of memory. */
+static LLVMValueRef operand_at(cg_t *g, const ts_hlo_comp_t *c, const rplan_t *p, bool flat, LLVMValueRef *inp,
+                               LLVMValueRef lin) {
+  return value_at(g, c, p->x, flat, inp, lin);
+}
+
+static LLVMValueRef init_value(cg_t *g, const rplan_t *p, LLVMValueRef *inp) {
+  LLVMValueRef ov[1] = {NULL};
+  return emit_op(g, p->init, ov, inp, i64c(g, 0)); /* a scalar constant or parameter */
+}
+
+/* *acc = op(*acc, the operand's elements row .. row + n) in block_<type>'s
+ * order (see above); acc is a slot of the value type. false when out of
+ * memory. */
+static bool reduce_block(cg_t *g, const ts_hlo_comp_t *c, const rplan_t *p, bool flat, LLVMValueRef *inp,
+                         LLVMValueRef acc, LLVMValueRef row, int64_t n) {
+  LLVMBuilderRef b = g->b;
+  LLVMTypeRef vt = value_type(g, p->e);
+  int64_t j0 = 0;
+  rloop_t L;
+  if (n >= 16) {
+    LLVMValueRef part[8];
+    for (int k = 0; k < 8; k++) {
+      LLVMValueRef x = operand_at(g, c, p, flat, inp, LLVMBuildAdd(b, row, i64c(g, k), ""));
+      if (!x) return false;
+      LLVMBuildStore(b, x, part[k] = entry_slot(g, vt));
+    }
+    j0 = n / 8 * 8;
+    LLVMValueRef j = rloop_open(g, &L, 8, j0, 8);
+    LLVMValueRef at = LLVMBuildAdd(b, row, j, "");
+    for (int k = 0; k < 8; k++) {
+      LLVMValueRef x = operand_at(g, c, p, flat, inp, LLVMBuildAdd(b, at, i64c(g, k), ""));
+      if (!x) return false;
+      LLVMBuildStore(b, reducer(g, p, LLVMBuildLoad2(b, vt, part[k], ""), x), part[k]);
+    }
+    rloop_close(g, &L);
+    LLVMValueRef a = LLVMBuildLoad2(b, vt, acc, "");
+    for (int k = 0; k < 8; k++) a = reducer(g, p, a, LLVMBuildLoad2(b, vt, part[k], ""));
+    LLVMBuildStore(b, a, acc);
+  }
+  LLVMValueRef j = rloop_open(g, &L, j0, n, 1);
+  LLVMValueRef x = operand_at(g, c, p, flat, inp, LLVMBuildAdd(b, row, j, ""));
+  if (!x) return false;
+  LLVMBuildStore(b, reducer(g, p, LLVMBuildLoad2(b, vt, acc, ""), x), acc);
+  rloop_close(g, &L);
+  return true;
+}
+
+/* For t, a row-major index over the groups [0, ng) of p (reduced: over the
+ * reduced ones only): reduced, the operand offset of those groups' indices
+ * (times in_stride); else the output offset of t's kept groups (times
+ * out_stride). */
+static LLVMValueRef group_offset(cg_t *g, const rplan_t *p, LLVMValueRef t, int ng, bool reduced) {
+  LLVMValueRef off = i64c(g, 0);
+  int64_t s = 1;
+  for (int d = ng - 1; d >= 0; d--) {
+    if (reduced && !p->red[d]) continue;
+    if (reduced || !p->red[d]) {
+      LLVMValueRef k = LLVMBuildURem(g->b, LLVMBuildUDiv(g->b, t, i64c(g, s), ""), i64c(g, p->dim[d]), "");
+      LLVMValueRef st = i64c(g, reduced ? p->in_stride[d] : p->out_stride[d]);
+      off = LLVMBuildAdd(g->b, off, LLVMBuildMul(g->b, k, st, ""), "");
+    }
+    s *= p->dim[d];
+  }
+  return off;
+}
+
+static bool perturbed(const cg_t *g, const rplan_t *p) {
+  return g->perturb && p->e == TS_F32 && strcmp(g->perturb, ts_opcode_name(TS_OP_REDUCE)) == 0;
+}
+
+/* One output of the reduce root of c at its linear index `lin`: the init,
+ * then its chain of k_reduce.c (above) for that output alone; the GPU
+ * kernels' element. New blocks; the builder ends in the last. */
+static LLVMValueRef reduce_element(cg_t *g, const ts_hlo_comp_t *c, bool flat, LLVMValueRef *inp, LLVMValueRef lin) {
+  LLVMBuilderRef b = g->b;
+  rplan_t p;
+  reduce_plan(c->root, &p);
+  LLVMTypeRef vt = value_type(g, p.e);
+  LLVMValueRef acc = entry_slot(g, vt);
+  LLVMBuildStore(b, init_value(g, &p, inp), acc);
+  if (p.nx > 0) {
+    /* the output's kept-group indices, from its own linear index, as the operand's base offset */
+    LLVMValueRef base = i64c(g, 0);
+    for (int d = 0; d < p.n; d++) {
+      if (p.red[d]) continue;
+      LLVMValueRef k = LLVMBuildURem(b, LLVMBuildUDiv(b, lin, i64c(g, p.out_stride[d]), ""), i64c(g, p.dim[d]), "");
+      base = LLVMBuildAdd(b, base, LLVMBuildMul(b, k, i64c(g, p.in_stride[d]), ""), "");
+    }
+    int last = p.n - 1, ng = p.red[last] ? last : p.n; /* the groups walked one element (row) at a time */
+    int64_t nr = 1;
+    for (int d = 0; d < ng; d++) nr *= p.red[d] ? p.dim[d] : 1;
+    rloop_t L;
+    LLVMValueRef r = rloop_open(g, &L, 0, nr, 1);
+    LLVMValueRef at = LLVMBuildAdd(b, base, group_offset(g, &p, r, ng, true), "");
+    if (p.red[last]) {
+      if (!reduce_block(g, c, &p, flat, inp, acc, at, p.dim[last])) return NULL;
+    } else {
+      LLVMValueRef x = operand_at(g, c, &p, flat, inp, at);
+      if (!x) return NULL;
+      LLVMBuildStore(b, reducer(g, &p, LLVMBuildLoad2(b, vt, acc, ""), x), acc);
+    }
+    rloop_close(g, &L);
+  }
+  LLVMValueRef v = LLVMBuildLoad2(b, vt, acc, "");
+  return perturbed(g, &p) ? LLVMBuildFMul(b, v, cf(g, 1.01), "") : v;
+}
+
+/* Emits `void sym(i8** in, i8* out, i64 n)` (n unused: the shapes are
+ * static) for c's reduce root in k_reduce.c's own loop order (above). */
+static LLVMValueRef emit_reduce(cg_t *g, const ts_hlo_comp_t *c, bool flat, const char *sym) {
+  LLVMValueRef inp[MAX_IN];
+  LLVMValueRef fn = begin_loop_fn(g, c, sym, inp);
+  LLVMBuilderRef b = g->b;
+  rplan_t p;
+  reduce_plan(c->root, &p);
+  LLVMTypeRef mt = mem_type(g, p.e), vt = value_type(g, p.e);
+  LLVMValueRef outp = cg_data(g, p.e, LLVMGetParam(fn, 1)), init = init_value(g, &p, inp);
+  rloop_t L, R;
+  LLVMValueRef o = rloop_open(g, &L, 0, p.nout, 1);
+  LLVMBuildStore(b, to_mem(g, p.e, init), LLVMBuildGEP2(b, mt, outp, &o, 1, ""));
+  rloop_close(g, &L);
+  if (p.nx > 0) {
+    int last = p.n - 1;
+    int64_t inner = p.dim[last];
+    LLVMValueRef t = rloop_open(g, &L, 0, p.nx / inner, 1); /* the groups but the last, row-major */
+    LLVMValueRef row = LLVMBuildMul(b, t, i64c(g, inner), "");
+    LLVMValueRef oi = group_offset(g, &p, t, last, false);
+    if (p.red[last]) { /* one output: its row, through a register */
+      LLVMValueRef at = LLVMBuildGEP2(b, mt, outp, &oi, 1, ""), acc = entry_slot(g, vt);
+      LLVMBuildStore(b, from_mem(g, p.e, LLVMBuildLoad2(b, mt, at, "")), acc);
+      if (!reduce_block(g, c, &p, flat, inp, acc, row, inner)) return NULL;
+      LLVMBuildStore(b, to_mem(g, p.e, LLVMBuildLoad2(b, vt, acc, "")), at);
+    } else { /* a row of outputs */
+      LLVMValueRef j = rloop_open(g, &R, 0, inner, 1);
+      LLVMValueRef oj = LLVMBuildAdd(b, oi, j, ""), at = LLVMBuildGEP2(b, mt, outp, &oj, 1, "");
+      LLVMValueRef x = operand_at(g, c, &p, flat, inp, LLVMBuildAdd(b, row, j, ""));
+      if (!x) return NULL;
+      LLVMBuildStore(b, to_mem(g, p.e, reducer(g, &p, from_mem(g, p.e, LLVMBuildLoad2(b, mt, at, "")), x)), at);
+      rloop_close(g, &R);
+    }
+    rloop_close(g, &L);
+  }
+  if (perturbed(g, &p)) { /* a deliberately wrong kernel (tests: --check catches it) */
+    o = rloop_open(g, &L, 0, p.nout, 1);
+    LLVMValueRef at = LLVMBuildGEP2(b, mt, outp, &o, 1, "");
+    LLVMBuildStore(b, LLVMBuildFMul(b, LLVMBuildLoad2(b, mt, at, ""), cf(g, 1.01), ""), at);
+    rloop_close(g, &L);
+  }
+  LLVMBuildRetVoid(b);
+  return fn;
+}
+
+LLVMValueRef cg_element(cg_t *g, const ts_hlo_comp_t *c, bool flat, LLVMValueRef *inp, LLVMValueRef lin) {
+  if (c->root->op == TS_OP_REDUCE) return reduce_element(g, c, flat, inp, lin);
+  return value_at(g, c, c->root, flat, inp, lin);
 }
 
 void cg_types(cg_t *g, LLVMContextRef cx) {
@@ -720,6 +1062,10 @@ static bool comp_key(const ts_hlo_comp_t *c, int64_t count, bool flat, int *pos,
       break;
     }
     case TS_OP_IOTA: put_word(b, ts_hlo_instr_attr(x, "iota_dimension")->v.i); break;
+    case TS_OP_REDUCE: /* the init is an operand, keyed by position above */
+      put_list(b, list_attr(x, "dimensions"));
+      put_word(b, reduce_op(x));
+      break;
     case TS_OP_COMPARE: {
       const char *d = ts_hlo_instr_attr(x, "direction")->v.s;
       put_word(b, (int64_t)strlen(d));
@@ -743,9 +1089,16 @@ static int by_instr(const void *a, const void *b) {
   return x < y ? -1 : x > y;
 }
 
+/* The host CPU's, on every function; and no memset or memcpy made of a
+ * loop (the init fill of a reduce): the JIT resolves no symbol outside the
+ * kernels' object. */
 static void set_target_attrs(LLVMContextRef cx, LLVMModuleRef mod) {
   for (LLVMValueRef f = LLVMGetFirstFunction(mod); f; f = LLVMGetNextFunction(f)) {
     if (LLVMCountBasicBlocks(f) == 0) continue;
+    static const char *const nob[] = {"no-builtin-memset", "no-builtin-memcpy", "no-builtin-memmove"};
+    for (int k = 0; k < 3; k++)
+      LLVMAddAttributeAtIndex(f, LLVMAttributeFunctionIndex,
+                              LLVMCreateStringAttribute(cx, nob[k], (unsigned)strlen(nob[k]), "", 0));
     LLVMAddAttributeAtIndex(f, LLVMAttributeFunctionIndex,
                             LLVMCreateStringAttribute(cx, "target-cpu", 10, host_cpu, (unsigned)strlen(host_cpu)));
     LLVMAddAttributeAtIndex(f, LLVMAttributeFunctionIndex,
@@ -806,7 +1159,9 @@ static ts_status_t collect(const ts_hlo_module_t *m, const ts_codegen_opts_t *op
       }
       cg->k[cg->n++] = (kernel_t){i, d};
     }
-  if (st == TS_OK && opts && opts->entry && cg_supported(m->entry, m->entry->nparams, eflat)) {
+  /* the entry's loop computes out[i] for each i < n: never a reduce */
+  if (st == TS_OK && opts && opts->entry && m->entry->root && m->entry->root->op != TS_OP_REDUCE &&
+      cg_supported(m->entry, m->entry->nparams, eflat)) {
     cg->has_entry = true;
     if (!comp_key(m->entry, ts_shape_elements(m->entry->root->shape), *eflat, pos, ekey)) st = TS_ERR_NOMEM;
   }
@@ -888,7 +1243,9 @@ static ts_status_t compile_object(const ts_codegen_t *cg, const ts_hlo_module_t 
     const ts_hlo_comp_t *c = dk->rep->called[0];
     char lsym[64];
     snprintf(lsym, sizeof lsym, "%s_loop", dk->sym);
-    LLVMValueRef loop = dk->flat ? emit_loop(&g, c, lsym) : emit_nested(&g, c, lsym);
+    LLVMValueRef loop = c->root->op == TS_OP_REDUCE ? emit_reduce(&g, c, dk->flat, lsym)
+                        : dk->flat                   ? emit_loop(&g, c, lsym)
+                                                     : emit_nested(&g, c, lsym);
     if (!loop) {
       st = TS_ERR_NOMEM;
       break;

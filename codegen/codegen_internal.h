@@ -24,8 +24,12 @@ typedef struct {
 void cg_types(cg_t *g, LLVMContextRef cx);
 
 /* Whether computation c (called with nin operands) is one codegen/
- * compiles; *flat: one loop over the linear index does (else each operand
- * is read at its index map). */
+ * compiles: elementwise ops and index maps, the root optionally a reduce
+ * of them (one operand, a scalar constant or parameter init, a region that
+ * is one add, multiply, maximum or minimum over f32 or s32, or and/or/xor
+ * over s32 or pred); *flat: one loop over the linear index (of the root, or
+ * of the reduce's operand) does (else each operand is read at its index
+ * map). */
 bool cg_supported(const ts_hlo_comp_t *c, int nin, bool *flat);
 /* Whether fusion instruction `fusion` gets a kernel: an array result and a
  * supported called computation (flat: see cg_supported). The CPU JIT and
@@ -34,7 +38,10 @@ bool cg_fusion_compiles(const ts_hlo_instr_t *fusion, bool *flat);
 
 /* The value of c's root (float, i32 for s32, or i1 for pred) at row-major
  * linear index `lin` (i64), emitted at g->b's position as straight-line
- * code; inp[p] is parameter p's data (cg_data). NULL when out of memory. */
+ * code; inp[p] is parameter p's data (cg_data). A reduce root is that one
+ * output's whole reduction, in kernels/'s order of operations (bit for bit
+ * its result), as loops in new blocks: g->b ends in the last. NULL when out
+ * of memory. */
 LLVMValueRef cg_element(cg_t *g, const ts_hlo_comp_t *c, bool flat, LLVMValueRef *inp, LLVMValueRef lin);
 
 /* Parameter data pointer raw (i8*) as the element type's: float* for f32,
@@ -45,7 +52,10 @@ LLVMValueRef cg_data(cg_t *g, ts_elem_t elem, LLVMValueRef raw);
  * there, see cg_element) with `for (i = first; i < n; i += step) out[i] =
  * root of c at i; return;` in new blocks "loop" and "exit"; out is the i8*
  * result data (cg_data). The CPU loops step by 1 from 0, the GPU kernels by
- * the grid from the thread's index. false when out of memory. */
+ * the grid from the thread's index (a reduce root: one output per thread,
+ * so any grid is correct; the CPU kernels of reduces are codegen.c's own
+ * loops instead, which vectorize across outputs). false when out of
+ * memory. */
 bool cg_emit_loop(cg_t *g, const ts_hlo_comp_t *c, bool flat, LLVMValueRef *inp, LLVMValueRef out,
                   LLVMValueRef first, LLVMValueRef step, LLVMValueRef n);
 

@@ -1,6 +1,8 @@
 /* Tessera codegen: LLVM kernels for fusions. Each fusion whose computation
- * is elementwise (f32 and pred values; scalar broadcasts, same-size
- * reshapes, scalar constants) becomes one loop in LLVM IR built with the C
+ * is elementwise or moves elements by index maps (f32, s32 and pred values;
+ * broadcasts, reshapes, transposes, slices, ...), optionally with a reduce
+ * at its root (an input fusion, accumulated in kernels/' order), becomes
+ * loops in LLVM IR built with the C
  * API, optimized with the new pass manager (default<O2>: the loop vectorizer
  * widens it for the host CPU), and JIT-compiled with ORC LLJIT. Math
  * functions (exp, log, log1p, expm1, tanh, logistic, erf, power, sine,

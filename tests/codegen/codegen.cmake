@@ -15,7 +15,9 @@ endforeach()
 # Every sweep in one process: minutes at -O0 under ASan (the CI's sanitizer
 # run skips heavy; each sweep still runs there as its own test).
 set_tests_properties(test_codegen_math PROPERTIES LABELS "unit;heavy")
-ts_unit_test(test_codegen_kernels CASES all distinct s32_ops s32_compare_convert s32_layout label)
+ts_unit_test(test_codegen_kernels CASES all distinct s32_ops s32_compare_convert s32_layout label
+             reduce_row_exp reduce_column reduce_full reduce_rank3 reduce_max_nan reduce_s32 reduce_init_param
+             reduce_keys reduce_rejects)
 target_link_libraries(test_codegen_kernels PRIVATE ts_codegen ts_fusion ts_interp m)
 # codegen_internal.h (cg_fusion_compiles) and the LLVM headers it includes
 target_include_directories(test_codegen_kernels SYSTEM PRIVATE $<TARGET_PROPERTY:ts_codegen,INCLUDE_DIRECTORIES>)

@@ -14,6 +14,9 @@
 #include "ts_interp.h"
 #include "ts_test.h"
 
+#include <llvm-c/LLJIT.h>
+#include <llvm-c/Orc.h>
+#include <llvm-c/Target.h>
 #include <math.h>
 #include <stdlib.h>
 
@@ -37,12 +40,37 @@ static bool close(float got, float want) {
   return fabs((double)got - (double)want) <= 16 * ulp_of(want);
 }
 
-/* Runs fusion instruction fu's computation in the interpreter (as the entry
- * of its module for the moment) and its compiled kernel on the same args;
- * exact: f32 results must be bit-equal too. */
-static void compare(ts_hlo_module_t *m, const ts_hlo_instr_t *fu, ts_kernel_fn fn, uint64_t seed, bool edge, bool exact) {
-  ts_hlo_comp_t *fc = fu->called[0], *entry = m->entry;
+/* Computation fc of m on args in the interpreter (as the entry of its
+ * module for the moment): *want, TS_OK, or the failure printed. */
+static ts_status_t interp_run(ts_hlo_module_t *m, ts_hlo_comp_t *fc, ts_value_t **args, ts_value_t **want) {
+  ts_hlo_comp_t *entry = m->entry;
+  entry->is_entry = false;
+  fc->is_entry = true;
+  m->entry = fc;
+  ts_interp_t *it = NULL;
+  ts_diag_t d = {0};
+  ts_status_t st = ts_interp_create(m, NULL, &it, &d);
+  if (st == TS_OK) st = ts_interp_run(it, args, want, &d);
+  if (st != TS_OK) fprintf(stderr, "interp: %s\n", d.text ? d.text : "failed");
+  m->entry = entry;
+  fc->is_entry = false;
+  entry->is_entry = true;
+  ts_interp_destroy(it);
+  ts_diag_free(&d);
+  return st;
+}
+
+static bool nan_bits; /* compare_pool's exact compares NaNs' bits too */
+
+/* Runs fusion instruction fu's computation in the interpreter and its
+ * compiled kernel on the same args: f32 parameters seeded random in [-4, 4)
+ * or, with a pool, random picks from pool[0..npool); exact: f32 results
+ * must be bit-equal too. */
+static void compare_pool(ts_hlo_module_t *m, const ts_hlo_instr_t *fu, ts_kernel_fn fn, uint64_t seed,
+                         const float *pool, size_t npool, bool exact) {
+  ts_hlo_comp_t *fc = fu->called[0];
   int np = fc->nparams;
+  bool edge = pool != NULL;
   ts_value_t *args[64] = {0}, *want = NULL;
   ts_array_t in[64];
   uint64_t s = seed;
@@ -52,8 +80,7 @@ static void compare(ts_hlo_module_t *m, const ts_hlo_instr_t *fu, ts_kernel_fn f
     int64_t n = ts_array_count(&in[p]);
     for (int64_t i = 0; i < n; i++) {
       if (in[p].elem == TS_F32)
-        ((float *)in[p].data)[i] = edge ? edges[rng(&s) % (sizeof edges / sizeof edges[0])]
-                                        : (float)((double)rng(&s) / (1u << 31) * 8.0 - 4.0);
+        ((float *)in[p].data)[i] = edge ? pool[rng(&s) % npool] : (float)((double)rng(&s) / (1u << 31) * 8.0 - 4.0);
       else if (in[p].elem == TS_S32 && edge)
         ((int32_t *)in[p].data)[i] = s32_edges[p == 0 ? i % NS32 : p == 1 ? i / NS32 % NS32 : (int64_t)(rng(&s) % NS32)];
       else if (in[p].elem == TS_S32) /* a third small (divisors, shift amounts), the rest any 32 bits */
@@ -63,20 +90,8 @@ static void compare(ts_hlo_module_t *m, const ts_hlo_instr_t *fu, ts_kernel_fn f
         ts_store_i(in[p].elem, in[p].data, i, (int64_t)(rng(&s) % 2));
     }
   }
-  entry->is_entry = false;
-  fc->is_entry = true;
-  m->entry = fc;
-  ts_interp_t *it = NULL;
-  ts_diag_t d = {0};
-  ts_status_t st = ts_interp_create(m, NULL, &it, &d);
-  if (st == TS_OK) st = ts_interp_run(it, args, &want, &d);
-  if (st != TS_OK) fprintf(stderr, "interp: %s\n", d.text ? d.text : "failed");
+  ts_status_t st = interp_run(m, fc, args, &want);
   EXPECT_EQ(st, TS_OK);
-  m->entry = entry;
-  fc->is_entry = false;
-  entry->is_entry = true;
-  ts_interp_destroy(it);
-  ts_diag_free(&d);
   if (st == TS_OK) {
     ts_value_t *got = ts_value_new(fu->shape);
     EXPECT_EQ(fn(NULL, fu, in, np, &got->a, 1), TS_OK);
@@ -85,10 +100,16 @@ static void compare(ts_hlo_module_t *m, const ts_hlo_instr_t *fu, ts_kernel_fn f
       bool ok;
       if (got->a.elem == TS_F32) {
         float g = ((float *)got->a.data)[i], w = ((float *)want->a.data)[i];
-        ok = exact ? memcmp(&g, &w, sizeof g) == 0 : close(g, w);
+        /* LLVM leaves a NaN's sign and payload open (an fadd of two NaNs
+         * may return either), so NaN matches NaN; nan_bits: a maximum or
+         * minimum, which picks one of its operands, as its bits */
+        ok = exact ? memcmp(&g, &w, sizeof g) == 0 || (!nan_bits && isnan(g) && isnan(w)) : close(g, w);
         if (!ok && bad < 3) fprintf(stderr, "  %s [%lld]: got %.9g want %.9g\n", fu->name, (long long)i, g, w);
       } else {
-        ok = ts_load_i(got->a.elem, got->a.data, i) == ts_load_i(want->a.elem, want->a.data, i);
+        int64_t g = ts_load_i(got->a.elem, got->a.data, i), w = ts_load_i(want->a.elem, want->a.data, i);
+        ok = g == w;
+        if (!ok && bad < 3)
+          fprintf(stderr, "  %s [%lld]: got %lld want %lld\n", fu->name, (long long)i, (long long)g, (long long)w);
       }
       bad += !ok;
     }
@@ -97,6 +118,11 @@ static void compare(ts_hlo_module_t *m, const ts_hlo_instr_t *fu, ts_kernel_fn f
   }
   ts_value_unref(want);
   for (int p = 0; p < np; p++) ts_value_unref(args[p]);
+}
+
+static void compare(ts_hlo_module_t *m, const ts_hlo_instr_t *fu, ts_kernel_fn fn, uint64_t seed, bool edge,
+                    bool exact) {
+  compare_pool(m, fu, fn, seed, edge ? edges : NULL, sizeof edges / sizeof edges[0], exact);
 }
 
 /* m's kernels, compiled; a failure is a test failure, its diagnostic printed. */
@@ -331,14 +357,421 @@ static void label(void) {
   ts_hlo_module_destroy(m);
 }
 
+/* ---- input fusions whose root is a reduce ----------------------------------
+ * Each compiled kernel must equal kernels/'s reduce bit for bit (the same
+ * chain of operations per output, k_reduce.c's order); the same module's
+ * PTX must build too (the GPU kernels reduce one output per thread). */
+
+#define SUM_F32 "sum {\n  p = f32[] parameter(0)\n  q = f32[] parameter(1)\n  ROOT a = f32[] add(p, q)\n}\n"
+
+/* A scalar region `name`: ROOT = op(p, q) over `ty`. */
+static void region(char *buf, size_t n, const char *name, const char *ty, const char *op) {
+  snprintf(buf, n,
+           "%s {\n  p.%s = %s[] parameter(0)\n  q.%s = %s[] parameter(1)\n"
+           "  ROOT r.%s = %s[] %s(p.%s, q.%s)\n}\n",
+           name, name, ty, name, ty, name, ty, op, name, name);
+}
+
+/* m's fusions as PTX: as many kernels as the CPU compiled, or no NVPTX target. */
+static void ptx_builds(const ts_hlo_module_t *m, int compiled) {
+  ts_codegen_ptx_t *p = NULL;
+  ts_diag_t d = {0};
+  ts_status_t st = ts_codegen_ptx(m, &p, NULL, &d);
+  if (st != TS_ERR_UNSUPPORTED) {
+    if (st != TS_OK) fprintf(stderr, "ptx: %s\n", d.text ? d.text : "?");
+    EXPECT_EQ(st, TS_OK);
+    EXPECT(p && p->n == compiled);
+  }
+  ts_codegen_ptx_destroy(p);
+  ts_diag_free(&d);
+}
+
+/* The GPU kernels' form of a fusion (cg_emit_loop: outputs first, first +
+ * step, ... each computed alone; nvptx.c's grid-stride loop), JIT-compiled
+ * for the CPU here, since no GPU runs these tests: `void f(i8 **in, i8
+ * *out, i64 first, i64 step, i64 n)`. */
+typedef void (*strided_fn)(void *const *in, void *out, int64_t first, int64_t step, int64_t n);
+static LLVMOrcLLJITRef strided_jit;
+static strided_fn strided;
+
+static strided_fn strided_compile(const ts_hlo_instr_t *fu) {
+  static int nmod;
+  if (!strided_jit) {
+    LLVMInitializeNativeTarget();
+    LLVMInitializeNativeAsmPrinter();
+    LLVMErrorRef e = LLVMOrcCreateLLJIT(&strided_jit, NULL);
+    if (e) {
+      LLVMConsumeError(e);
+      strided_jit = NULL;
+      return NULL;
+    }
+  }
+  const ts_hlo_comp_t *c = fu->called[0];
+  bool flat;
+  if (!cg_fusion_compiles(fu, &flat)) return NULL;
+  LLVMOrcThreadSafeContextRef tsc = LLVMOrcCreateNewThreadSafeContext();
+  cg_t g = {0};
+  cg_types(&g, LLVMOrcThreadSafeContextGetContext(tsc));
+  char name[32];
+  snprintf(name, sizeof name, "strided%d", nmod++);
+  g.mod = LLVMModuleCreateWithNameInContext(name, g.cx);
+  g.b = LLVMCreateBuilderInContext(g.cx);
+  LLVMTypeRef args[5] = {g.i8pp, g.i8p, g.i64, g.i64, g.i64};
+  LLVMValueRef fn = LLVMAddFunction(g.mod, name, LLVMFunctionType(LLVMVoidTypeInContext(g.cx), args, 5, 0));
+  LLVMPositionBuilderAtEnd(g.b, LLVMAppendBasicBlockInContext(g.cx, fn, "entry"));
+  LLVMValueRef inp[MAX_IN];
+  for (int p = 0; p < c->nparams; p++) {
+    LLVMValueRef at = LLVMConstInt(g.i64, (unsigned long long)p, 0);
+    LLVMValueRef slot = LLVMBuildGEP2(g.b, g.i8p, LLVMGetParam(fn, 0), &at, 1, "");
+    inp[p] = cg_data(&g, c->params[p]->shape->elem, LLVMBuildLoad2(g.b, g.i8p, slot, ""));
+  }
+  bool ok = cg_emit_loop(&g, c, flat, inp, LLVMGetParam(fn, 1), LLVMGetParam(fn, 2), LLVMGetParam(fn, 3),
+                         LLVMGetParam(fn, 4));
+  LLVMDisposeBuilder(g.b);
+  EXPECT(ok);
+  LLVMOrcExecutorAddress addr = 0;
+  LLVMErrorRef e = LLVMOrcLLJITAddLLVMIRModule(strided_jit, LLVMOrcLLJITGetMainJITDylib(strided_jit),
+                                               LLVMOrcCreateNewThreadSafeModule(g.mod, tsc));
+  if (!e) e = LLVMOrcLLJITLookup(strided_jit, &addr, name);
+  if (e) {
+    char *msg = LLVMGetErrorMessage(e);
+    fprintf(stderr, "strided JIT: %s\n", msg);
+    LLVMDisposeErrorMessage(msg);
+    addr = 0;
+  }
+  LLVMOrcDisposeThreadSafeContext(tsc);
+  return (strided_fn)(uintptr_t)addr;
+}
+
+/* `strided` as a ts_kernel_fn: three interleaved "threads" (first 2, 0,
+ * 1, step 3), so that every output is computed by itself. */
+static ts_status_t strided_kernel(ts_kernel_ctx_t *ctx, const ts_hlo_instr_t *instr, const ts_array_t *in, int nin,
+                                  ts_array_t *out, int nout) {
+  (void)ctx, (void)instr, (void)nout;
+  void *ptrs[64];
+  for (int p = 0; p < nin; p++) ptrs[p] = in[p].data;
+  for (int64_t t = 2; t >= 0; t--) strided(ptrs, out[0].data, t, 3, ts_array_count(&out[0]));
+  return TS_OK;
+}
+
+/* A module of the regions `regions` and an entry calling input fusion f
+ * (parameters `params`, then `body` ending in its ROOT reduce) with a
+ * `shape` result (the entry's parameters `eparams`, named by `args`): f
+ * compiles, and agrees with the interpreter bit for bit on random inputs
+ * and on picks from pool[0..npool) (NULL: the edge values). */
+static void check_reduce(const char *regions, const char *params, const char *body, const char *shape,
+                         const char *eparams, const char *args, const float *pool, size_t npool) {
+  char text[8192];
+  snprintf(text, sizeof text,
+           "HloModule reduce\n%sf {\n%s%s}\nENTRY e {\n%s  ROOT u = %s fusion(%s), kind=kInput, calls=f\n}\n", regions,
+           params, body, eparams, shape, args);
+  ts_hlo_module_t *m = parse_text("reduce.hlo", text);
+  if (!m) return;
+  ts_codegen_stats_t cs;
+  ts_codegen_t *cg = compile_module(m, &cs);
+  EXPECT_EQ(cs.compiled, 1);
+  const ts_hlo_instr_t *fu = m->entry->root;
+  bool flat;
+  EXPECT(cg_fusion_compiles(fu, &flat));
+  ts_kernel_fn fn = ts_codegen_kernel(cg, fu);
+  if (!fn) fprintf(stderr, "not compiled:\n%s", text);
+  EXPECT(fn != NULL);
+  if (!pool) pool = edges, npool = sizeof edges / sizeof edges[0];
+  for (int trial = 0; fn && trial < 4; trial++)
+    compare_pool(m, fu, fn, 500 + (uint64_t)trial, trial % 2 ? pool : NULL, npool, true);
+  strided = strided_compile(fu);
+  EXPECT(strided != NULL);
+  for (int trial = 0; strided && trial < 2; trial++)
+    compare_pool(m, fu, strided_kernel, 600 + (uint64_t)trial, trial % 2 ? pool : NULL, npool, true);
+  ptx_builds(m, 1);
+  ts_codegen_destroy(cg);
+  ts_hlo_module_destroy(m);
+}
+
+/* One parameter p0 = `ty`[dims] reduced over `rdims` by `op` from init
+ * `init` (a constant's text) to `ty`[odims]. */
+static void check_reduce1(const char *ty, const char *dims, const char *rdims, const char *odims, const char *op,
+                          const char *init, const float *pool, size_t npool) {
+  char reg[256], params[128], body[512], shape[64], eparams[128];
+  fprintf(stderr, "reduce %s[%s] dimensions={%s} by %s from %s\n", ty, dims, rdims, op, init);
+  region(reg, sizeof reg, "red", ty, op);
+  snprintf(params, sizeof params, "  p0 = %s[%s] parameter(0)\n", ty, dims);
+  snprintf(body, sizeof body,
+           "  c = %s[] constant(%s)\n  ROOT r = %s[%s] reduce(p0, c), dimensions={%s}, to_apply=red\n", ty, init, ty,
+           odims, rdims);
+  snprintf(shape, sizeof shape, "%s[%s]", ty, odims);
+  snprintf(eparams, sizeof eparams, "  a = %s[%s] parameter(0)\n", ty, dims);
+  check_reduce(reg, params, body, shape, eparams, "a", pool, npool);
+}
+
+/* A row sum of exp (the MLP's softmax denominator, fused_computation.10):
+ * against the interpreter within the compiled exp's few ULPs, and bit for
+ * bit against the interpreter's reduce of the compiled exp (a kLoop
+ * kernel of the same exp), for rows under 16 and over (k_reduce.c's eight
+ * partials and tails). */
+static void reduce_row_exp(void) {
+  static const char *const shapes[][2] = {{"64,16", "64"}, {"37,515", "37"}, {"9,13", "9"}};
+  for (int k = 0; k < 3; k++) {
+    const char *xs = shapes[k][0], *os = shapes[k][1];
+    fprintf(stderr, "reduce of exp f32[%s] dimensions={1}\n", xs);
+    char text[2048];
+    snprintf(text, sizeof text,
+             "HloModule rexp\n" SUM_F32
+             "f {\n  p0 = f32[%s] parameter(0)\n  c = f32[] constant(0)\n  x = f32[%s] exponential(p0)\n"
+             "  ROOT r = f32[%s] reduce(x, c), dimensions={1}, to_apply=sum\n}\n"
+             "fe {\n  q0 = f32[%s] parameter(0)\n  ROOT y = f32[%s] exponential(q0)\n}\n"
+             "fr {\n  s0 = f32[%s] parameter(0)\n  z = f32[] constant(0)\n"
+             "  ROOT t = f32[%s] reduce(s0, z), dimensions={1}, to_apply=sum\n}\n"
+             "ENTRY e {\n  a = f32[%s] parameter(0)\n  u = f32[%s] fusion(a), kind=kInput, calls=f\n"
+             "  v = f32[%s] fusion(a), kind=kLoop, calls=fe\n  ROOT o = (f32[%s], f32[%s]) tuple(u, v)\n}\n",
+             xs, xs, os, xs, xs, xs, os, xs, os, xs, os, xs);
+    ts_hlo_module_t *m = parse_text("rexp.hlo", text);
+    if (!m) return;
+    ts_codegen_stats_t cs;
+    ts_codegen_t *cg = compile_module(m, &cs);
+    EXPECT_EQ(cs.compiled, 2);
+    const ts_hlo_instr_t *u = ts_hlo_comp_find_instr(m->entry, "u"), *v = ts_hlo_comp_find_instr(m->entry, "v");
+    ts_kernel_fn fu = u ? ts_codegen_kernel(cg, u) : NULL, fv = v ? ts_codegen_kernel(cg, v) : NULL;
+    EXPECT(fu && fv);
+    for (int trial = 0; fu && trial < 4; trial++) compare(m, u, fu, 40 + (uint64_t)trial, trial % 2 == 1, false);
+    ts_hlo_comp_t *fr = NULL;
+    for (int c = 0; c < m->ncomps; c++)
+      if (strcmp(m->comps[c]->name, "fr") == 0) fr = m->comps[c];
+    EXPECT(fr != NULL);
+    for (int trial = 0; fu && fv && fr && trial < 2; trial++) {
+      ts_value_t *a = ts_value_new(u->called[0]->params[0]->shape), *x = ts_value_new(v->shape);
+      ts_value_t *got = ts_value_new(u->shape), *want = NULL;
+      uint64_t s = 60 + (uint64_t)trial;
+      int64_t n = ts_array_count(&a->a);
+      for (int64_t i = 0; i < n; i++)
+        ((float *)a->a.data)[i] = trial ? edges[rng(&s) % (sizeof edges / sizeof edges[0])]
+                                        : (float)((double)rng(&s) / (1u << 31) * 8.0 - 4.0);
+      EXPECT_EQ(fv(NULL, v, &a->a, 1, &x->a, 1), TS_OK);
+      EXPECT_EQ(fu(NULL, u, &a->a, 1, &got->a, 1), TS_OK);
+      EXPECT_EQ(interp_run(m, fr, &x, &want), TS_OK);
+      int64_t no = ts_array_count(&got->a), bad = 0;
+      for (int64_t i = 0; want && i < no; i++) {
+        float g = ((float *)got->a.data)[i], w = ((float *)want->a.data)[i];
+        if (memcmp(&g, &w, sizeof g) != 0 && !(isnan(g) && isnan(w)) && bad++ < 3)
+          fprintf(stderr, "  exp row sum [%lld]: got %.9g want %.9g\n", (long long)i, g, w);
+      }
+      EXPECT(want != NULL);
+      EXPECT_EQ(bad, 0);
+      ts_value_unref(a);
+      ts_value_unref(x);
+      ts_value_unref(got);
+      ts_value_unref(want);
+    }
+    ptx_builds(m, 2);
+    ts_codegen_destroy(cg);
+    ts_hlo_module_destroy(m);
+  }
+}
+
+/* Column sums (dims={0}: whole rows accumulated into a row of outputs) and
+ * row sums of odd sizes, for the vector loops' tails. */
+static void reduce_column(void) {
+  check_reduce1("f32", "37,515", "0", "515", "add", "0", NULL, 0);
+  check_reduce1("f32", "37,515", "1", "37", "add", "0", NULL, 0);
+  check_reduce1("f32", "37,515", "0", "515", "multiply", "1", NULL, 0);
+  check_reduce1("f32", "515,3", "0", "3", "add", "0.5", NULL, 0);
+}
+
+/* Everything to a scalar: one row of 19055 (partials, tail), and the MLP's
+ * fused_computation.8: a product of two parameters summed over {0,1}. */
+static void reduce_full(void) {
+  check_reduce1("f32", "37,515", "0,1", "", "add", "0", NULL, 0);
+  check_reduce1("f32", "7", "0", "", "add", "-0", NULL, 0);
+  check_reduce1("f32", "1,1", "0,1", "", "add", "-0", NULL, 0);
+  fprintf(stderr, "reduce of a product of two parameters f32[64,16] dimensions={0,1}\n");
+  check_reduce(SUM_F32, "  p0 = f32[64,16] parameter(0)\n  p1 = f32[64,16] parameter(1)\n",
+               "  m = f32[64,16] multiply(p0, p1)\n  c = f32[] constant(0)\n"
+               "  ROOT r = f32[] reduce(m, c), dimensions={0,1}, to_apply=sum\n",
+               "f32[]", "  a = f32[64,16] parameter(0)\n  b = f32[64,16] parameter(1)\n", "a, b", NULL, 0);
+}
+
+/* Reduced and kept dims interleaved (groups R K R, K R K), size-1 dims
+ * dropped, no dims at all; operands through index maps (a transpose, a
+ * broadcast) rather than one flat loop. */
+static void reduce_rank3(void) {
+  check_reduce1("f32", "3,5,7", "1", "3,7", "add", "0", NULL, 0);
+  check_reduce1("f32", "3,5,7", "0,2", "5", "add", "0", NULL, 0);
+  check_reduce1("f32", "3,5,40", "0,2", "5", "add", "0", NULL, 0);
+  check_reduce1("f32", "4,1,33", "0,1", "33", "add", "0", NULL, 0);
+  check_reduce1("f32", "3,5,7", "", "3,5,7", "add", "0.25", NULL, 0);
+  fprintf(stderr, "reduce of a transpose f32[7,5,3] -> [3,5,7] dimensions={1}\n");
+  check_reduce(SUM_F32, "  p0 = f32[7,5,3] parameter(0)\n",
+               "  t = f32[3,5,7] transpose(p0), dimensions={2,1,0}\n  c = f32[] constant(0)\n"
+               "  ROOT r = f32[3,7] reduce(t, c), dimensions={1}, to_apply=sum\n",
+               "f32[3,7]", "  a = f32[7,5,3] parameter(0)\n", "a", NULL, 0);
+  fprintf(stderr, "reduce of a broadcast product f32[3,5,20] dimensions={2}\n");
+  check_reduce(SUM_F32, "  p0 = f32[5] parameter(0)\n  p1 = f32[3,5,20] parameter(1)\n",
+               "  b = f32[3,5,20] broadcast(p0), dimensions={1}\n  m = f32[3,5,20] multiply(b, p1)\n"
+               "  c = f32[] constant(0)\n  ROOT r = f32[3,5] reduce(m, c), dimensions={2}, to_apply=sum\n",
+               "f32[3,5]", "  a = f32[5] parameter(0)\n  b = f32[3,5,20] parameter(1)\n", "a, b", NULL, 0);
+}
+
+/* maximum and minimum on NaNs of either sign, infinities and signed zeros:
+ * which NaN comes out (the accumulator's, else the element's) and which
+ * zero show in the bits. */
+static void reduce_max_nan(void) {
+  static const float pool[] = {NAN, -NAN, -INFINITY, INFINITY, 0.0f, -0.0f, 1.0f, -1.0f, 2.5f, -3.0f, -INFINITY, 0.0f};
+  static float nan_pool[12];
+  memcpy(nan_pool, pool, sizeof pool);
+  nan_pool[1] = copysignf(NAN, -1.0f);
+  const size_t n = sizeof pool / sizeof pool[0];
+  nan_bits = true;
+  check_reduce1("f32", "37,515", "1", "37", "maximum", "-inf", nan_pool, n);
+  check_reduce1("f32", "37,515", "0", "515", "maximum", "-inf", nan_pool, n);
+  check_reduce1("f32", "37,515", "1", "37", "minimum", "inf", nan_pool, n);
+  check_reduce1("f32", "37,515", "0", "515", "minimum", "inf", nan_pool, n);
+  check_reduce1("f32", "6,7", "1", "6", "maximum", "-0", nan_pool, n);
+  check_reduce1("f32", "6,7", "1", "6", "minimum", "0", nan_pool, n);
+  nan_bits = false;
+}
+
+/* s32 reducers (wrapping add and multiply, max, min, the bit ops), pred
+ * and/or/xor. */
+static void reduce_s32(void) {
+  check_reduce1("s32", "37,515", "1", "37", "add", "0", NULL, 0);
+  check_reduce1("s32", "37,515", "0", "515", "add", "7", NULL, 0);
+  static const char *const ops[] = {"multiply", "maximum", "minimum", "and", "or", "xor"};
+  for (int k = 0; k < 6; k++) check_reduce1("s32", "14,196", "1", "14", ops[k], k == 3 ? "-1" : "1", NULL, 0);
+  check_reduce1("s32", "3,5,7", "0,2", "5", "maximum", "-2147483648", NULL, 0);
+  for (int k = 3; k < 6; k++) check_reduce1("pred", "9,20", "1", "9", ops[k], k == 3 ? "true" : "false", NULL, 0);
+}
+
+/* The init a parameter of the fusion (XLA's reduce of a traced init). */
+static void reduce_init_param(void) {
+  static const char *const ops[] = {"add", "maximum"};
+  for (int k = 0; k < 2; k++) {
+    char reg[256], body[256];
+    fprintf(stderr, "reduce f32[37,515] dimensions={1} by %s from parameter 1\n", ops[k]);
+    region(reg, sizeof reg, "red", "f32", ops[k]);
+    snprintf(body, sizeof body, "  ROOT r = f32[37] reduce(p0, p1), dimensions={1}, to_apply=red\n");
+    check_reduce(reg, "  p0 = f32[37,515] parameter(0)\n  p1 = f32[] parameter(1)\n", body, "f32[37]",
+                 "  a = f32[37,515] parameter(0)\n  b = f32[] parameter(1)\n", "a, b", NULL, 0);
+  }
+  fprintf(stderr, "reduce s32[3,5,7] dimensions={1} by add from parameter 0\n");
+  check_reduce("sum {\n  p = s32[] parameter(0)\n  q = s32[] parameter(1)\n  ROOT a = s32[] add(p, q)\n}\n",
+               "  p0 = s32[] parameter(0)\n  p1 = s32[3,5,7] parameter(1)\n",
+               "  ROOT r = s32[3,7] reduce(p1, p0), dimensions={1}, to_apply=sum\n", "s32[3,7]",
+               "  a = s32[] parameter(0)\n  b = s32[3,5,7] parameter(1)\n", "a, b", NULL, 0);
+}
+
+/* The kernel key tells reduces apart by dims, reducer and init (value or
+ * parameter) and shares one kernel between reduces equal up to names. */
+static void reduce_keys(void) {
+  static const char text[] =
+      "HloModule keys\n"
+      "sum {\n  p = f32[] parameter(0)\n  q = f32[] parameter(1)\n  ROOT a = f32[] add(p, q)\n}\n"
+      "sum2 {\n  p2 = f32[] parameter(0)\n  q2 = f32[] parameter(1)\n  ROOT a2 = f32[] add(p2, q2)\n}\n"
+      "mx {\n  pm = f32[] parameter(0)\n  qm = f32[] parameter(1)\n  ROOT am = f32[] maximum(pm, qm)\n}\n"
+      "f1 {\n  x1 = f32[8,8] parameter(0)\n  c1 = f32[] constant(0)\n"
+      "  ROOT r1 = f32[8] reduce(x1, c1), dimensions={1}, to_apply=sum\n}\n"
+      "f2 {\n  x2 = f32[8,8] parameter(0)\n  c2 = f32[] constant(0)\n"
+      "  ROOT r2 = f32[8] reduce(x2, c2), dimensions={1}, to_apply=sum2\n}\n"
+      "f3 {\n  x3 = f32[8,8] parameter(0)\n  c3 = f32[] constant(0)\n"
+      "  ROOT r3 = f32[8] reduce(x3, c3), dimensions={0}, to_apply=sum\n}\n"
+      "f4 {\n  x4 = f32[8,8] parameter(0)\n  c4 = f32[] constant(0)\n"
+      "  ROOT r4 = f32[8] reduce(x4, c4), dimensions={1}, to_apply=mx\n}\n"
+      "f5 {\n  x5 = f32[8,8] parameter(0)\n  c5 = f32[] constant(1)\n"
+      "  ROOT r5 = f32[8] reduce(x5, c5), dimensions={1}, to_apply=sum\n}\n"
+      "f6 {\n  x6 = f32[8,8] parameter(0)\n  c6 = f32[] parameter(1)\n"
+      "  ROOT r6 = f32[8] reduce(x6, c6), dimensions={1}, to_apply=sum\n}\n"
+      "ENTRY e {\n  a = f32[8,8] parameter(0)\n  z = f32[] parameter(1)\n"
+      "  u1 = f32[8] fusion(a), kind=kInput, calls=f1\n  u2 = f32[8] fusion(a), kind=kInput, calls=f2\n"
+      "  u3 = f32[8] fusion(a), kind=kInput, calls=f3\n  u4 = f32[8] fusion(a), kind=kInput, calls=f4\n"
+      "  u5 = f32[8] fusion(a), kind=kInput, calls=f5\n  u6 = f32[8] fusion(a, z), kind=kInput, calls=f6\n"
+      "  ROOT t = (f32[8], f32[8], f32[8], f32[8], f32[8], f32[8]) tuple(u1, u2, u3, u4, u5, u6)\n}\n";
+  ts_hlo_module_t *m = parse_text("keys.hlo", text);
+  if (!m) return;
+  ts_codegen_stats_t cs;
+  ts_codegen_t *cg = compile_module(m, &cs);
+  EXPECT_EQ(cs.fusions, 6);
+  EXPECT_EQ(cs.compiled, 6);
+  EXPECT_EQ(cs.kernels, 5);
+  ts_kernel_fn k[6];
+  for (int f = 0; f < 6; f++) {
+    char name[8];
+    snprintf(name, sizeof name, "u%d", f + 1);
+    const ts_hlo_instr_t *fu = ts_hlo_comp_find_instr(m->entry, name);
+    EXPECT(fu != NULL);
+    k[f] = fu ? ts_codegen_kernel(cg, fu) : NULL;
+    EXPECT(k[f] != NULL);
+    for (int trial = 0; fu && k[f] && trial < 2; trial++) compare(m, fu, k[f], 70 + (uint64_t)trial, trial == 1, true);
+  }
+  EXPECT(k[0] == k[1]);
+  for (int f = 2; f < 6; f++)
+    for (int h = 0; h < f; h++) EXPECT(h == 1 || k[f] != k[h]);
+  ts_codegen_destroy(cg);
+  ts_hlo_module_destroy(m);
+}
+
+/* Reduces codegen/ leaves to the interpreter: a reducer that is no single
+ * op of its parameters (subtract, an op with a constant), a bit op over
+ * f32, a computed init, a reduce that is not the root, mixed types. */
+static void reduce_rejects(void) {
+  static const char *const bodies[] = {
+      "sub {\n  p = f32[] parameter(0)\n  q = f32[] parameter(1)\n  ROOT s = f32[] subtract(p, q)\n}\n"
+      "f {\n  x = f32[8,8] parameter(0)\n  c = f32[] constant(0)\n"
+      "  ROOT r = f32[8] reduce(x, c), dimensions={1}, to_apply=sub\n}\n",
+      "addc {\n  p = f32[] parameter(0)\n  q = f32[] parameter(1)\n  k = f32[] constant(1)\n  s = f32[] add(p, k)\n"
+      "  ROOT a = f32[] add(s, q)\n}\n"
+      "f {\n  x = f32[8,8] parameter(0)\n  c = f32[] constant(0)\n"
+      "  ROOT r = f32[8] reduce(x, c), dimensions={1}, to_apply=addc\n}\n",
+      "andf {\n  p = f32[] parameter(0)\n  q = f32[] parameter(1)\n  ROOT s = f32[] and(p, q)\n}\n"
+      "f {\n  x = f32[8,8] parameter(0)\n  c = f32[] constant(0)\n"
+      "  ROOT r = f32[8] reduce(x, c), dimensions={1}, to_apply=andf\n}\n",
+      "sum {\n  p = f32[] parameter(0)\n  q = f32[] parameter(1)\n  ROOT a = f32[] add(p, q)\n}\n"
+      "f {\n  x = f32[8,8] parameter(0)\n  c = f32[] constant(1)\n  c2 = f32[] add(c, c)\n"
+      "  ROOT r = f32[8] reduce(x, c2), dimensions={1}, to_apply=sum\n}\n",
+      "sum {\n  p = f32[] parameter(0)\n  q = f32[] parameter(1)\n  ROOT a = f32[] add(p, q)\n}\n"
+      "f {\n  x = f32[8,8] parameter(0)\n  c = f32[] constant(0)\n"
+      "  r = f32[8] reduce(x, c), dimensions={1}, to_apply=sum\n  ROOT n = f32[8] negate(r)\n}\n",
+      "sum {\n  p = f32[] parameter(0)\n  q = f32[] parameter(1)\n  ROOT a = f32[] add(p, q)\n}\n"
+      "f {\n  x = f32[8,8] parameter(0)\n  c = f32[] constant(0)\n  y = f32[8,8] exponential(x)\n"
+      "  r = f32[8] reduce(y, c), dimensions={1}, to_apply=sum\n  ROOT t = (f32[8], f32[8,8]) tuple(r, y)\n}\n",
+  };
+  static const char *const shapes[] = {"f32[8]", "f32[8]", "f32[8]", "f32[8]", "f32[8]", "(f32[8], f32[8,8])"};
+  for (int k = 0; k < 6; k++) {
+    char text[2048];
+    snprintf(text, sizeof text,
+             "HloModule rej\n%sENTRY e {\n  a = f32[8,8] parameter(0)\n"
+             "  ROOT u = %s fusion(a), kind=kInput, calls=f\n}\n",
+             bodies[k], shapes[k]);
+    ts_hlo_module_t *m = parse_text("rej.hlo", text);
+    if (!m) continue;
+    bool flat;
+    EXPECT(!cg_fusion_compiles(m->entry->root, &flat));
+    ts_codegen_stats_t cs;
+    ts_codegen_t *cg = compile_module(m, &cs);
+    EXPECT_EQ(cs.fusions, 1);
+    EXPECT_EQ(cs.compiled, 0);
+    EXPECT(ts_codegen_kernel(cg, m->entry->root) == NULL);
+    ts_codegen_destroy(cg);
+    ts_hlo_module_destroy(m);
+  }
+}
+
 int main(int argc, char **argv) {
   static const ts_test_case_t cases[] = {{"all", all},
                                          {"distinct", distinct},
                                          {"s32_ops", s32_ops},
                                          {"s32_compare_convert", s32_compare_convert},
                                          {"s32_layout", s32_layout},
-                                         {"label", label}};
-  int rc = ts_test_cases("test_codegen_kernels", argc, argv, cases, 6);
+                                         {"label", label},
+                                         {"reduce_row_exp", reduce_row_exp},
+                                         {"reduce_column", reduce_column},
+                                         {"reduce_full", reduce_full},
+                                         {"reduce_rank3", reduce_rank3},
+                                         {"reduce_max_nan", reduce_max_nan},
+                                         {"reduce_s32", reduce_s32},
+                                         {"reduce_init_param", reduce_init_param},
+                                         {"reduce_keys", reduce_keys},
+                                         {"reduce_rejects", reduce_rejects}};
+  int rc = ts_test_cases("test_codegen_kernels", argc, argv, cases, (int)(sizeof cases / sizeof cases[0]));
   ts_interp_release_buffers();
+  if (strided_jit) LLVMOrcDisposeLLJIT(strided_jit);
   return rc;
 }

@@ -51,7 +51,7 @@ static const fusion_case_t fusion_cases[] = {
      "HloModule m\nsum {\n p = f32[] parameter(0)\n q = f32[] parameter(1)\n ROOT a = f32[] add(p, q)\n}\n"
      "ENTRY e {\n a = f32[8,32] parameter(0)\n b = f32[8,32] parameter(1)\n m = f32[8,32] multiply(a, b)\n"
      " x = f32[8,32] exponential(m)\n z = f32[] constant(0)\n ROOT r = f32[8] reduce(x, z), dimensions={1}, to_apply=sum\n}\n",
-     0, 1, 0},
+     0, 1, 1},
     {"no_duplicate_expensive",
      /* x = exp(a) has two consumers in different fusions: it must stay
       * outside both (computed once), while the scalar broadcast is copied. */
