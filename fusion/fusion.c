@@ -114,6 +114,14 @@ static bool users_in_group(fctx_t *f, const ts_hlo_instr_t *p) {
   return !p->is_root;
 }
 
+/* Drops the users moved out of c from x's users, in order. */
+static void drop_moved_users(const fctx_t *f, ts_hlo_instr_t *x) {
+  int w = 0;
+  for (int u = 0; u < x->nusers; u++)
+    if (!moved_out(f, x->users[u])) x->users[w++] = x->users[u];
+  x->nusers = w;
+}
+
 /* Grows the group from members[0] over operands until nothing more fits. */
 static void grow(fctx_t *f) {
   bool changed = true;
@@ -157,13 +165,6 @@ static ts_status_t add_user(ts_hlo_module_t *m, ts_hlo_instr_t *def, ts_hlo_inst
   return TS_OK;
 }
 
-/* Drops the users moved out of c from x's users, in order. */
-static void drop_moved_users(const fctx_t *f, ts_hlo_instr_t *x) {
-  int w = 0;
-  for (int u = 0; u < x->nusers; u++)
-    if (!moved_out(f, x->users[u])) x->users[w++] = x->users[u];
-  x->nusers = w;
-}
 
 /* The first free of fused_computation, fused_computation.1, .2, ...: no
  * computation goes away during the pass, so the search goes on from where
@@ -230,10 +231,14 @@ static ts_status_t outline(fctx_t *f, bool input) {
   ts_hlo_instr_t **clone = f->clone;
   ts_hlo_instr_t **outside = ts_calloc((size_t)nm * 4 + 8, sizeof *outside);
   ts_hlo_instr_t **params = ts_calloc((size_t)nm * 4 + 8, sizeof *params);
+  int nops = 0, nremap = 0;
+  for (int k = 0; k < nm; k++) nops += f->members[k]->nops;
+  ts_hlo_instr_t **remap = ts_calloc((size_t)nops + 1, sizeof *remap); /* moved members' new operands, in order */
   ts_hlo_instr_t *ops[MAX_OPS];
+  ts_sharding_t *fu_sharding = NULL;
   ts_status_t st = TS_OK;
   int ns = nm, nout = 0;
-  if (!sorted || !outside || !params) {
+  if (!sorted || !outside || !params || !remap) {
     st = TS_ERR_NOMEM;
     goto done;
   }
@@ -249,7 +254,7 @@ static ts_status_t outline(fctx_t *f, bool input) {
     for (int o = 0; o < i->nops; o++) {
       ts_hlo_instr_t *p = i->ops[o];
       if (mark_of(f, p) == f->cur) {
-        ops[o] = clone[p->id - f->lo];
+        ops[o] = clone[p->id - f->lo]; /* p itself when moved */
         continue;
       }
       int q = 0;
@@ -265,11 +270,28 @@ static ts_status_t outline(fctx_t *f, bool input) {
       ops[o] = params[q];
     }
     ts_hlo_instr_t **cl = &clone[i->id - f->lo];
-    TS_CHECK_GOTO(ts_hlo_instr_add(fc, i->op, i->shape, ops, i->nops, i->name, cl), st, done);
-    TS_CHECK_GOTO(copy_payload(*cl, i), st, done);
+    if (f->dup[i->id - f->lo]) { /* an outside user reads it too: a copy */
+      TS_CHECK_GOTO(ts_hlo_instr_add(fc, i->op, i->shape, ops, i->nops, i->name, cl), st, done);
+      TS_CHECK_GOTO(copy_payload(*cl, i), st, done);
+      continue;
+    }
+    /* Moved, not copied: a clone cost a name, attributes and memory per
+     * fused instruction, most of the pass's time on big modules. Members
+     * moved before it already list i as a user; parameters and copies are
+     * new to it (an operand read twice lists it once). */
+    for (int o = 0; o < i->nops; o++) {
+      ts_hlo_instr_t *d = ops[o];
+      if (d != i->ops[o] && !(d->nusers > 0 && d->users[d->nusers - 1] == i)) TS_CHECK_GOTO(add_user(m, d, i), st, done);
+    }
+    memcpy(&remap[nremap], ops, sizeof *ops * (size_t)i->nops); /* i->ops changes after the drop below */
+    nremap += i->nops;
+    drop_moved_users(f, i); /* readers outlined by an earlier group */
+    if (i == root) fu_sharding = i->sharding;
+    i->sharding = NULL;
+    TS_CHECK_GOTO(ts_hlo_instr_move(i, fc), st, done);
+    *cl = i;
   }
   TS_CHECK_GOTO(ts_hlo_comp_index_params(fc), st, done);
-  ts_hlo_comp_set_root(fc, clone[root->id - f->lo]);
 
   /* The fusion, appended to c, then moved into the root's place. */
   ts_hlo_instr_t *fu;
@@ -281,7 +303,7 @@ static ts_status_t outline(fctx_t *f, bool input) {
   TS_CHECK_GOTO(ts_hlo_instr_add(c, TS_OP_FUSION, root->shape, outside, nout, fname, &fu), st, done);
   for (int q = 0; q < nout; q++)
     if (in_comp(f, outside[q])) f->nlive[outside[q]->id - f->lo]++;
-  fu->sharding = root->sharding;
+  fu->sharding = fu_sharding;
   ts_hlo_attr_t kind = {.name = "kind", .kind = TS_ATTR_IDENT, .v.s = input ? "kInput" : "kLoop"};
   TS_CHECK_GOTO(ts_hlo_instr_add_attr(fu, &kind), st, done);
   ts_hlo_comp_t **cv = ts_arena_alloc(m->arena, sizeof *cv);
@@ -304,7 +326,7 @@ static ts_status_t outline(fctx_t *f, bool input) {
   root->nusers = 0;
   f->nlive[root->id - f->lo] = 0;
   if (c->root == root) ts_hlo_comp_set_root(c, fu);
-  root->is_root = false;
+  ts_hlo_comp_set_root(fc, root);
 
   /* Drop the members nothing reads any more (copied cheap ones may stay),
    * consumers first; the fusion takes the root's position. */
@@ -322,6 +344,12 @@ static ts_status_t outline(fctx_t *f, bool input) {
       if (!again && in_comp(f, p)) f->nlive[p->id - f->lo]--;
     }
   }
+  for (int k = 0, at = 0; k < ns; k++) {
+    ts_hlo_instr_t *i = sorted[k];
+    if (i->parent != fc) continue;
+    memcpy(i->ops, &remap[at], sizeof *i->ops * (size_t)i->nops);
+    at += i->nops;
+  }
   f->fusion[root->id - f->lo] = fu;
   if (f->stats) {
     if (input) f->stats->input_fusions++;
@@ -331,6 +359,7 @@ static ts_status_t outline(fctx_t *f, bool input) {
 done:
   ts_free(outside);
   ts_free(params);
+  ts_free(remap);
   return st;
 }
 
@@ -353,6 +382,7 @@ static void rewrite_instrs(fctx_t *f) {
 static ts_status_t fuse_comp(frun_t *run, ts_hlo_comp_t *c, ts_fusion_stats_t *stats, int min_size) {
   ts_hlo_module_t *m = run->m;
   fctx_t f = {.run = run, .m = m, .c = c, .stats = stats, .min_size = min_size};
+  int made0 = run->nmade;
   while (f.ci < run->ncomps0 && m->comps[f.ci] != c) f.ci++;
   ts_hlo_comp_id_range(c, &f.lo, &f.hi);
   size_t ids = (size_t)(f.hi - f.lo) + 1;
@@ -408,6 +438,8 @@ static ts_status_t fuse_comp(frun_t *run, ts_hlo_comp_t *c, ts_fusion_stats_t *s
   }
 done:
   if (f.group && f.fusion) rewrite_instrs(&f);
+  /* Moved members keep c's ids until here: compact ids per fused computation. */
+  for (int k = made0; k < run->nmade; k++) ts_hlo_comp_renumber(run->made[k]);
   ts_free(f.order);
   ts_free(f.pos);
   ts_free(f.group);

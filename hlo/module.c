@@ -316,6 +316,18 @@ ts_status_t ts_hlo_instr_add(ts_hlo_comp_t *c, ts_opcode_t op, const ts_shape_t 
   return TS_OK;
 }
 
+ts_status_t ts_hlo_instr_move(ts_hlo_instr_t *i, ts_hlo_comp_t *to) {
+  if (!grow_array(to->module->arena, (void **)&to->instrs, &to->ninstrs, &to->instrs_cap, sizeof i))
+    return TS_ERR_NOMEM;
+  to->instrs[to->ninstrs++] = i;
+  i->parent = to;
+  return TS_OK;
+}
+
+void ts_hlo_comp_renumber(ts_hlo_comp_t *c) {
+  for (int k = 0; k < c->ninstrs; k++) c->instrs[k]->id = c->module->next_id++;
+}
+
 ts_hlo_instr_t *ts_hlo_comp_find_instr(const ts_hlo_comp_t *c, const char *name) {
   ts_hlo_instr_t *i = ts_strmap_get(&c->module->names, name, strlen(name));
   return i && i->parent == c ? i : NULL;

@@ -354,6 +354,14 @@ ts_status_t ts_hlo_instr_add(ts_hlo_comp_t *c, ts_opcode_t op, const ts_shape_t 
                              ts_hlo_instr_t *const *ops, int nops, const char *name,
                              ts_hlo_instr_t **out);
 ts_hlo_instr_t *ts_hlo_comp_find_instr(const ts_hlo_comp_t *c, const char *name);
+/* Moves i, name, attributes and all, to the end of `to` (a pass that
+ * outlines instructions, e.g. fusion). Only i->parent and to->instrs
+ * change: the caller rewires operands and users and drops i from its old
+ * computation's list. */
+ts_status_t ts_hlo_instr_move(ts_hlo_instr_t *i, ts_hlo_comp_t *to);
+/* Gives c's instructions fresh ids, consecutive in list order, so that an
+ * id-indexed walk of c stays as small as c (after ts_hlo_instr_move). */
+void ts_hlo_comp_renumber(ts_hlo_comp_t *c);
 ts_status_t ts_hlo_instr_add_operand(ts_hlo_instr_t *i, ts_hlo_instr_t *op);
 /* Appends an attribute (a shallow copy of `a`; its payload must live in the
  * module arena). Called computations also go to `called`. */

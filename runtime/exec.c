@@ -377,6 +377,7 @@ ts_status_t ts_rt_device_create(const ts_rt_program_t *p, const ts_rt_device_opt
     const rt_comp_t *rc = &p->comps[c];
     char *arena = base ? base + at : NULL;
     at += align_up(rc->arena_bytes);
+    if (!rc->comp) continue; /* never runs (see build_reachable) */
     d->bufdata[c] = ts_calloc((size_t)rc->nbufs + 1, sizeof **d->bufdata);
     d->view_off[c] = ts_calloc((size_t)rc->nsteps + 1, sizeof **d->view_off);
     d->ptr_off[c] = ts_calloc((size_t)rc->nsteps + 1, sizeof **d->ptr_off);

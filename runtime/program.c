@@ -656,6 +656,44 @@ static ts_status_t build_comp(ts_rt_program_t *p, int ci, bool scheduled, ts_dia
   return liveness(p, rc, diag);
 }
 
+/* The computations that can run: the entry, what its call, while and
+ * conditional steps run and what its kernels apply (reducers, comparators),
+ * transitively. A fusion with a compiled kernel runs none of its own, so the
+ * fused computations of a compiled module cost nothing here, nor in every
+ * device's memory. The rest stay empty (comp NULL). */
+static ts_status_t build_reachable(ts_rt_program_t *p, bool scheduled, ts_diag_t *diag) {
+  int *todo = ts_malloc(sizeof *todo * ((size_t)p->ncomps + 1));
+  bool *seen = ts_calloc((size_t)p->ncomps + 1, sizeof *seen);
+  ts_status_t st = todo && seen ? TS_OK : TS_ERR_NOMEM;
+  int n = 0;
+  if (st == TS_OK && p->entry >= 0) {
+    todo[n++] = p->entry;
+    seen[p->entry] = true;
+  }
+  while (n > 0) {
+    const ts_hlo_comp_t *c = p->m->comps[todo[--n]];
+    for (int k = 0; k < c->ninstrs; k++) {
+      const ts_hlo_instr_t *i = c->instrs[k];
+      if (i->op == TS_OP_FUSION && p->fusion_kernel && ts_shape_is_array(i->shape) &&
+          p->fusion_kernel(p->fusion_state, i))
+        continue;
+      for (int q = 0; q < i->ncalled; q++) {
+        int ci = rt_comp_index(p, i->called[q]);
+        if (ci >= 0 && !seen[ci]) {
+          seen[ci] = true;
+          todo[n++] = ci;
+        }
+      }
+    }
+  }
+  /* in text order, so that the first error is the first in the text */
+  for (int ci = 0; st == TS_OK && ci < p->ncomps; ci++)
+    if (seen[ci]) st = build_comp(p, ci, scheduled, diag);
+  ts_free(todo);
+  ts_free(seen);
+  return st;
+}
+
 /* While bodies: a root leaf that is another parameter leaf is copied aside
  * before the loop state is overwritten (the state is the body's parameter). */
 static ts_status_t stage_while_bodies(ts_rt_program_t *p) {
@@ -914,10 +952,11 @@ ts_status_t ts_rt_program_create(const ts_hlo_module_t *m, const ts_rt_program_o
   TS_CHECK_GOTO(build_constants(p, diag), st, fail);
   const ts_hlo_attr_t *sa = ts_hlo_module_attr(m, "is_scheduled");
   bool scheduled = sa && sa->kind == TS_ATTR_BOOL && sa->v.b;
-  for (int c = 0; c < m->ncomps; c++) TS_CHECK_GOTO(build_comp(p, c, scheduled, diag), st, fail);
+  TS_CHECK_GOTO(build_reachable(p, scheduled, diag), st, fail);
   TS_CHECK_GOTO(stage_while_bodies(p), st, fail);
   TS_CHECK_GOTO(build_io(p, diag), st, fail);
-  for (int c = 0; c < m->ncomps; c++) TS_CHECK_GOTO(assign(&p->comps[c]), st, fail);
+  for (int c = 0; c < m->ncomps; c++)
+    if (p->comps[c].comp) TS_CHECK_GOTO(assign(&p->comps[c]), st, fail);
   /* memory */
   rt_comp_t *ec = &p->comps[p->entry];
   for (int i = 0; i < p->ninputs; i++) p->mem.inputs += align_up(ec->bufs[ec->param_buf[i]].bytes);

@@ -15,7 +15,13 @@ function(ts_runtime_test name labels timeout)
 endfunction()
 
 # --- unit: one device ---
-ts_runtime_test(chain_reuse unit 30 --expect-reuse ${rt_dir}/chain_reuse.hlo)
+# op by op (--kernels interp): compiled, the chain is one kernel with nothing to reuse
+ts_runtime_test(chain_reuse unit 30 --kernels interp --expect-reuse ${rt_dir}/chain_reuse.hlo)
+# Compiled, the fused computation never runs: no device memory for its buffers
+# (it had 48 KiB of temporaries when every computation was built).
+add_test(NAME runtime.compiled_fusion_memory
+         COMMAND sh -c "$<TARGET_FILE:tessera> run --compile-only ${rt_dir}/chain_reuse.hlo | grep -q 'temporaries 0 B;'")
+set_tests_properties(runtime.compiled_fusion_memory PROPERTIES LABELS unit TIMEOUT 60)
 ts_runtime_test(reduce_sort unit 30 ${rt_dir}/reduce_sort.hlo)
 ts_runtime_test(control_flow unit 30 ${rt_dir}/control_flow.hlo)
 ts_runtime_test(control_flow.seed7 unit 30 --seed 7 ${rt_dir}/control_flow.hlo)
