@@ -31,9 +31,7 @@ static ts_status_t propagate(ts_pipeline_t *p, ts_diag_t *diag) { return ts_shar
 
 static ts_status_t partition(ts_pipeline_t *p, ts_diag_t *diag) {
   if (p->o.runnable_first) {
-    ts_rt_program_t *whole = NULL;
-    ts_status_t st = ts_rt_program_create(p->m, &p->o.program, &whole, diag);
-    ts_rt_program_destroy(whole);
+    ts_status_t st = ts_rt_program_check(p->m, &p->o.program, diag);
     if (st == TS_ERR_INVALID_ARGUMENT) return st;
     ts_diag_free(diag);
   }

@@ -653,7 +653,7 @@ static ts_status_t build_comp(ts_rt_program_t *p, int ci, bool scheduled, ts_dia
   rc->stage_buf = ts_calloc((size_t)rc->nroot + 1, sizeof *rc->stage_buf);
   if (!rc->stage_buf) return TS_ERR_NOMEM;
   for (int j = 0; j < rc->nroot; j++) rc->stage_buf[j] = -1;
-  return liveness(p, rc, diag);
+  return p->check_only ? TS_OK : liveness(p, rc, diag);
 }
 
 /* The computations that can run: the entry, what its call, while and
@@ -904,8 +904,8 @@ static ts_status_t build_constants(ts_rt_program_t *p, ts_diag_t *diag) {
   return TS_OK;
 }
 
-ts_status_t ts_rt_program_create(const ts_hlo_module_t *m, const ts_rt_program_opts_t *opts, ts_rt_program_t **out,
-                                 ts_diag_t *diag) {
+static ts_status_t create(const ts_hlo_module_t *m, const ts_rt_program_opts_t *opts, bool check_only,
+                          ts_rt_program_t **out, ts_diag_t *diag) {
   *out = NULL;
   if (!m->entry) {
     ts_diag_plain(diag, "module %s has no entry computation", m->name);
@@ -914,6 +914,7 @@ ts_status_t ts_rt_program_create(const ts_hlo_module_t *m, const ts_rt_program_o
   ts_rt_program_t *p = ts_calloc(1, sizeof *p);
   if (!p) return TS_ERR_NOMEM;
   p->m = m;
+  p->check_only = check_only;
   p->replicas = opts && opts->replica_count > 0 ? opts->replica_count : m->replica_count > 0 ? m->replica_count : 1;
   if (opts) {
     p->fusion_kernel = opts->fusion_kernel;
@@ -953,6 +954,10 @@ ts_status_t ts_rt_program_create(const ts_hlo_module_t *m, const ts_rt_program_o
   const ts_hlo_attr_t *sa = ts_hlo_module_attr(m, "is_scheduled");
   bool scheduled = sa && sa->kind == TS_ATTR_BOOL && sa->v.b;
   TS_CHECK_GOTO(build_reachable(p, scheduled, diag), st, fail);
+  if (check_only) {
+    *out = p;
+    return TS_OK;
+  }
   TS_CHECK_GOTO(stage_while_bodies(p), st, fail);
   TS_CHECK_GOTO(build_io(p, diag), st, fail);
   for (int c = 0; c < m->ncomps; c++)
@@ -974,6 +979,18 @@ ts_status_t ts_rt_program_create(const ts_hlo_module_t *m, const ts_rt_program_o
   *out = p;
   return TS_OK;
 fail:
+  ts_rt_program_destroy(p);
+  return st;
+}
+
+ts_status_t ts_rt_program_create(const ts_hlo_module_t *m, const ts_rt_program_opts_t *opts, ts_rt_program_t **out,
+                                 ts_diag_t *diag) {
+  return create(m, opts, false, out, diag);
+}
+
+ts_status_t ts_rt_program_check(const ts_hlo_module_t *m, const ts_rt_program_opts_t *opts, ts_diag_t *diag) {
+  ts_rt_program_t *p = NULL;
+  ts_status_t st = create(m, opts, true, &p, diag);
   ts_rt_program_destroy(p);
   return st;
 }

@@ -131,6 +131,7 @@ struct ts_rt_program {
   int64_t replicas, partitions;
   ts_kernel_fn (*fusion_kernel)(void *state, const ts_hlo_instr_t *fusion); /* ts_rt_program_opts_t's */
   void *fusion_state;
+  bool check_only;               /* ts_rt_program_check: lower, assign nothing */
   int ncomps;
   rt_comp_t *comps;              /* by index in m->comps */
   ts_ptrmap_t comp_index;        /* computation -> its index in m->comps */

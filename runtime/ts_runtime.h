@@ -44,6 +44,10 @@ typedef struct {
 ts_status_t ts_rt_program_create(const ts_hlo_module_t *m, const ts_rt_program_opts_t *opts,
                                  ts_rt_program_t **out, ts_diag_t *diag);
 void ts_rt_program_destroy(ts_rt_program_t *p); /* NULL is a no-op */
+/* The errors ts_rt_program_create would give, found by lowering every
+ * instruction that can run, without assigning buffers (a module about to be
+ * partitioned: its own errors before the partitioner's). */
+ts_status_t ts_rt_program_check(const ts_hlo_module_t *m, const ts_rt_program_opts_t *opts, ts_diag_t *diag);
 
 /* The entry's inputs and outputs as flat lists of array leaves: input leaf i
  * is a leaf of some entry parameter (parameters in order, tuples flattened);
