@@ -830,14 +830,27 @@ ts_status_t ts_sched_comp(sched_ctx_t *x, ts_hlo_comp_t *c, int index) {
   if (limit) limit = limit > params ? limit - params : 1;
   bool keep = !limit && x->o->keep_program_peak;
   if (keep) limit = base_peak ? base_peak : 1;
+  /* Nothing asynchronous here or below and program order within the
+   * target: no latency to hide and no memory to save, so program order is
+   * the schedule (a big compute-only body costs one pass, not four). */
+  bool any_async = false;
+  for (int q = 0; q < n && !any_async; q++) {
+    const sched_node_t *nn = &x->node[c->instrs[q]->id];
+    any_async = nn->kind != NO_KIND || nn->uses_kinds;
+  }
+  bool search = any_async || (limit && base_peak > limit);
   /* Under the default target the arena counts too: not above program
    * order's, fragmentation included. */
   uint64_t base_arena = 0;
-  if (keep) TS_CHECK_GOTO(arena_bytes(&g, base, &base_arena), st, out);
+  if (keep && search) TS_CHECK_GOTO(arena_bytes(&g, base, &base_arena), st, out);
   uint64_t target = limit, best_peak = 0;
   int attempt = 0;
-  bool fits = false;
-  for (;; attempt++) {
+  bool fits = !search;
+  if (!search) {
+    memcpy(best, base, sizeof *base * (size_t)n);
+    best_peak = base_peak;
+  }
+  for (; search; attempt++) {
     uint64_t peak, arena = 0;
     TS_CHECK_GOTO(run(&g, target, keep, false, order, &peak), st, out);
     /* program order again (nothing to overlap): its arena is known */
