@@ -34,12 +34,16 @@ if(Python3_Interpreter_FOUND)
                --launch devices:4 --steps 20 --every 5 --kill step:3 --kill step:8 --kill ckpt:10 --kill write:15
                --kill step:19)
   # Resharding: a 2x2 checkpoint resumed on 2 devices (data parallel: the
-  # reduction order changes) and a 2-device one on 8 (2x4: the same arithmetic).
+  # reduction order changes) and a 2-device one on 8 (2x4). Both within a
+  # relative 1e-6, not bitwise: 2x4 gives every dot other shapes, and on an
+  # Intel host (OpenBLAS Cooperlake or Haswell kernels, compiled or plain
+  # kernels alike) the 2to8 resume differed in the last bits at step 8 or 15,
+  # where it had matched bit for bit on the AMD (Zen) host.
   ts_ckpt_test(reshard.4to2 "faults;slow" 300 ${ck_kill} ${ck_ex}/mlp_train.hlo ${ck_work}/reshard_4to2
                --launch devices:4 --resume-module ${ck_ex}/mlp_train_2.hlo --resume-launch devices:2 --tolerance 1e-6
                --steps 20 --every 5 --kill step:8 --kill step:17)
   ts_ckpt_test(reshard.2to8 "faults;slow" 300 ${ck_kill} ${ck_ex}/mlp_train_2.hlo ${ck_work}/reshard_2to8
-               --launch devices:2 --resume-module ${ck_ex}/mlp_train_8.hlo --resume-launch devices:8
+               --launch devices:2 --resume-module ${ck_ex}/mlp_train_8.hlo --resume-launch devices:8 --tolerance 1e-6
                --steps 20 --every 5 --kill step:8 --kill ckpt:15)
   find_package(MPI COMPONENTS C QUIET)
   if(MPI_C_FOUND)

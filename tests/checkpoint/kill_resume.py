@@ -9,10 +9,12 @@ parameters byte for byte with an uninterrupted run of the same steps.
 WHEN is step:K (the 'step K' line was printed), ckpt:K (checkpoint K was
 committed) or write:K (checkpoint K is being written: its step-K.tmp/
 exists; the writer is slowed by TESSERA_CHECKPOINT_WRITE_DELAY_MS so the
-kill lands inside the write). Every process of the job (mpirun and its
-ranks; the process itself with --devices) gets SIGKILL from here, by PID;
-the hang coordinator is left alive so that its digest can be checked to name
-the newest complete checkpoint. With --resume-module the job resumes under
+kill lands inside the write). Every process of the job gets SIGKILL from
+here, by PID: with --devices the process itself, under mpirun every rank
+(not mpirun: a launcher killed first is the user cancelling the job, for
+which the hang detector writes no digest; every rank dying is a crash, and
+mpirun then ends the job). The hang coordinator is left alive so that its
+digest can be checked to name the newest complete checkpoint. With --resume-module the job resumes under
 another module (another mesh): bitwise unless --tolerance R (relative) is
 given. Standard library only."""
 import argparse
@@ -37,6 +39,15 @@ def launch_cmd(args, launch, module, extra):
     if kind == "devices":
         return [args.tessera, "run", "--devices", n] + extra + [module]
     return [args.mpirun, "-np", n, args.tessera, "run"] + extra + [module]
+
+
+def is_rank(pid):
+    """A tessera process (a rank), not mpirun or a shell."""
+    try:
+        with open(f"/proc/{pid}/comm") as f:
+            return f.read().strip() == "tessera"
+    except OSError:
+        return False
 
 
 def descendants(root):
@@ -161,7 +172,10 @@ def main():
                 time.sleep(0.005)
         procs = descendants(p.pid)
         coords = [pid for pid, is_coord in procs if is_coord]
-        victims = [p.pid] + [pid for pid, is_coord in procs if not is_coord]
+        if args.launch.startswith("mpirun"):
+            victims = [pid for pid, is_coord in procs if not is_coord and is_rank(pid)]
+        else:
+            victims = [p.pid] + [pid for pid, is_coord in procs if not is_coord]
         for pid in victims:
             try:
                 os.kill(pid, signal.SIGKILL)
