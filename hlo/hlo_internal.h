@@ -1,5 +1,6 @@
-/* HLO text front end internals shared by lexer.c and parser.c: tokens and the
- * lexer (hlo_text_format.md section 1). Not part of the public API. */
+/* HLO internals shared by the files of hlo/: tokens and the lexer
+ * (hlo_text_format.md section 1), and the module's packed memory and shape
+ * interning the parser builds with. Not part of the public API. */
 #ifndef TS_HLO_INTERNAL_H
 #define TS_HLO_INTERNAL_H
 
@@ -68,6 +69,21 @@ bool ts_lex_blob(ts_lexer_t *lx, const ts_tok_t *open, size_t *end);
 bool ts_lex_raw_value(ts_lexer_t *lx, const ts_tok_t *first, size_t *end);
 /* Moves the lexer to just after token t (t must not span lines). */
 void ts_lex_reset_after(ts_lexer_t *lx, const ts_tok_t *t);
+/* Zeroed module memory carved from pool blocks at `align` (a power of two
+ * up to 16) rather than the arena's 16 bytes for every object: instructions,
+ * names, operand and attribute arrays. Big requests go to the arena. NULL
+ * when out of memory. */
+void *ts_hlo_module_alloc(ts_hlo_module_t *m, size_t size, size_t align);
+/* The alignment for an array of objects of `elem_size` bytes: the largest
+ * power of two dividing it (a type's alignment divides its size), at most 16. */
+size_t ts_hlo_align_for(size_t elem_size);
+/* A NUL-terminated copy of s[0..n) in module memory. */
+char *ts_hlo_module_strndup(ts_hlo_module_t *m, const char *s, size_t n);
+/* ts_hlo_shape_intern for a shape the caller built in m's memory and will
+ * never modify: it becomes the shared one when no equal shape is there yet
+ * (no copy). A tuple's elements must be shared ones already. */
+ts_shape_t *ts_hlo_shape_adopt(ts_hlo_module_t *m, ts_shape_t *s);
+
 /* Length of the longest valid UTF-8 prefix of text[0..len). */
 size_t ts_utf8_prefix(const char *text, size_t len);
 /* Rejects NUL bytes and invalid UTF-8 anywhere in the text, located. */

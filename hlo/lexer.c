@@ -553,7 +553,10 @@ bool ts_lex_blob(ts_lexer_t *lx, const ts_tok_t *open, size_t *end) {
   ts_tok_t dummy;
   int depth = 1;
   ts_lex_reset_after(lx, open);
+  /* strcspn jumps over the plain bytes (the text has no NUL before len,
+   * ts_lex_check_encoding saw to that): a metadata blob is mostly them. */
   for (;;) {
+    p += strcspn(s + p, "\n\"{}");
     if (p >= len) {
       lex_error(lx, &dummy, (ts_loc_t){open->line, open->col},
                 "unterminated '{': no matching '}' before the end of the file");
@@ -566,7 +569,9 @@ bool ts_lex_blob(ts_lexer_t *lx, const ts_tok_t *open, size_t *end) {
     } else if (c == '"') {
       size_t q = p + 1;
       ts_lex_pos_t at = lx->at;
-      while (q < len && s[q] != '"') {
+      for (;;) {
+        q += strcspn(s + q, "\"\\\n");
+        if (q >= len || s[q] == '"') break;
         if (s[q] == '\\' && q + 1 < len) q++;
         if (s[q] == '\n') {
           at.line++;

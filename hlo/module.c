@@ -1,6 +1,6 @@
 /* The HLO IR: the opcode table, shapes, and building/editing modules
  * with operand/user links kept consistent. */
-#include "ts_hlo.h"
+#include "hlo_internal.h"
 
 #include <pthread.h>
 #include <string.h>
@@ -143,12 +143,12 @@ bool ts_shape_equal(const ts_shape_t *a, const ts_shape_t *b, bool layouts) {
 }
 
 ts_shape_t *ts_hlo_shape_array(ts_hlo_module_t *m, ts_elem_t elem, int rank, const int64_t *dims) {
-  ts_shape_t *s = ts_arena_alloc(m->arena, sizeof *s);
+  ts_shape_t *s = ts_hlo_module_alloc(m, sizeof *s, ts_hlo_align_for(sizeof *s));
   if (!s) return NULL;
   s->elem = elem;
   s->rank = rank;
   if (rank > 0) {
-    s->dims = ts_arena_alloc(m->arena, sizeof(int64_t) * (size_t)rank);
+    s->dims = ts_hlo_module_alloc(m, sizeof(int64_t) * (size_t)rank, sizeof(int64_t));
     if (!s->dims) return NULL;
     memcpy(s->dims, dims, sizeof(int64_t) * (size_t)rank);
   }
@@ -156,26 +156,193 @@ ts_shape_t *ts_hlo_shape_array(ts_hlo_module_t *m, ts_elem_t elem, int rank, con
 }
 
 ts_shape_t *ts_hlo_shape_tuple(ts_hlo_module_t *m, int n, ts_shape_t *const *elems) {
-  ts_shape_t *s = ts_arena_alloc(m->arena, sizeof *s);
+  ts_shape_t *s = ts_hlo_module_alloc(m, sizeof *s, ts_hlo_align_for(sizeof *s));
   if (!s) return NULL;
   s->elem = TS_TUPLE;
   s->ntuple = n;
   if (n > 0) {
-    s->tuple = ts_arena_alloc(m->arena, sizeof(ts_shape_t *) * (size_t)n);
+    s->tuple = ts_hlo_module_alloc(m, sizeof(ts_shape_t *) * (size_t)n, sizeof(ts_shape_t *));
     if (!s->tuple) return NULL;
     memcpy(s->tuple, elems, sizeof(ts_shape_t *) * (size_t)n);
   }
   return s;
 }
 
-/* ---- growable arrays inside the arena ---- */
+/* ---- module memory ---- */
 
-/* Makes room for one more element in an arena-backed array. The old storage
- * stays in the arena until the module dies: doubling bounds the waste to 2x. */
-static bool grow_array(ts_arena_t *a, void **arr, int *n, int *cap, size_t elem) {
+/* Pool blocks are carved without the arena's 16-byte rounding: an
+ * instruction (152 bytes) or a name (a dozen) would otherwise pay up to 15
+ * bytes each, and on these machines every fresh page costs a slow fault.
+ * Requests above POOL_MAX go to the arena, so a block's unusable tail stays
+ * small. */
+enum { POOL_BLOCK = 64 * 1024, POOL_MAX = 1024 };
+
+size_t ts_hlo_align_for(size_t elem_size) {
+  size_t a = elem_size & (~elem_size + 1);
+  return a == 0 || a > 16 ? 16 : a;
+}
+
+void *ts_hlo_module_alloc(ts_hlo_module_t *m, size_t size, size_t align) {
+  if (size == 0) size = 1;
+  if (size > POOL_MAX) return ts_arena_alloc(m->arena, size);
+  size_t pad = (size_t)(-(uintptr_t)m->pool & (align - 1));
+  if (!m->pool || m->pool_left < pad + size) {
+    char *b = ts_arena_alloc(m->arena, POOL_BLOCK); /* zeroed, 16-aligned */
+    if (!b) return NULL;
+    m->pool = b;
+    m->pool_left = POOL_BLOCK;
+    pad = 0;
+  }
+  void *p = m->pool + pad;
+  m->pool += pad + size;
+  m->pool_left -= pad + size;
+  return p;
+}
+
+char *ts_hlo_module_strndup(ts_hlo_module_t *m, const char *s, size_t n) {
+  char *c = ts_hlo_module_alloc(m, n + 1, 1);
+  if (!c) return NULL;
+  memcpy(c, s, n);
+  c[n] = '\0';
+  return c;
+}
+
+const char *ts_hlo_intern(ts_hlo_module_t *m, const char *s, size_t n) {
+  const char *had = ts_strmap_get(&m->interned, s, n);
+  if (had) return had;
+  char *c = ts_hlo_module_strndup(m, s, n);
+  if (!c || !ts_strmap_put(&m->interned, c, n, c)) return NULL;
+  return c;
+}
+
+/* ---- shared shapes ---- */
+
+static void key_put(ts_buf_t *b, const void *v, size_t n) { ts_buf_append(b, (const char *)v, n); }
+
+static void key_i64s(ts_buf_t *b, const int64_t *v, int n) {
+  key_put(b, &n, sizeof n);
+  if (n > 0) key_put(b, v, sizeof *v * (size_t)n);
+}
+
+/* The bytes that tell shapes apart, every field the printer or a pass can
+ * see, into b. A tuple's elements are shared shapes: their addresses stand
+ * for them. */
+static void shape_key(ts_buf_t *b, const ts_shape_t *s, ts_shape_t *const *elems) {
+  b->len = 0;
+  int32_t head[2] = {(int32_t)s->elem, s->elem == TS_TUPLE ? s->ntuple : s->rank};
+  key_put(b, head, sizeof head);
+  if (s->elem == TS_TUPLE) {
+    if (s->ntuple > 0) key_put(b, elems, sizeof *elems * (size_t)s->ntuple);
+    return;
+  }
+  if (s->rank > 0) key_put(b, s->dims, sizeof *s->dims * (size_t)s->rank);
+  uint8_t flags = (uint8_t)((s->dynamic ? 1 : 0) | (s->layout ? 2 : 0));
+  key_put(b, &flags, 1);
+  if (s->dynamic && s->rank > 0) key_put(b, s->dynamic, (size_t)s->rank);
+  const ts_layout_t *l = s->layout;
+  if (!l) return;
+  key_i64s(b, l->minor_to_major, l->rank);
+  key_put(b, &l->ntiles, sizeof l->ntiles);
+  for (int t = 0; t < l->ntiles; t++) key_i64s(b, l->tiles[t].v, l->tiles[t].n);
+  int64_t ext[2] = {l->element_size_bits, l->memory_space};
+  key_put(b, ext, sizeof ext);
+  if (l->other) key_put(b, l->other, strlen(l->other) + 1); /* its NUL ends it */
+}
+
+static int64_t *copy_i64s(ts_hlo_module_t *m, const int64_t *v, int n) {
+  if (n <= 0) return NULL;
+  int64_t *c = ts_hlo_module_alloc(m, sizeof *c * (size_t)n, sizeof *c);
+  if (c) memcpy(c, v, sizeof *c * (size_t)n);
+  return c;
+}
+
+/* A copy of array shape s in module memory. */
+static ts_shape_t *copy_array_shape(ts_hlo_module_t *m, const ts_shape_t *s) {
+  ts_shape_t *c = ts_hlo_module_alloc(m, sizeof *c, ts_hlo_align_for(sizeof *c));
+  if (!c) return NULL;
+  c->elem = s->elem;
+  c->rank = s->rank;
+  if (s->rank > 0 && !(c->dims = copy_i64s(m, s->dims, s->rank))) return NULL;
+  if (s->dynamic && s->rank > 0) {
+    if (!(c->dynamic = ts_hlo_module_alloc(m, (size_t)s->rank, 1))) return NULL;
+    memcpy(c->dynamic, s->dynamic, (size_t)s->rank);
+  }
+  const ts_layout_t *l = s->layout;
+  if (!l) return c;
+  ts_layout_t *cl = ts_hlo_module_alloc(m, sizeof *cl, ts_hlo_align_for(sizeof *cl));
+  if (!cl) return NULL;
+  *cl = *l;
+  if (l->rank > 0 && !(cl->minor_to_major = copy_i64s(m, l->minor_to_major, l->rank))) return NULL;
+  if (l->ntiles > 0) {
+    cl->tiles = ts_hlo_module_alloc(m, sizeof *cl->tiles * (size_t)l->ntiles, ts_hlo_align_for(sizeof *cl->tiles));
+    if (!cl->tiles) return NULL;
+    for (int t = 0; t < l->ntiles; t++) {
+      cl->tiles[t].n = l->tiles[t].n;
+      if (l->tiles[t].n > 0 && !(cl->tiles[t].v = copy_i64s(m, l->tiles[t].v, l->tiles[t].n))) return NULL;
+    }
+  }
+  if (l->other && !(cl->other = ts_hlo_module_strndup(m, l->other, strlen(l->other)))) return NULL;
+  c->layout = cl;
+  return c;
+}
+
+/* The shared shape equal to s: s itself when `adopt` and none is there yet,
+ * else a copy. elems are s's tuple elements as shared shapes. */
+static ts_shape_t *intern(ts_hlo_module_t *m, const ts_shape_t *s, ts_shape_t *const *elems, bool adopt) {
+  ts_buf_t *b = &m->shape_key;
+  shape_key(b, s, elems);
+  if (b->oom) return NULL;
+  ts_shape_t *had = ts_strmap_get(&m->shape_keys, b->data, b->len);
+  if (had) return had;
+  ts_shape_t *c;
+  if (adopt) {
+    c = (ts_shape_t *)s;
+  } else if (s->elem == TS_TUPLE) {
+    c = ts_hlo_module_alloc(m, sizeof *c, ts_hlo_align_for(sizeof *c));
+    if (!c) return NULL;
+    c->elem = TS_TUPLE;
+    c->ntuple = s->ntuple;
+    if (s->ntuple > 0) {
+      c->tuple = ts_hlo_module_alloc(m, sizeof *c->tuple * (size_t)s->ntuple, sizeof *c->tuple);
+      if (!c->tuple) return NULL;
+      memcpy(c->tuple, elems, sizeof *c->tuple * (size_t)s->ntuple);
+    }
+  } else {
+    c = copy_array_shape(m, s);
+  }
+  /* The key must outlive the map: a copy of it, made once per shape. */
+  char *key = c ? ts_hlo_module_alloc(m, b->len, 1) : NULL;
+  if (!key) return NULL;
+  memcpy(key, b->data, b->len);
+  if (!ts_strmap_put(&m->shape_keys, key, b->len, c)) return NULL;
+  return c;
+}
+
+const ts_shape_t *ts_hlo_shape_intern(ts_hlo_module_t *m, const ts_shape_t *s) {
+  if (s->elem != TS_TUPLE) return intern(m, s, NULL, false);
+  ts_shape_t *small[8], **elems = s->ntuple <= 8 ? small : ts_malloc(sizeof *elems * (size_t)s->ntuple);
+  if (!elems) return NULL;
+  const ts_shape_t *r = NULL;
+  int k = 0;
+  for (; k < s->ntuple; k++)
+    if (!(elems[k] = (ts_shape_t *)ts_hlo_shape_intern(m, s->tuple[k]))) break;
+  if (k == s->ntuple) r = intern(m, s, elems, false);
+  if (elems != small) ts_free(elems);
+  return r;
+}
+
+ts_shape_t *ts_hlo_shape_adopt(ts_hlo_module_t *m, ts_shape_t *s) {
+  return intern(m, s, s->elem == TS_TUPLE ? s->tuple : NULL, true);
+}
+
+/* ---- growable arrays in module memory ---- */
+
+/* Makes room for one more element in an array in module memory. The old
+ * storage stays until the module dies: doubling bounds the waste to 2x. */
+static bool grow_array(ts_hlo_module_t *m, void **arr, int *n, int *cap, size_t elem) {
   if (*n < *cap) return true;
   int ncap = *cap ? *cap * 2 : 4;
-  void *p = ts_arena_alloc(a, elem * (size_t)ncap);
+  void *p = ts_hlo_module_alloc(m, elem * (size_t)ncap, ts_hlo_align_for(elem));
   if (!p) return false;
   if (*n) memcpy(p, *arr, elem * (size_t)*n);
   *arr = p;
@@ -204,6 +371,9 @@ void ts_hlo_module_destroy(ts_hlo_module_t *m) {
   ts_strmap_free(&m->names);
   ts_strmap_free(&m->comp_names);
   ts_strmap_free(&m->name_next);
+  ts_strmap_free(&m->interned);
+  ts_strmap_free(&m->shape_keys);
+  ts_buf_free(&m->shape_key);
   ts_arena_destroy(m->arena);
   ts_free(m);
 }
@@ -213,7 +383,7 @@ ts_status_t ts_hlo_comp_add(ts_hlo_module_t *m, const char *name, ts_hlo_comp_t 
   ts_hlo_comp_t *c = ts_arena_alloc(m->arena, sizeof *c);
   if (!c || !(c->name = ts_arena_strdup(m->arena, name))) return TS_ERR_NOMEM;
   c->module = m;
-  if (!grow_array(m->arena, (void **)&m->comps, &m->ncomps, &m->comps_cap, sizeof c) ||
+  if (!grow_array(m, (void **)&m->comps, &m->ncomps, &m->comps_cap, sizeof c) ||
       !ts_strmap_put(&m->comp_names, c->name, strlen(c->name), c))
     return TS_ERR_NOMEM;
   m->comps[m->ncomps++] = c;
@@ -225,13 +395,13 @@ ts_hlo_comp_t *ts_hlo_module_find_comp(const ts_hlo_module_t *m, const char *nam
   return ts_strmap_get(&m->comp_names, name, strlen(name));
 }
 
-/* "stem.n" in the arena. */
-static char *suffixed(ts_arena_t *a, const char *stem, size_t len, int64_t n) {
+/* "stem.n" in module memory. */
+static char *suffixed(ts_hlo_module_t *m, const char *stem, size_t len, int64_t n) {
   char digits[24];
   int nd = 0;
   do digits[nd++] = (char)('0' + n % 10);
   while ((n /= 10) > 0);
-  char *s = ts_arena_alloc(a, len + 1 + (size_t)nd + 1);
+  char *s = ts_hlo_module_alloc(m, len + 1 + (size_t)nd + 1, 1);
   if (!s) return NULL;
   memcpy(s, stem, len);
   s[len] = '.';
@@ -246,7 +416,7 @@ static char *suffixed(ts_arena_t *a, const char *stem, size_t len, int64_t n) {
  * that many clashes stay linear. NULL when out of memory. */
 static const char *unique_name(ts_hlo_module_t *m, const char *base, ts_hlo_instr_t *i) {
   size_t len = strlen(base);
-  char *name = ts_arena_strndup(m->arena, base, len);
+  char *name = ts_hlo_module_strndup(m, base, len);
   void *had;
   if (!name || !ts_strmap_insert(&m->names, name, len, i, &had)) return NULL;
   if (!had) return name;
@@ -263,10 +433,10 @@ static const char *unique_name(ts_hlo_module_t *m, const char *base, ts_hlo_inst
   if (next > n) n = next;
   char *cand;
   do {
-    cand = suffixed(m->arena, base, stem, ++n);
+    cand = suffixed(m, base, stem, ++n);
     if (!cand || !ts_strmap_insert(&m->names, cand, strlen(cand), i, &had)) return NULL;
   } while (had);
-  /* The key must outlive the map: the stem of the new name, in the arena. */
+  /* The key must outlive the map: the stem of the new name, in module memory. */
   if (n < INTPTR_MAX) ts_strmap_put(&m->name_next, cand, stem, (void *)(intptr_t)n);
   return cand;
 }
@@ -274,7 +444,7 @@ static const char *unique_name(ts_hlo_module_t *m, const char *base, ts_hlo_inst
 static ts_status_t add_user(ts_hlo_module_t *m, ts_hlo_instr_t *def, ts_hlo_instr_t *user) {
   for (int u = 0; u < def->nusers; u++)
     if (def->users[u] == user) return TS_OK;
-  if (!grow_array(m->arena, (void **)&def->users, &def->nusers, &def->users_cap, sizeof user))
+  if (!grow_array(m, (void **)&def->users, &def->nusers, &def->users_cap, sizeof user))
     return TS_ERR_NOMEM;
   def->users[def->nusers++] = user;
   return TS_OK;
@@ -284,7 +454,7 @@ ts_status_t ts_hlo_instr_add(ts_hlo_comp_t *c, ts_opcode_t op, const ts_shape_t 
                              ts_hlo_instr_t *const *ops, int nops, const char *name,
                              ts_hlo_instr_t **out) {
   ts_hlo_module_t *m = c->module;
-  ts_hlo_instr_t *i = ts_arena_alloc(m->arena, sizeof *i);
+  ts_hlo_instr_t *i = ts_hlo_module_alloc(m, sizeof *i, ts_hlo_align_for(sizeof *i));
   if (!i) return TS_ERR_NOMEM;
   i->name = unique_name(m, name ? name : ts_opcode_name(op), i);
   if (!i->name) return TS_ERR_NOMEM;
@@ -295,7 +465,7 @@ ts_status_t ts_hlo_instr_add(ts_hlo_comp_t *c, ts_opcode_t op, const ts_shape_t 
   i->id = m->next_id++;
   i->param_number = -1;
   if (nops > 0) {
-    i->ops = ts_arena_alloc(m->arena, sizeof(ts_hlo_instr_t *) * (size_t)nops);
+    i->ops = ts_hlo_module_alloc(m, sizeof(ts_hlo_instr_t *) * (size_t)nops, sizeof(ts_hlo_instr_t *));
     if (!i->ops) return TS_ERR_NOMEM;
     for (int k = 0; k < nops; k++) {
       i->ops[k] = ops[k];
@@ -304,12 +474,12 @@ ts_status_t ts_hlo_instr_add(ts_hlo_comp_t *c, ts_opcode_t op, const ts_shape_t 
        * a value with many users quadratic. */
       ts_hlo_instr_t *d = ops[k];
       if (d->nusers > 0 && d->users[d->nusers - 1] == i) continue;
-      if (!grow_array(m->arena, (void **)&d->users, &d->nusers, &d->users_cap, sizeof i)) return TS_ERR_NOMEM;
+      if (!grow_array(m, (void **)&d->users, &d->nusers, &d->users_cap, sizeof i)) return TS_ERR_NOMEM;
       d->users[d->nusers++] = i;
     }
     i->nops = nops;
   }
-  if (!grow_array(m->arena, (void **)&c->instrs, &c->ninstrs, &c->instrs_cap, sizeof i))
+  if (!grow_array(m, (void **)&c->instrs, &c->ninstrs, &c->instrs_cap, sizeof i))
     return TS_ERR_NOMEM;
   c->instrs[c->ninstrs++] = i;
   *out = i;
@@ -317,7 +487,7 @@ ts_status_t ts_hlo_instr_add(ts_hlo_comp_t *c, ts_opcode_t op, const ts_shape_t 
 }
 
 ts_status_t ts_hlo_instr_move(ts_hlo_instr_t *i, ts_hlo_comp_t *to) {
-  if (!grow_array(to->module->arena, (void **)&to->instrs, &to->ninstrs, &to->instrs_cap, sizeof i))
+  if (!grow_array(to->module, (void **)&to->instrs, &to->ninstrs, &to->instrs_cap, sizeof i))
     return TS_ERR_NOMEM;
   to->instrs[to->ninstrs++] = i;
   i->parent = to;
@@ -336,7 +506,7 @@ ts_hlo_instr_t *ts_hlo_comp_find_instr(const ts_hlo_comp_t *c, const char *name)
 ts_status_t ts_hlo_instr_add_operand(ts_hlo_instr_t *i, ts_hlo_instr_t *op) {
   ts_hlo_module_t *m = i->parent->module;
   int cap = i->nops; /* ops is exactly sized: grow by reallocating */
-  ts_hlo_instr_t **ops = ts_arena_alloc(m->arena, sizeof(ts_hlo_instr_t *) * (size_t)(cap + 1));
+  ts_hlo_instr_t **ops = ts_hlo_module_alloc(m, sizeof(ts_hlo_instr_t *) * (size_t)(cap + 1), sizeof *ops);
   if (!ops) return TS_ERR_NOMEM;
   if (i->nops) memcpy(ops, i->ops, sizeof(ts_hlo_instr_t *) * (size_t)i->nops);
   ops[i->nops] = op;
@@ -345,14 +515,25 @@ ts_status_t ts_hlo_instr_add_operand(ts_hlo_instr_t *i, ts_hlo_instr_t *op) {
   return add_user(m, op, i);
 }
 
+ts_status_t ts_hlo_instr_reserve_attrs(ts_hlo_instr_t *i, int n) {
+  if (n <= i->attrs_cap - i->nattrs) return TS_OK;
+  int cap = i->nattrs + n;
+  ts_hlo_attr_t *a = ts_hlo_module_alloc(i->parent->module, sizeof *a * (size_t)cap, ts_hlo_align_for(sizeof *a));
+  if (!a) return TS_ERR_NOMEM;
+  if (i->nattrs) memcpy(a, i->attrs, sizeof *a * (size_t)i->nattrs);
+  i->attrs = a;
+  i->attrs_cap = cap;
+  return TS_OK;
+}
+
 ts_status_t ts_hlo_instr_add_attr(ts_hlo_instr_t *i, const ts_hlo_attr_t *a) {
-  ts_arena_t *arena = i->parent->module->arena;
-  if (!grow_array(arena, (void **)&i->attrs, &i->nattrs, &i->attrs_cap, sizeof *a))
+  ts_hlo_module_t *m = i->parent->module;
+  if (!grow_array(m, (void **)&i->attrs, &i->nattrs, &i->attrs_cap, sizeof *a))
     return TS_ERR_NOMEM;
   i->attrs[i->nattrs++] = *a;
   if (a->kind == TS_ATTR_COMP || a->kind == TS_ATTR_COMP_LIST) {
     int n = i->ncalled + a->v.comps.n;
-    ts_hlo_comp_t **called = ts_arena_alloc(arena, sizeof(ts_hlo_comp_t *) * (size_t)(n ? n : 1));
+    ts_hlo_comp_t **called = ts_hlo_module_alloc(m, sizeof(ts_hlo_comp_t *) * (size_t)(n ? n : 1), sizeof *called);
     if (!called) return TS_ERR_NOMEM;
     if (i->ncalled) memcpy(called, i->called, sizeof(ts_hlo_comp_t *) * (size_t)i->ncalled);
     for (int k = 0; k < a->v.comps.n; k++) called[i->ncalled + k] = a->v.comps.comps[k];
@@ -369,7 +550,7 @@ const ts_hlo_attr_t *ts_hlo_instr_attr(const ts_hlo_instr_t *i, const char *name
 }
 
 ts_status_t ts_hlo_module_add_attr(ts_hlo_module_t *m, const ts_hlo_attr_t *a) {
-  if (!grow_array(m->arena, (void **)&m->attrs, &m->nattrs, &m->attrs_cap, sizeof *a))
+  if (!grow_array(m, (void **)&m->attrs, &m->nattrs, &m->attrs_cap, sizeof *a))
     return TS_ERR_NOMEM;
   m->attrs[m->nattrs++] = *a;
   if (a->kind == TS_ATTR_INT && strcmp(a->name, "replica_count") == 0) m->replica_count = a->v.i;

@@ -82,7 +82,14 @@ typedef struct {
   bool bare;         /* the text is instructions without a computation around them */
   ts_hlo_instr_t **param_seen; /* by parameter number: its instruction so far in this computation */
   size_t param_cap;
-  ts_strmap_t names; /* text name -> instruction, this computation only */
+  /* Names resolve through the module's own map (find_local): an
+   * instruction named as written is found there. `names` holds the rest of
+   * this computation's (text name -> instruction for those the module
+   * renamed, `x` -> `x.1`), and `hidden` every instruction the module's
+   * map must not give for its text: renamed ones, and the nested and
+   * compact-GTE ones the text cannot name. */
+  ts_strmap_t names;
+  ts_ptrmap_t hidden;
   pending_op_t *pops;
   size_t npops, cappops;
   int *ucount, *ulast; /* user counting scratch, indexed by id - comp_first_id */
@@ -223,13 +230,19 @@ static void leave(parser_t *p) { p->depth--; }
 
 /* ---- memory ---- */
 
-static void *alloc(parser_t *p, size_t n) { return ts_arena_alloc(p->arena, n ? n : 1); }
+/* Module memory for `n` bytes of objects of `elem` bytes each, packed at
+ * their own alignment (ts_hlo_module_alloc). */
+static void *alloc(parser_t *p, size_t n, size_t elem) {
+  return ts_hlo_module_alloc(p->m, n, ts_hlo_align_for(elem));
+}
 
 #define ALLOC_N(p, ptr, count)                                           \
   do {                                                                   \
-    (ptr) = alloc((p), sizeof *(ptr) * (size_t)(count));                 \
+    (ptr) = alloc((p), sizeof *(ptr) * (size_t)(count), sizeof *(ptr)); \
     if (!(ptr)) return nomem(p);                                         \
   } while (0)
+
+static char *str_copy(parser_t *p, const char *s, size_t n) { return ts_hlo_module_strndup(p->m, s, n); }
 
 /* `arr` (malloc'd, freed by ts_hlo_parse) grown by doubling; NULL when out
  * of memory, with the old array and *cap left as they were. */
@@ -636,7 +649,7 @@ static ts_status_t parse_layout(parser_t *p, int rank, ts_layout_t **out) {
     ts_buf_t other = {0};
     ts_status_t st = parse_layout_ext(p, l, &other);
     if (st == TS_OK && other.oom) st = nomem(p);
-    if (st == TS_OK && other.len && !(l->other = ts_arena_strndup(p->arena, other.data, other.len)))
+    if (st == TS_OK && other.len && !(l->other = str_copy(p, other.data, other.len)))
       st = nomem(p);
     ts_buf_free(&other);
     TS_CHECK(st);
@@ -718,20 +731,29 @@ static ts_status_t parse_array_shape(parser_t *p, ts_shape_t **out, int flags) {
   return TS_OK;
 }
 
-/* The end of a simple array shape written at the current token, such as
- * `f32[64,256]{1,0}` (digits and commas only, no blanks, no layout
- * extensions, not followed by a layout after blanks), or 0. Such shapes
- * repeat a lot and are immutable, so equal texts share one shape. */
-static size_t simple_shape_end(const parser_t *p) {
-  const char *t = p->src->text;
-  size_t q = p->tok.off + p->tok.len;
+/* Characters of an array shape's dims and layout, extensions included:
+ * `[<=8,?]`, `{1,0:T(8,128)(2,1)E(4)S(1)}`. */
+static bool shape_char(char c) {
+  return (c >= '0' && c <= '9') || (c >= 'A' && c <= 'Z') || strchr(",:<=?()*+~#", c);
+}
+
+/* Where the array shape written at the current token (its element type)
+ * ends, when its text alone decides what it parses to: no blanks, comments
+ * or line breaks inside (`f32[64,256]{1,0}`, `bf16[8,128]{1,0:T(8,128)}`)
+ * and no layout after blanks. 0 otherwise. */
+static size_t array_text_end(const char *t, size_t q) {
   if (t[q++] != '[') return 0;
-  while ((t[q] >= '0' && t[q] <= '9') || t[q] == ',') q++;
-  if (t[q++] != ']') return 0;
+  while (t[q] != ']') {
+    if (!t[q] || !shape_char(t[q])) return 0;
+    q++;
+  }
+  q++;
   if (t[q] == '{') {
     size_t r = q + 1;
-    while ((t[r] >= '0' && t[r] <= '9') || t[r] == ',') r++;
-    if (t[r] != '}') return 0;
+    while (t[r] != '}') {
+      if (!t[r] || !shape_char(t[r])) return 0;
+      r++;
+    }
     q = r + 1;
   }
   size_t r = q;
@@ -739,22 +761,50 @@ static size_t simple_shape_end(const parser_t *p) {
   return t[r] == '{' || t[r] == '/' ? 0 : q;
 }
 
-static ts_status_t parse_shape(parser_t *p, ts_shape_t **out, int flags) {
-  if (p->tok.kind != TK_LPAREN) {
-    size_t end = flags ? 0 : simple_shape_end(p);
-    if (!end) return parse_array_shape(p, out, flags);
-    const char *key = p->src->text + p->tok.off;
-    size_t n = end - p->tok.off;
-    if ((*out = ts_strmap_get(&p->shapes, key, n)) != NULL) {
-      p->lx.at.pos = end; /* the span holds no newline */
-      ts_lex_next(&p->lx, &p->tok);
-      p->prev_end = end;
-      return p->tok.kind == TK_ERROR ? TS_ERR_PARSE : TS_OK;
+/* Where the tuple shape whose '(' is at t[q] ends, when it holds no line
+ * break, comment or string (`(f32[2]{0}, s32[])`), with *depth its deepest
+ * nesting of parentheses; 0 otherwise. */
+static size_t tuple_text_end(const char *t, size_t q, int *depth) {
+  int d = 0;
+  *depth = 0;
+  for (;; q++) {
+    char c = t[q];
+    if (c == '(') {
+      if (++d > *depth) *depth = d;
+    } else if (c == ')') {
+      if (--d == 0) return q + 1;
+    } else if (!((c >= 'a' && c <= 'z') || c == '[' || c == ']' || c == '{' || c == '}' || c == ' ' ||
+                 c == '\t' || (c && shape_char(c)))) {
+      return 0;
     }
-    TS_CHECK(parse_array_shape(p, out, flags));
-    if (p->prev_end == end && !ts_strmap_put(&p->shapes, key, n, *out)) return nomem(p);
-    return TS_OK;
   }
+}
+
+static ts_status_t parse_shape_text(parser_t *p, ts_shape_t **out, int flags);
+
+/* Shapes repeat a lot (every instruction of a layer has the same few) and
+ * are immutable, so each is parsed once per distinct text and the module
+ * keeps one object per distinct shape (ts_hlo_shape_adopt). */
+static ts_status_t parse_shape(parser_t *p, ts_shape_t **out, int flags) {
+  const char *t = p->src->text;
+  size_t start = p->tok.off, end = 0;
+  int depth = 0;
+  if (!flags)
+    end = p->tok.kind == TK_LPAREN ? tuple_text_end(t, start, &depth) : array_text_end(t, start + p->tok.len);
+  if (end && p->depth + depth <= p->max_depth && (*out = ts_strmap_get(&p->shapes, t + start, end - start))) {
+    p->lx.at.pos = end; /* the span holds no newline */
+    ts_lex_next(&p->lx, &p->tok);
+    p->prev_end = end;
+    return p->tok.kind == TK_ERROR ? TS_ERR_PARSE : TS_OK;
+  }
+  TS_CHECK(parse_shape_text(p, out, flags));
+  if (!(*out = ts_hlo_shape_adopt(p->m, *out))) return nomem(p);
+  if (end && p->prev_end == end && !ts_strmap_put(&p->shapes, t + start, end - start, *out)) return nomem(p);
+  return TS_OK;
+}
+
+static ts_status_t parse_shape_text(parser_t *p, ts_shape_t **out, int flags) {
+  if (p->tok.kind != TK_LPAREN) return parse_array_shape(p, out, flags);
   ts_tok_t open = p->tok;
   TS_CHECK(enter(p, &open));
   TS_CHECK(next(p));
@@ -1219,7 +1269,7 @@ static ts_status_t parse_blob(parser_t *p, const char **out, const char *what) {
   size_t end;
   ts_lex_reset_after(&p->lx, &open);
   if (!ts_lex_blob(&p->lx, &open, &end)) return TS_ERR_PARSE;
-  if (!(*out = ts_arena_strndup(p->arena, p->src->text + open.off, end - open.off))) return nomem(p);
+  if (!(*out = str_copy(p, p->src->text + open.off, end - open.off))) return nomem(p);
   return after_blob(p, end);
 }
 
@@ -1483,7 +1533,7 @@ static ts_status_t parse_mesh_groups(parser_t *p, ts_replica_groups_t *rg) {
       rg->groups[g].v[m] = dev[off];
     }
   }
-  if (!(rg->mesh = ts_arena_strndup(p->arena, p->src->text + start.off, p->prev_end - start.off))) return nomem(p);
+  if (!(rg->mesh = str_copy(p, p->src->text + start.off, p->prev_end - start.off))) return nomem(p);
   return TS_OK;
 }
 
@@ -1739,7 +1789,7 @@ static ts_status_t parse_dim_labels(parser_t *p, ts_conv_dnums_t **out) {
   size_t nl = (size_t)(us - s), nk = (size_t)(ar - us - 1), no = t->len - (size_t)(ar + 2 - s);
   ts_conv_dnums_t *c;
   ALLOC_N(p, c, 1);
-  if (!(c->text = ts_arena_strndup(p->arena, s, t->len))) return nomem(p);
+  if (!(c->text = str_copy(p, s, t->len))) return nomem(p);
   char buf[64];
   tok_text(p, t, buf, sizeof buf);
   if (nl != nk || nl != no)
@@ -1940,7 +1990,7 @@ static ts_status_t parse_raw_value(parser_t *p, const char **out) {
   ts_tok_t first = p->tok;
   size_t end;
   if (!ts_lex_raw_value(&p->lx, &first, &end)) return TS_ERR_PARSE;
-  if (!(*out = ts_arena_strndup(p->arena, p->src->text + first.off, end - first.off))) return nomem(p);
+  if (!(*out = str_copy(p, p->src->text + first.off, end - first.off))) return nomem(p);
   return after_blob(p, end);
 }
 
@@ -2223,7 +2273,7 @@ static ts_status_t parse_attr_value(parser_t *p, attr_syntax_t syn, ts_hlo_attr_
   case A_IDENT:
     if (t->kind != TK_IDENT || t->pct) return expected(p, "a word such as LT or kLoop");
     a->kind = TS_ATTR_IDENT;
-    if (!(a->v.s = ts_arena_strndup(p->arena, t->s, t->n))) return nomem(p);
+    if (!(a->v.s = str_copy(p, t->s, t->n))) return nomem(p);
     return next(p);
   case A_INT_LIST_OR_LISTS:
     if (t->kind == TK_LBRACE && next_is(p, TK_LBRACE)) return parse_int_lists(p, a);
@@ -2363,6 +2413,16 @@ static ts_status_t check_required(parser_t *p, const ts_hlo_instr_t *i, const ts
   return TS_OK;
 }
 
+/* The instruction of the current computation that the text names s[0..n),
+ * or NULL (not defined yet, or not at all). */
+static ts_hlo_instr_t *find_local(parser_t *p, const char *s, size_t n) {
+  ts_hlo_instr_t *i = ts_strmap_get(&p->names, s, n);
+  if (i) return i;
+  intptr_t v;
+  i = ts_strmap_get(&p->m->names, s, n);
+  return i && i->parent == p->comp && !ts_ptrmap_get(&p->hidden, i, &v) ? i : NULL;
+}
+
 /* Operand references wait on the scratch stack as (name, length, loc), or
  * (instruction, -1, loc) for a nested instruction. */
 static ts_status_t push_ref(parser_t *p, const void *ptr, int64_t n, ts_loc_t loc) {
@@ -2381,7 +2441,7 @@ static ts_status_t resolve_refs(parser_t *p, size_t mark, ts_hlo_instr_t **arr, 
       arr[k] = r[0].p;
       continue;
     }
-    arr[k] = ts_strmap_get(&p->names, r[0].p, (size_t)r[1].i);
+    arr[k] = find_local(p, r[0].p, (size_t)r[1].i);
     if (arr[k]) continue;
     APPEND(p, p->pops, p->npops, p->cappops,
            ((pending_op_t){&arr[k], r[0].p, (size_t)r[1].i, unpack_loc(r[2].i), ctrl}));
@@ -2555,7 +2615,7 @@ static ts_status_t parse_instr_attr(parser_t *p, ts_hlo_instr_t *i, bool *has_ct
   ts_hlo_attr_t a;
   memset(&a, 0, sizeof a);
   a.loc = tloc(&nt);
-  a.name = spec ? spec->name : ts_arena_strndup(p->arena, nt.s, nt.n);
+  a.name = spec ? spec->name : ts_hlo_intern(p->m, nt.s, nt.n);
   if (!a.name) return nomem(p);
   /* result_accuracy= on other opcodes is XLA's error too, but
    * tests/hlo/xla_attribute_forms.hlo pins it on a transpose: left to the lead. */
@@ -2611,12 +2671,18 @@ static ts_status_t check_arity(parser_t *p, ts_opcode_t op, ts_opcode_t wrapped,
 }
 
 /* Appends an instruction to the current computation; its operands are the
- * references above `mark`. */
+ * references above `mark`. With `named`, name[0..n) is its name in the text
+ * (defined once: the caller checked), by which operands find it; otherwise
+ * the text cannot name it. */
 static ts_status_t make_instr(parser_t *p, ts_opcode_t op, ts_opcode_t wrapped, const ts_shape_t *shape,
-                              const char *name, size_t n, ts_loc_t loc, size_t mark, ts_hlo_instr_t **out) {
+                              const char *name, size_t n, bool named, ts_loc_t loc, size_t mark,
+                              ts_hlo_instr_t **out) {
   const char *nm = name_copy(p, name, n);
   ts_hlo_instr_t *i;
   if (!nm || ts_hlo_instr_add(p->comp, op, shape, NULL, 0, nm, &i) != TS_OK) return nomem(p);
+  bool renamed = strncmp(i->name, name, n) != 0 || i->name[n] != '\0';
+  if ((renamed || !named) && !ts_ptrmap_put(&p->hidden, i, 1)) return nomem(p);
+  if (renamed && named && !ts_strmap_put(&p->names, name, n, i)) return nomem(p);
   i->loc = loc;
   i->async_wrapped = wrapped;
   int nops = (int)((p->nstk - mark) / 3);
@@ -2678,7 +2744,7 @@ static ts_status_t parse_nested_instr(parser_t *p, const ts_shape_t *shape, ts_h
   TS_CHECK(parse_op_args(p, op, wrapped, shape, &op_tok, mark, &param, &lit));
   char name[64];
   snprintf(name, sizeof name, "%.*s.anon", (int)(op_tok.n < 40 ? op_tok.n : 40), op_tok.s);
-  TS_CHECK(make_instr(p, op, wrapped, shape, name, strlen(name), tloc(&op_tok), mark, out));
+  TS_CHECK(make_instr(p, op, wrapped, shape, name, strlen(name), false, tloc(&op_tok), mark, out));
   bind_decls(p, d0, *out);
   (*out)->param_number = param;
   (*out)->literal = lit;
@@ -2705,14 +2771,15 @@ static ts_status_t parse_compact_gte(parser_t *p, const ts_tok_t *name_tok, size
     snprintf(name, sizeof name, "%.*s_%lld", (int)(name_tok->n < 60 ? name_tok->n : 60), name_tok->s,
              (long long)idx);
     ts_hlo_instr_t *g;
-    TS_CHECK(make_instr(p, TS_OP_GET_TUPLE_ELEMENT, TS_OP_COUNT, NULL, name, strlen(name), tloc(&it), mark, &g));
+    TS_CHECK(make_instr(p, TS_OP_GET_TUPLE_ELEMENT, TS_OP_COUNT, NULL, name, strlen(name), false, tloc(&it), mark,
+                        &g));
     ts_hlo_attr_t a;
     memset(&a, 0, sizeof a);
     a.name = "index";
     a.kind = TS_ATTR_INT;
     a.v.i = idx;
     a.loc = tloc(&it);
-    if (ts_hlo_instr_add_attr(g, &a) != TS_OK) return nomem(p);
+    if (ts_hlo_instr_reserve_attrs(g, 1) != TS_OK || ts_hlo_instr_add_attr(g, &a) != TS_OK) return nomem(p);
     APPEND(p, p->infer, p->ninfer, p->capinfer, g);
     TS_CHECK(push_ref(p, g, -1, tloc(name_tok)));
     if (++depth > p->max_depth) return err_at(p, tloc(&it), "nesting deeper than %d levels", p->max_depth);
@@ -2859,6 +2926,23 @@ static ts_status_t default_window(parser_t *p, ts_hlo_instr_t *i) {
   return TS_OK;
 }
 
+/* Attributes an instruction holds on the stack while it is parsed: the
+ * array an instruction keeps is sized exactly, not grown from 4 (192 bytes
+ * for the one metadata= most instructions have). */
+enum { ATTRS_LOCAL = 8 };
+
+/* Moves i's attributes from `local` to module memory, exactly sized. */
+static ts_status_t settle_attrs(parser_t *p, ts_hlo_instr_t *i, const ts_hlo_attr_t *local) {
+  if (i->attrs != local) return TS_OK; /* more than ATTRS_LOCAL: already in module memory */
+  i->attrs = NULL;
+  i->attrs_cap = 0;
+  if (!i->nattrs) return TS_OK;
+  ALLOC_N(p, i->attrs, i->nattrs);
+  memcpy(i->attrs, local, sizeof *local * (size_t)i->nattrs);
+  i->attrs_cap = i->nattrs;
+  return TS_OK;
+}
+
 static ts_status_t parse_instruction(parser_t *p) {
   ts_tok_t root_tok = p->tok, name_tok;
   bool is_root = IS_KW(&root_tok, "ROOT");
@@ -2917,17 +3001,21 @@ static ts_status_t parse_instruction(parser_t *p) {
       return err_at(p, tloc(&name_tok), "parameter number %lld is used twice in computation '%s' (by '%s' and '%.*s')",
                     (long long)param, p->comp->name, first->name, (int)name_tok.n, name_tok.s);
   }
+  if (find_local(p, name_tok.s, name_tok.n))
+    return err_at(p, tloc(&name_tok), "instruction name '%.*s' defined twice in computation '%s'", (int)name_tok.n,
+                  name_tok.s, p->comp->name);
   ts_hlo_instr_t *i;
-  TS_CHECK(make_instr(p, op, wrapped, shape, name_tok.s, name_tok.n, tloc(&name_tok), mark, &i));
+  TS_CHECK(make_instr(p, op, wrapped, shape, name_tok.s, name_tok.n, true, tloc(&name_tok), mark, &i));
+  /* The attributes gather here while they are parsed, then move to an
+   * exactly sized array (settle_attrs); past ATTRS_LOCAL they grow in module
+   * memory as ts_hlo_instr_add_attr does. Nothing keeps i after an error. */
+  ts_hlo_attr_t local[ATTRS_LOCAL];
+  i->attrs = local;
+  i->attrs_cap = ATTRS_LOCAL;
   bind_decls(p, d0, i);
   if (op == TS_OP_PARAMETER) p->param_seen[param] = i;
   i->param_number = param;
   i->literal = lit;
-  size_t known = p->names.count; /* one probe: a put that adds nothing found a duplicate */
-  if (!ts_strmap_put(&p->names, name_tok.s, name_tok.n, i)) return nomem(p);
-  if (p->names.count == known)
-    return err_at(p, tloc(&name_tok), "instruction name '%.*s' defined twice in computation '%s'", (int)name_tok.n,
-                  name_tok.s, p->comp->name);
   if (infer) APPEND(p, p->infer, p->ninfer, p->capinfer, i);
 
   bool has_ctrl = false;
@@ -2941,6 +3029,7 @@ static ts_status_t parse_instruction(parser_t *p) {
     TS_CHECK(default_window(p, i));
   if (op == TS_OP_BROADCAST && !has_attr(i, "dimensions"))
     APPEND(p, p->bc, p->nbc, p->capbc, ((bcast_check_t){i, tloc(&op_tok)}));
+  TS_CHECK(settle_attrs(p, i, local));
   if (is_root) {
     if (p->comp_has_root)
       return err_at(p, tloc(&root_tok), "second ROOT instruction '%s' in computation '%s' (the first is '%s')",
@@ -2982,17 +3071,16 @@ static ts_status_t link_users(parser_t *p, ts_hlo_comp_t *c) {
       }
     }
   }
-  for (int k = 0; k < c->ninstrs; k++) {
-    ts_hlo_instr_t *d = c->instrs[k];
-    int cnt = p->ucount[d->id - p->comp_first_id];
-    if (!cnt) continue;
-    ALLOC_N(p, d->users, cnt);
-    d->users_cap = cnt;
-  }
+  /* An array is allocated at its first user: one walk less over a
+   * computation that is long out of the cache. */
   for (int k = 0; k < c->ninstrs; k++) {
     ts_hlo_instr_t *i = c->instrs[k];
     for (int o = 0; o < i->nops; o++) {
       ts_hlo_instr_t *d = i->ops[o];
+      if (!d->users) {
+        d->users_cap = p->ucount[d->id - p->comp_first_id];
+        ALLOC_N(p, d->users, d->users_cap);
+      }
       if (d->nusers == 0 || d->users[d->nusers - 1] != i) d->users[d->nusers++] = i;
     }
   }
@@ -3006,7 +3094,7 @@ static ts_status_t finish_computation(parser_t *p) {
   if (c->ninstrs == 0) return err_at(p, p->comp_open, "computation '%s' has no instructions", c->name);
   for (size_t k = 0; k < p->npops; k++) {
     pending_op_t *r = &p->pops[k];
-    if (!(*r->slot = ts_strmap_get(&p->names, r->name, r->n)))
+    if (!(*r->slot = find_local(p, r->name, r->n)))
       return err_at(p, r->loc, "undefined %s '%.*s' in computation '%s'", r->ctrl ? "control predecessor" : "operand",
                     (int)r->n, r->name, c->name);
   }
@@ -3084,6 +3172,22 @@ static ts_status_t parse_signature(parser_t *p, ts_shape_t **result) {
   return parse_shape(p, result, SHAPE_NO_EMPTY_LAYOUT);
 }
 
+/* Empties the per-computation map of renamed names. A table the last
+ * computation filled well is cleared and kept (computations that all reuse
+ * the same names, one after another): its pages are faulted in once, not
+ * once per computation and again for every doubling. Clearing costs at
+ * most 8 slots per name the last computation had; a table much bigger than
+ * that is freed (a zeroed map is empty). */
+static void reset_names(parser_t *p) {
+  ts_strmap_t *n = &p->names;
+  if (n->count * 8 >= n->cap) {
+    if (n->cap) memset(n->slots, 0, n->cap * sizeof *n->slots);
+    n->count = 0;
+  } else {
+    ts_strmap_free(n);
+  }
+}
+
 /* `{ instruction... }` of computation c, from its '{' to just past its '}'. */
 static ts_status_t parse_computation_body(parser_t *p, ts_hlo_comp_t *c) {
   p->comp = c;
@@ -3095,7 +3199,7 @@ static ts_status_t parse_computation_body(parser_t *p, ts_hlo_comp_t *c) {
   p->ninfer = 0;
   p->ndecl = 0;
   if (p->param_cap) memset(p->param_seen, 0, p->param_cap * sizeof *p->param_seen);
-  ts_strmap_free(&p->names);
+  reset_names(p);
   TS_CHECK(next(p));
   while (p->tok.kind != TK_RBRACE) {
     if (p->tok.kind == TK_EOF)
@@ -3196,7 +3300,7 @@ static ts_status_t parse_header_attr(parser_t *p) {
   ts_hlo_attr_t a;
   memset(&a, 0, sizeof a);
   a.loc = tloc(&nt);
-  a.name = spec ? spec->name : ts_arena_strndup(p->arena, nt.s, nt.n);
+  a.name = spec ? spec->name : ts_hlo_intern(p->m, nt.s, nt.n);
   if (!a.name) return nomem(p);
   ts_tok_t vt = p->tok;
   TS_CHECK(parse_attr_value(p, spec ? spec->syn : A_RAW, &a, NULL));
@@ -3231,7 +3335,7 @@ static ts_status_t parse_stack_frames(parser_t *p) {
   a.name = "__stack_frames";
   a.kind = TS_ATTR_RAW;
   a.loc = tloc(&start);
-  if (!(a.v.s = ts_arena_strndup(p->arena, p->src->text + start.off, p->prev_end - start.off)) ||
+  if (!(a.v.s = str_copy(p, p->src->text + start.off, p->prev_end - start.off)) ||
       ts_hlo_module_add_attr(p->m, &a) != TS_OK)
     return nomem(p);
   return TS_OK;
@@ -3430,7 +3534,9 @@ ts_status_t ts_hlo_parse(const ts_source_t *src, const ts_hlo_parse_opts_t *opts
   if (!p.m) return nomem(&p);
   p.arena = p.m->arena;
   ts_source_t *ms = &p.m->source;
-  char *text = ts_arena_strndup(p.arena, in.text, in.len); /* NUL-terminated for the lexer */
+  bool borrow = opts && opts->borrow_text && in.text[in.len] == '\0';
+  /* NUL-terminated for the lexer */
+  const char *text = borrow ? in.text : ts_arena_strndup(p.arena, in.text, in.len);
   ms->name = ts_arena_strdup(p.arena, in.name);
   ts_status_t st;
   if (!text || !ms->name) {
@@ -3446,6 +3552,7 @@ ts_status_t ts_hlo_parse(const ts_source_t *src, const ts_hlo_parse_opts_t *opts
     ts_diag_plain(diag, "%s: %s", in.name, ts_status_string(st));
   ts_free(p.stk);
   ts_strmap_free(&p.names);
+  ts_ptrmap_free(&p.hidden);
   ts_free(p.pops);
   ts_free(p.pcomps);
   ts_free(p.ucount);

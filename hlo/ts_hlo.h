@@ -316,6 +316,11 @@ struct ts_hlo_module {
   ts_strmap_t names;             /* instruction names, module-wide */
   ts_strmap_t comp_names;
   ts_strmap_t name_next;          /* name stem -> next free `.N` (renaming) */
+  ts_strmap_t interned;          /* ts_hlo_intern: string -> its module copy */
+  ts_strmap_t shape_keys;        /* ts_hlo_shape_intern: shape bytes -> shape */
+  ts_buf_t shape_key;            /* scratch for the key being looked up */
+  char *pool;                    /* small objects are carved from here at */
+  size_t pool_left;              /* their own alignment (hlo_internal.h) */
 };
 
 /* ---- building and editing ----------------------------------------------- */
@@ -366,6 +371,15 @@ ts_status_t ts_hlo_instr_add_operand(ts_hlo_instr_t *i, ts_hlo_instr_t *op);
 /* Appends an attribute (a shallow copy of `a`; its payload must live in the
  * module arena). Called computations also go to `called`. */
 ts_status_t ts_hlo_instr_add_attr(ts_hlo_instr_t *i, const ts_hlo_attr_t *a);
+/* Makes room for n more attributes, exactly: a pass that copies a known
+ * number of them calls this first, so the array is not grown by doubling
+ * (a module holds millions of these arrays). */
+ts_status_t ts_hlo_instr_reserve_attrs(ts_hlo_instr_t *i, int n);
+/* The module's one copy of s[0..n) (NUL-terminated): equal strings get the
+ * same pointer, so an attribute name copied into a module a million times
+ * takes its bytes once. Lives as long as the module; NULL when out of
+ * memory. */
+const char *ts_hlo_intern(ts_hlo_module_t *m, const char *s, size_t n);
 const ts_hlo_attr_t *ts_hlo_instr_attr(const ts_hlo_instr_t *i, const char *name);
 
 /* What a custom-call's target means to Tessera (hlo/custom_call.c). */
@@ -391,15 +405,29 @@ ts_status_t ts_hlo_comp_index_params(ts_hlo_comp_t *c);
 /* Shapes allocated in the module arena. */
 ts_shape_t *ts_hlo_shape_array(ts_hlo_module_t *m, ts_elem_t elem, int rank, const int64_t *dims);
 ts_shape_t *ts_hlo_shape_tuple(ts_hlo_module_t *m, int n, ts_shape_t *const *elems);
+/* The module's shared shape equal to s in every field (element type, dims,
+ * dynamic markers, layout with its tiles and extensions; a tuple element by
+ * element), copied into the arena the first time it is seen; s itself is not
+ * kept. The parser gives instructions their shapes this way, so equal shapes
+ * are one object: never modify a shape an instruction has. NULL when out of
+ * memory. */
+const ts_shape_t *ts_hlo_shape_intern(ts_hlo_module_t *m, const ts_shape_t *s);
 
 /* ---- text --------------------------------------------------------------- */
 
 typedef struct {
   int max_nesting; /* braces/parens/tuple depth limit; 0 means 256 */
+  /* The caller keeps src->text unchanged for as long as the module lives
+   * (the compile driver holds the file it read), with src->text[src->len]
+   * readable: when that byte is '\0' the module's source points at the
+   * caller's text instead of a copy, which for a 200 MB dump is 200 MB of
+   * fresh pages; otherwise it is copied as usual. */
+  bool borrow_text;
 } ts_hlo_parse_opts_t;
 
 /* Parses HLO text (a module with a header, a headerless list of computations,
- * or one bare computation body). The text is copied into the module arena.
+ * or one bare computation body). The text is copied into the module arena
+ * (unless opts->borrow_text).
  * On error returns TS_ERR_PARSE (or TS_ERR_NOMEM) with the first error in
  * `diag` as `file:line:col: error: ...`, source line and caret; *out is NULL.
  * opts may be NULL. Structural checks that need the whole module (cycles,

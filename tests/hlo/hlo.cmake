@@ -2,6 +2,10 @@
 # of hand-written grammar modules, located errors for bad input), the
 # verifier, element-type conversion.
 ts_unit_test(test_printer CASES tables unique_names shapes build_and_print)
+# How a parsed module holds its memory: shared shapes, exactly sized
+# attribute arrays, interned attribute names, borrowed source text.
+ts_unit_test(test_module_memory CASES shared_shapes shape_intern exact_attrs interned_names reserve_attrs
+             borrow_text names_per_computation)
 # Element-type conversion kernels (common/elemconv.c).
 ts_unit_test(test_elemconv CASES fast_paths bf16 f16 f8 round_trip ties float_to_int int_to_int pred
              int_to_float float_to_float complex errors_and_bitcast)
