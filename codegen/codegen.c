@@ -703,35 +703,21 @@ typedef struct {
   bool red[8];
 } rplan_t;
 
-/* r's plan (cg_supported passed it): make_groups of k_reduce.c. */
+/* r's plan (cg_supported passed it): kernels/' own groups (ts_reduce_groups). */
 static void reduce_plan(const ts_hlo_instr_t *r, rplan_t *p) {
   *p = (rplan_t){.x = r->ops[0], .init = r->ops[1], .op = reduce_op(r), .e = r->shape->elem};
   const ts_shape_t *xs = p->x->shape;
   p->nx = ts_shape_elements(xs);
   p->nout = ts_shape_elements(r->shape);
-  bool red[8] = {false};
   ts_i64_list_t dims = list_attr(r, "dimensions");
-  for (int k = 0; k < dims.n; k++) red[dims.v[k]] = true;
-  for (int d = 0; d < xs->rank; d++) {
-    if (xs->dims[d] == 1) continue;
-    if (p->n > 0 && p->red[p->n - 1] == red[d]) {
-      p->dim[p->n - 1] *= xs->dims[d];
-    } else {
-      p->dim[p->n] = xs->dims[d];
-      p->red[p->n++] = red[d];
-    }
-  }
-  if (p->n == 0) { /* one element: combined into the one output */
-    p->dim[0] = 1;
-    p->red[0] = false;
-    p->n = 1;
-  }
-  int64_t si = 1, so = 1;
-  for (int d = p->n - 1; d >= 0; d--) {
-    p->in_stride[d] = si;
-    si *= p->dim[d];
-    p->out_stride[d] = p->red[d] ? 0 : so;
-    if (!p->red[d]) so *= p->dim[d];
+  ts_reduce_groups_t g;
+  ts_reduce_groups(xs->rank, xs->dims, &dims, &g);
+  p->n = g.n; /* at most the operand's rank, which cg_supported bounds by 8 */
+  for (int d = 0; d < g.n; d++) {
+    p->dim[d] = g.dim[d];
+    p->in_stride[d] = g.in_stride[d];
+    p->out_stride[d] = g.out_stride[d];
+    p->red[d] = g.red[d];
   }
 }
 

@@ -281,25 +281,16 @@ static bool fast_path(ts_opcode_t op, int n, const ts_array_t *in, const ts_arra
 
 /* ---- reduce ------------------------------------------------------------- */
 
-/* The operand's dims with size-1 dims dropped and neighbours of the same
- * kind (reduced or kept) merged; strides in elements, 0 in the output for
- * reduced groups. */
-typedef struct {
-  int n;
-  int64_t dim[TS_MAX_RANK], in_stride[TS_MAX_RANK], out_stride[TS_MAX_RANK];
-  bool red[TS_MAX_RANK];
-} groups_t;
-
-static void make_groups(const ts_array_t *x, const ts_i64_list_t *dims, groups_t *g) {
+void ts_reduce_groups(int rank, const int64_t *dims, const ts_i64_list_t *reduced, ts_reduce_groups_t *g) {
   bool red[TS_MAX_RANK] = {false};
-  for (int k = 0; k < dims->n; k++) red[dims->v[k]] = true;
+  for (int k = 0; k < reduced->n; k++) red[reduced->v[k]] = true;
   g->n = 0;
-  for (int d = 0; d < x->rank; d++) {
-    if (x->dims[d] == 1) continue;
+  for (int d = 0; d < rank; d++) {
+    if (dims[d] == 1) continue;
     if (g->n > 0 && g->red[g->n - 1] == red[d]) {
-      g->dim[g->n - 1] *= x->dims[d];
+      g->dim[g->n - 1] *= dims[d];
     } else {
-      g->dim[g->n] = x->dims[d];
+      g->dim[g->n] = dims[d];
       g->red[g->n++] = red[d];
     }
   }
@@ -323,8 +314,8 @@ static void reduce_fast(ts_opcode_t op, const ts_array_t *x, const ts_array_t *i
   ts_elem_t e = x->elem;
   fill(e, out->data, ts_array_count(out), init->data);
   if (ts_array_count(x) == 0) return;
-  groups_t g;
-  make_groups(x, dims, &g);
+  ts_reduce_groups_t g;
+  ts_reduce_groups(x->rank, x->dims, dims, &g);
   int last = g.n - 1;
   int64_t inner = g.dim[last];
   int64_t idx[TS_MAX_RANK] = {0};

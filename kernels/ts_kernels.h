@@ -149,4 +149,16 @@ static inline bool ts_index_next(int rank, const int64_t *dims, int64_t *idx) {
  * (the caller then goes through ctx->apply). */
 ts_opcode_t ts_reducer_op(const ts_hlo_comp_t *comp);
 
+/* How the reduce kernel walks its operand: the operand's dims with size-1
+ * dims dropped and neighbours of the same kind (reduced or kept) merged
+ * into n >= 1 groups; strides in elements, 0 in the output for reduced
+ * groups. codegen/ emits the same walk, so that its reduces match bit for
+ * bit. `reduced` lists dims of an operand of `rank` dims `dims`. */
+typedef struct {
+  int n;
+  int64_t dim[TS_MAX_RANK], in_stride[TS_MAX_RANK], out_stride[TS_MAX_RANK];
+  bool red[TS_MAX_RANK];
+} ts_reduce_groups_t;
+void ts_reduce_groups(int rank, const int64_t *dims, const ts_i64_list_t *reduced, ts_reduce_groups_t *g);
+
 #endif
