@@ -201,6 +201,23 @@ static void distinct(void) {
   ts_hlo_module_destroy(m);
 }
 
+/* Parses text, whose entry root is a fusion, and compiles it: exactly one
+ * kernel, the root's (*fn, NULL when it did not compile). *m is NULL when
+ * the text does not parse (nothing to free then). */
+static ts_codegen_t *compile_root_fusion(const char *name, const char *text, ts_hlo_module_t **m, ts_kernel_fn *fn) {
+  *fn = NULL;
+  if (!(*m = parse_text(name, text))) return NULL;
+  ts_codegen_stats_t cs;
+  ts_codegen_t *cg = compile_module(*m, &cs);
+  EXPECT_EQ(cs.compiled, 1);
+  bool flat;
+  EXPECT(cg_fusion_compiles((*m)->entry->root, &flat));
+  *fn = ts_codegen_kernel(cg, (*m)->entry->root);
+  if (!*fn) fprintf(stderr, "not compiled:\n%s", text);
+  EXPECT(*fn != NULL);
+  return cg;
+}
+
 /* A module whose entry calls fusion computation `body` (its parameters
  * declared by `params`, the entry's by `eparams`, `args` naming them) with
  * a `shape` result: compiled (exactly one kernel), then that kernel against
@@ -211,17 +228,11 @@ static void check_fusion(const char *params, const char *body, const char *shape
   snprintf(text, sizeof text,
            "HloModule s32\nf {\n%s%s}\nENTRY e {\n%s  ROOT u = %s fusion(%s), kind=kLoop, calls=f\n}\n", params,
            body, eparams, shape, args);
-  ts_hlo_module_t *m = parse_text("s32.hlo", text);
+  ts_hlo_module_t *m;
+  ts_kernel_fn fn;
+  ts_codegen_t *cg = compile_root_fusion("s32.hlo", text, &m, &fn);
   if (!m) return;
-  ts_codegen_stats_t cs;
-  ts_codegen_t *cg = compile_module(m, &cs);
-  EXPECT_EQ(cs.compiled, 1);
   const ts_hlo_instr_t *fu = m->entry->root;
-  bool flat;
-  EXPECT(cg_fusion_compiles(fu, &flat));
-  ts_kernel_fn fn = ts_codegen_kernel(cg, fu);
-  if (!fn) fprintf(stderr, "not compiled:\n%s", text);
-  EXPECT(fn != NULL);
   for (int trial = 0; fn && trial < 6; trial++) compare(m, fu, fn, 300 + (uint64_t)trial, trial % 2 == 1, true);
   ts_codegen_destroy(cg);
   ts_hlo_module_destroy(m);
@@ -465,17 +476,11 @@ static void check_reduce(const char *regions, const char *params, const char *bo
   snprintf(text, sizeof text,
            "HloModule reduce\n%sf {\n%s%s}\nENTRY e {\n%s  ROOT u = %s fusion(%s), kind=kInput, calls=f\n}\n", regions,
            params, body, eparams, shape, args);
-  ts_hlo_module_t *m = parse_text("reduce.hlo", text);
+  ts_hlo_module_t *m;
+  ts_kernel_fn fn;
+  ts_codegen_t *cg = compile_root_fusion("reduce.hlo", text, &m, &fn);
   if (!m) return;
-  ts_codegen_stats_t cs;
-  ts_codegen_t *cg = compile_module(m, &cs);
-  EXPECT_EQ(cs.compiled, 1);
   const ts_hlo_instr_t *fu = m->entry->root;
-  bool flat;
-  EXPECT(cg_fusion_compiles(fu, &flat));
-  ts_kernel_fn fn = ts_codegen_kernel(cg, fu);
-  if (!fn) fprintf(stderr, "not compiled:\n%s", text);
-  EXPECT(fn != NULL);
   if (!pool) pool = edges, npool = sizeof edges / sizeof edges[0];
   for (int trial = 0; fn && trial < 4; trial++)
     compare_pool(m, fu, fn, 500 + (uint64_t)trial, trial % 2 ? pool : NULL, npool, true);
