@@ -346,7 +346,7 @@ static ts_status_t outline(fctx_t *f, bool input) {
   }
   for (int k = 0, at = 0; k < ns; k++) {
     ts_hlo_instr_t *i = sorted[k];
-    if (i->parent != fc) continue;
+    if (i->parent != fc || i->nops == 0) continue; /* (ops is NULL then) */
     memcpy(i->ops, &remap[at], sizeof *i->ops * (size_t)i->nops);
     at += i->nops;
   }
