@@ -17,7 +17,10 @@ static ts_status_t parse(ts_pipeline_t *p, ts_diag_t *diag) {
   size_t len = 0;
   TS_CHECK(ts_read_file(p->o.path, &p->text, &len, diag));
   ts_source_t src = {strcmp(p->o.path, "-") == 0 ? "<stdin>" : p->o.path, p->text, len};
-  ts_status_t st = ts_hlo_parse(&src, NULL, &p->m, diag);
+  /* the module reads its source from p->text, which outlives it
+   * (ts_pipeline_fini): a 200 MB dump is not copied a second time */
+  ts_hlo_parse_opts_t po = {.borrow_text = true};
+  ts_status_t st = ts_hlo_parse(&src, &po, &p->m, diag);
   if (st != TS_OK) {
     ts_hlo_module_destroy(p->m);
     p->m = NULL;
@@ -164,6 +167,14 @@ void ts_pipeline_skip(ts_pipeline_t *p, ts_stage_t s) {
 }
 
 bool ts_pipeline_partitioned(const ts_pipeline_t *p) { return p->pm && p->pm != p->m; }
+
+void ts_pipeline_release_input(ts_pipeline_t *p) {
+  if (!ts_pipeline_partitioned(p)) return;
+  ts_hlo_module_destroy(p->m);
+  ts_free(p->text);
+  p->m = NULL;
+  p->text = NULL;
+}
 
 void ts_pipeline_fini(ts_pipeline_t *p) {
   ts_rt_program_destroy(p->prog);
