@@ -167,7 +167,12 @@ void ts_part_copy_attr(part_t *p, ts_hlo_instr_t *i, const ts_hlo_attr_t *src) {
   if (p->st != TS_OK || !i) return;
   ts_hlo_attr_t a = *src;
   ts_arena_t *ar = p->dst->arena;
-  a.name = ts_arena_strdup(ar, src->name);
+  /* a million instructions share a handful of attribute names */
+  a.name = ts_hlo_intern(p->dst, src->name, strlen(src->name));
+  if (!a.name) {
+    p->st = TS_ERR_NOMEM;
+    return;
+  }
   a.loc = (ts_loc_t){0, 0};
   switch (src->kind) {
   case TS_ATTR_INT: case TS_ATTR_BOOL: case TS_ATTR_FLOAT: break;
@@ -261,6 +266,16 @@ void ts_part_copy_attr(part_t *p, ts_hlo_instr_t *i, const ts_hlo_attr_t *src) {
   if (p->st == TS_OK) add_attr(p, i, &a);
 }
 
+void ts_part_copy_attrs(part_t *p, ts_hlo_instr_t *r, const ts_hlo_instr_t *i) {
+  if (p->st != TS_OK || !r || i->nattrs == 0) return;
+  ts_status_t st = ts_hlo_instr_reserve_attrs(r, i->nattrs);
+  if (st != TS_OK) {
+    p->st = st;
+    return;
+  }
+  for (int k = 0; k < i->nattrs; k++) ts_part_copy_attr(p, r, &i->attrs[k]);
+}
+
 /* Instruction k of a clone: same op, shape and attributes. */
 static ts_hlo_instr_t *clone_instr(part_t *p, const ts_hlo_instr_t *i, ts_hlo_instr_t *const *ops) {
   ts_hlo_instr_t *r = ts_part_add(p, i->op, copy_shape(p, i->shape), ops, i->nops, i->name);
@@ -268,7 +283,7 @@ static ts_hlo_instr_t *clone_instr(part_t *p, const ts_hlo_instr_t *i, ts_hlo_in
   r->async_wrapped = i->async_wrapped;
   r->param_number = i->param_number;
   if (i->literal) r->literal = ts_part_copy_literal(p, i->literal);
-  for (int k = 0; k < i->nattrs; k++) ts_part_copy_attr(p, r, &i->attrs[k]);
+  ts_part_copy_attrs(p, r, i);
   return r;
 }
 

@@ -84,7 +84,7 @@ ts_hlo_instr_t *ts_part_emit_like(part_t *p, const ts_hlo_instr_t *i, ts_hlo_ins
   ts_hlo_instr_t *r = ts_part_add(p, i->op, shape, ops, i->nops, i->name);
   if (!r) return NULL;
   r->async_wrapped = i->async_wrapped;
-  for (int k = 0; k < i->nattrs; k++) ts_part_copy_attr(p, r, &i->attrs[k]);
+  ts_part_copy_attrs(p, r, i);
   if (i->literal && shape && ts_shape_elements(shape) == ts_shape_elements(i->shape))
     r->literal = ts_part_copy_literal(p, i->literal);
   return r;

@@ -53,6 +53,9 @@ void ts_part_attr_groups(part_t *p, ts_hlo_instr_t *i, int64_t ngroups, int64_t 
 /* A copy of attribute `a` of the source module in the output module; called
  * computations map to their unpartitioned clones. */
 void ts_part_copy_attr(part_t *p, ts_hlo_instr_t *i, const ts_hlo_attr_t *a);
+/* Every attribute of source instruction i onto its output r, r's array sized
+ * for them in one allocation. */
+void ts_part_copy_attrs(part_t *p, ts_hlo_instr_t *r, const ts_hlo_instr_t *i);
 ts_literal_t *ts_part_copy_literal(part_t *p, const ts_literal_t *l);
 /* Adds computation `name` to the partitioned module and makes it the one
  * ts_part_add builds into, with no partition-id yet (NULL with p->st set
