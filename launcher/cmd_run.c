@@ -925,6 +925,13 @@ static ts_status_t partition(job_t *j, ts_diag_t *diag) {
       ts_diag_plain(diag, "the sharding of the root does not fit its shape");
       return TS_ERR_INVALID_ARGUMENT;
     }
+    /* a compile that only reports on the per-device program needs the input
+     * no further (its parameters' shardings above live in the job) */
+    if (f->compile_only) {
+      ts_pipeline_release_input(&j->pipe);
+      j->m = m = NULL;
+      j->inputs.m = NULL;
+    }
   } else {
     ts_pipeline_skip(&j->pipe, TS_STAGE_PARTITIONED);
     j->pm = m;

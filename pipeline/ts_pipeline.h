@@ -87,6 +87,11 @@ ts_status_t ts_pipeline_run_to(ts_pipeline_t *p, ts_stage_t s, ts_diag_t *diag);
 void ts_pipeline_skip(ts_pipeline_t *p, ts_stage_t s);
 /* Whether the module was partitioned (pm is a new module). */
 bool ts_pipeline_partitioned(const ts_pipeline_t *p);
+/* Frees the input module and its text once the partitioned module is all a
+ * caller needs (a compile that reports on the per-device program): at a
+ * million instructions that is a third of the compile's memory. No-op
+ * unless partitioned; the input stages cannot run again afterwards. */
+void ts_pipeline_release_input(ts_pipeline_t *p);
 void ts_pipeline_fini(ts_pipeline_t *p); /* frees everything; a zeroed pipeline is fine */
 
 /* The process exit code of a pipeline's (or a command's) status: 0 ok,
