@@ -276,7 +276,8 @@ struct ts_hlo_instr {
 
   int64_t param_number;    /* TS_OP_PARAMETER */
   ts_literal_t *literal;   /* TS_OP_CONSTANT */
-  ts_sharding_t *sharding; /* NULL when unannotated */
+  ts_sharding_t *sharding; /* NULL when unannotated; may be shared by several
+                              instructions (propagation): replace, never modify */
 
   /* Every other attribute, in text order. Called computations are COMP /
    * COMP_LIST attributes; `called` flattens them in the same order. */
