@@ -9,6 +9,17 @@ target_link_libraries(test_coll_threads PRIVATE ts_coll_matrix ts_coll)
 add_test(NAME coll.threads COMMAND test_coll_threads)
 set_tests_properties(coll.threads PROPERTIES LABELS unit TIMEOUT 300)
 
+# The pipelined hierarchical collectives: slice layouts, counts, the same
+# bits on every member; once with the built-in chunks, once with 1 KiB ones
+# (many chunks, short and padded last ones).
+add_executable(test_coll_hier coll/test_coll_hier.c)
+target_include_directories(test_coll_hier PRIVATE ${CMAKE_CURRENT_SOURCE_DIR})
+target_link_libraries(test_coll_hier PRIVATE ts_coll)
+add_test(NAME coll.hier COMMAND test_coll_hier)
+add_test(NAME coll.hier.chunks COMMAND test_coll_hier)
+set_tests_properties(coll.hier coll.hier.chunks PROPERTIES LABELS unit TIMEOUT 300)
+set_tests_properties(coll.hier.chunks PROPERTIES ENVIRONMENT TESSERA_COLL_HIER_CHUNK_KIB=1)
+
 find_package(MPI COMPONENTS C QUIET)
 if(MPI_C_FOUND)
   add_executable(test_coll_mpi coll/test_coll_mpi.c)
