@@ -115,12 +115,14 @@ static ts_i64_list_t list_attr(const ts_hlo_instr_t *i, const char *name) {
   return a && a->kind == TS_ATTR_INT_LIST ? a->v.list : (ts_i64_list_t){0, NULL};
 }
 
+static bool is_half(ts_elem_t e) { return e == TS_BF16 || e == TS_F16; }
+
 /* The reducer of reduce instruction r when codegen/ compiles it, else
  * TS_OP_COUNT: one operand and one init value, both of r's element type,
  * the init a scalar constant or parameter, and a to_apply region that is
  * one op of its two scalar parameters (ts_reducer_op, as kernels/ picks its
- * fast path): add, multiply, maximum or minimum over f32 and s32, and, or
- * or xor over s32 and pred. */
+ * fast path): add, multiply, maximum or minimum over f32, bf16, f16 and
+ * s32, and, or or xor over s32 and pred. */
 static ts_opcode_t reduce_op(const ts_hlo_instr_t *r) {
   const ts_hlo_attr_t *a = ts_hlo_instr_attr(r, "to_apply"), *da = ts_hlo_instr_attr(r, "dimensions");
   if (r->nops != 2 || !a || a->kind != TS_ATTR_COMP || a->v.comps.n != 1 || !da || da->kind != TS_ATTR_INT_LIST)
@@ -151,11 +153,35 @@ static ts_opcode_t reduce_op(const ts_hlo_instr_t *r) {
       return TS_OP_COUNT;
   bool arith = op == TS_OP_ADD || op == TS_OP_MULTIPLY || op == TS_OP_MAXIMUM || op == TS_OP_MINIMUM;
   bool bits = op == TS_OP_AND || op == TS_OP_OR || op == TS_OP_XOR;
-  return (e == TS_F32 && arith) || (e == TS_S32 && (arith || bits)) || (e == TS_PRED && bits) ? op : TS_OP_COUNT;
+  return ((e == TS_F32 || is_half(e)) && arith) || (e == TS_S32 && (arith || bits)) || (e == TS_PRED && bits)
+             ? op
+             : TS_OP_COUNT;
 }
 
-/* Whether the computation is a loop we emit: f32, s32 and pred arrays, ops
- * from the list below (each with the element types it takes), and at the
+/* The math functions compiled over bf16 and f16 values. kernels/ computes
+ * them with libm in f32 and rounds to the type; ours (math.c) may differ
+ * from libm by an f32 ULP or so, which can flip a rounding to bf16 or f16,
+ * so only the functions whose rounded results equal the interpreter's on
+ * every one of the 65536 inputs of the type are here (test_codegen_kernels'
+ * half_math checks them all against the host's libm; glibc 2.36 here).
+ * Left to kernels/: logistic (kernels/' 1 / (1 + expf(-x)) is 0 from x <=
+ * -89 where ours keeps the subnormal tail, and 6 f16 results flip) and f16
+ * expm1 (one input flips); power, of two operands, is not checked at all.
+ * sqrt and rsqrt are correctly rounded on both sides: always compiled. */
+static bool half_math_ok(ts_opcode_t op, ts_elem_t e) {
+  switch (op) {
+  case TS_OP_EXPONENTIAL: case TS_OP_LOG: case TS_OP_TANH: case TS_OP_LOG_PLUS_ONE: case TS_OP_ERF: case TS_OP_SINE:
+  case TS_OP_COSINE:
+    return true;
+  case TS_OP_EXPONENTIAL_MINUS_ONE: return e == TS_BF16;
+  default: return false;
+  }
+}
+
+/* Whether the computation is a loop we emit: f32, s32, pred, bf16 and f16
+ * arrays, ops from the list below (each with the element types it takes:
+ * bf16 and f16 wherever f32 is, but for power and, until half_math_ok
+ * says otherwise, the math functions), and at the
  * root, optionally, a reduce (reduce_op) of the values the others compute.
  * *flat: every value (but a reduce root) has the element count of the root
  * (of the reduce's operand) or one element and no op moves elements, so one
@@ -175,15 +201,15 @@ bool cg_supported(const ts_hlo_comp_t *c, int nin, bool *flat) {
     if (i == root && reduce) continue;
     if (!ts_shape_is_array(i->shape) || i->shape->dynamic || i->shape->rank > 8) return false;
     ts_elem_t e = i->shape->elem;
-    if (e != TS_F32 && e != TS_PRED && e != TS_S32) return false;
+    if (e != TS_F32 && e != TS_PRED && e != TS_S32 && !is_half(e)) return false;
     int64_t cnt = ts_shape_elements(i->shape);
     if (cnt != n && cnt != 1) *flat = false;
-    bool f = e == TS_F32, s = e == TS_S32;
+    bool h = is_half(e), f = e == TS_F32 || h, s = e == TS_S32; /* f: a float, computed in f32 */
     switch (i->op) {
     case TS_OP_PARAMETER: break;
     case TS_OP_CONSTANT:
       if (cnt != 1 || !i->literal || i->literal->elided) return false;
-      if (f ? !i->literal->f : !i->literal->i) return false;
+      if (h ? !i->literal->f && !i->literal->i : f ? !i->literal->f : !i->literal->i) return false;
       break;
     case TS_OP_BROADCAST: {
       if (i->ops[0]->shape->elem != e) return false;
@@ -223,9 +249,9 @@ bool cg_supported(const ts_hlo_comp_t *c, int nin, bool *flat) {
       break;
     }
     case TS_OP_CONVERT: break;
-    case TS_OP_COMPARE: { /* f32 as FLOAT, s32 as SIGNED (each type's default) */
+    case TS_OP_COMPARE: { /* floats as FLOAT, s32 as SIGNED (each type's default) */
       ts_elem_t oe = i->ops[0]->shape->elem;
-      const char *want = oe == TS_F32 ? "FLOAT" : oe == TS_S32 ? "SIGNED" : NULL;
+      const char *want = oe == TS_F32 || is_half(oe) ? "FLOAT" : oe == TS_S32 ? "SIGNED" : NULL;
       const ts_hlo_attr_t *d = ts_hlo_instr_attr(i, "direction"), *t = ts_hlo_instr_attr(i, "type");
       if (!want || !d || (d->kind != TS_ATTR_IDENT && d->kind != TS_ATTR_RAW)) return false;
       if (t && !(t->kind == TS_ATTR_IDENT && strcmp(t->v.s, want) == 0)) return false;
@@ -240,12 +266,14 @@ bool cg_supported(const ts_hlo_comp_t *c, int nin, bool *flat) {
     case TS_OP_REMAINDER: case TS_OP_SHIFT_LEFT: case TS_OP_SHIFT_RIGHT_ARITHMETIC: case TS_OP_SHIFT_RIGHT_LOGICAL:
       if (!s) return false;
       break;
-    case TS_OP_FLOOR: case TS_OP_CEIL: case TS_OP_CLAMP:
-    case TS_OP_EXPONENTIAL: case TS_OP_LOG: case TS_OP_TANH: case TS_OP_LOGISTIC: case TS_OP_SQRT: case TS_OP_RSQRT:
-    case TS_OP_LOG_PLUS_ONE: case TS_OP_EXPONENTIAL_MINUS_ONE: case TS_OP_ERF: case TS_OP_POWER: case TS_OP_SINE:
-    case TS_OP_COSINE:
-      if (!f) return false;
+    case TS_OP_FLOOR: case TS_OP_CEIL: case TS_OP_CLAMP: case TS_OP_SQRT: case TS_OP_RSQRT:
+      if (!f) return false; /* exact, or correctly rounded as kernels/ computes them: bf16 and f16 too */
       break;
+    case TS_OP_EXPONENTIAL: case TS_OP_LOG: case TS_OP_TANH: case TS_OP_LOGISTIC: case TS_OP_LOG_PLUS_ONE:
+    case TS_OP_EXPONENTIAL_MINUS_ONE: case TS_OP_ERF: case TS_OP_SINE: case TS_OP_COSINE:
+      if (!f || (h && !half_math_ok(i->op, e))) return false;
+      break;
+    case TS_OP_POWER: if (e != TS_F32) return false; break;
     default: return false;
     }
   }
@@ -278,9 +306,14 @@ static LLVMValueRef call_f(cg_t *g, LLVMValueRef fn, LLVMValueRef x) {
 
 static LLVMValueRef ci(cg_t *g, int32_t v) { return LLVMConstInt(g->i32, (unsigned long long)(uint32_t)v, 0); }
 
-/* An element's type in memory (f32: float, s32: i32, pred: one byte) and
- * in the emitted code (pred: i1); from_mem/to_mem convert between them. */
-static LLVMTypeRef mem_type(cg_t *g, ts_elem_t e) { return e == TS_F32 ? g->f32 : e == TS_S32 ? g->i32 : g->i8; }
+/* An element's type in memory (f32: float, s32: i32, pred: one byte, bf16
+ * and f16: i16, their bits) and in the emitted code (pred: i1; bf16 and f16
+ * stay their bits, so that the ops that move or select elements copy them
+ * as kernels/ does, NaN payloads included); from_mem/to_mem convert between
+ * them. */
+static LLVMTypeRef mem_type(cg_t *g, ts_elem_t e) {
+  return e == TS_F32 ? g->f32 : e == TS_S32 ? g->i32 : is_half(e) ? g->i16 : g->i8;
+}
 
 static LLVMValueRef from_mem(cg_t *g, ts_elem_t e, LLVMValueRef x) {
   return e == TS_PRED ? LLVMBuildICmp(g->b, LLVMIntNE, x, LLVMConstInt(g->i8, 0, 0), "") : x;
@@ -288,6 +321,155 @@ static LLVMValueRef from_mem(cg_t *g, ts_elem_t e, LLVMValueRef x) {
 
 static LLVMValueRef to_mem(cg_t *g, ts_elem_t e, LLVMValueRef v) {
   return e == TS_PRED ? LLVMBuildZExt(g->b, v, g->i8, "") : v;
+}
+
+/* ---- bf16 and f16 -------------------------------------------------------------
+ * kernels/ computes an op on bf16 or f16 values in f32: its operands
+ * widened (exactly), the f32 loop, the result rounded to nearest even into
+ * the op's type; so every instruction of a fusion whose result is bf16 or
+ * f16 rounds here too, not only the store. The conversions are integer
+ * arithmetic on the bits, as common/elemconv.c and k_elementwise.c's
+ * load_f32/store_f32 write them (LLVM 14 cannot select fpext from bfloat,
+ * and its fpext from half keeps NaN payloads that elemconv.c drops), the
+ * same on the CPU and the GPU. */
+
+static LLVMValueRef c32(cg_t *g, uint32_t v) { return LLVMConstInt(g->i32, v, 0); }
+static LLVMValueRef c16(cg_t *g, uint16_t v) { return LLVMConstInt(g->i16, v, 0); }
+static LLVMValueRef bits_of(cg_t *g, LLVMValueRef f) { return LLVMBuildBitCast(g->b, f, g->i32, ""); }
+static LLVMValueRef float_of(cg_t *g, LLVMValueRef u) { return LLVMBuildBitCast(g->b, u, g->f32, ""); }
+
+/* bf16 bits h as f32: the bits shifted up, a NaN's payload kept (load_f32,
+ * and so the elementwise ops and bf16 -> f32 convert), or, canonical, a NaN
+ * made the quiet NaN of its sign (ts_elem_convert and ts_load_f, and so the
+ * reduce steps). */
+static LLVMValueRef bf16_widen(cg_t *g, LLVMValueRef h, bool canonical) {
+  LLVMBuilderRef b = g->b;
+  LLVMValueRef u = LLVMBuildShl(b, LLVMBuildZExt(b, h, g->i32, ""), c32(g, 16), "");
+  if (canonical) {
+    LLVMValueRef nan = LLVMBuildICmp(b, LLVMIntUGT, LLVMBuildAnd(b, u, c32(g, 0x7fffffff), ""), c32(g, 0x7f800000), "");
+    u = LLVMBuildSelect(b, nan, LLVMBuildOr(b, LLVMBuildAnd(b, u, c32(g, 0x80000000), ""), c32(g, 0x7fc00000), ""),
+                        u, "");
+  }
+  return float_of(g, u);
+}
+
+/* f16 bits h as f32 (elemconv.c's f32_from_f16): NaN the quiet NaN of its
+ * sign, subnormals m 2^-24 (exact). */
+static LLVMValueRef f16_widen(cg_t *g, LLVMValueRef h) {
+  LLVMBuilderRef b = g->b;
+  LLVMValueRef x = LLVMBuildZExt(b, h, g->i32, "");
+  LLVMValueRef sign = LLVMBuildShl(b, LLVMBuildAnd(b, x, c32(g, 0x8000), ""), c32(g, 16), "");
+  LLVMValueRef e = LLVMBuildAnd(b, LLVMBuildLShr(b, x, c32(g, 10), ""), c32(g, 0x1f), "");
+  LLVMValueRef m = LLVMBuildAnd(b, x, c32(g, 0x3ff), "");
+  LLVMValueRef normal = LLVMBuildOr(b, LLVMBuildShl(b, LLVMBuildAdd(b, e, c32(g, 112), ""), c32(g, 23), ""),
+                                    LLVMBuildShl(b, m, c32(g, 13), ""), "");
+  LLVMValueRef sub = bits_of(g, LLVMBuildFMul(b, LLVMBuildUIToFP(b, m, g->f32, ""), cf(g, 0x1p-24), ""));
+  LLVMValueRef special = LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntNE, m, c32(g, 0), ""), c32(g, 0x7fc00000),
+                                         c32(g, 0x7f800000), "");
+  LLVMValueRef mag = LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntEQ, e, c32(g, 0), ""), sub, normal, "");
+  mag = LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntEQ, e, c32(g, 0x1f), ""), special, mag, "");
+  return float_of(g, LLVMBuildOr(b, sign, mag, ""));
+}
+
+/* A bf16 or f16 value (its bits) as the f32 kernels/ computes on; the
+ * canonical widening where kernels/ goes through ts_elem_convert. */
+static LLVMValueRef widen(cg_t *g, ts_elem_t e, LLVMValueRef h, bool canonical) {
+  return e == TS_BF16 ? bf16_widen(g, h, canonical) : f16_widen(g, h);
+}
+
+/* f32 x rounded to nearest even into bf16 or f16 bits (store_f32 and
+ * elemconv.c's bf16_from_f32, f16_from_f32): a NaN keeps its sign and top
+ * payload bits with the quiet bit set; f16 overflows to inf (from 65520 up)
+ * and has subnormals, whose quantum 2^-24 is the ulp of 0.5f, so 0.5f + |x|
+ * rounds |x| to them in one IEEE add. */
+static LLVMValueRef narrow(cg_t *g, ts_elem_t e, LLVMValueRef x) {
+  LLVMBuilderRef b = g->b;
+  LLVMValueRef u = bits_of(g, x), a = LLVMBuildAnd(b, u, c32(g, 0x7fffffff), "");
+  LLVMValueRef nan = LLVMBuildICmp(b, LLVMIntUGT, a, c32(g, 0x7f800000), "");
+  LLVMValueRef r;
+  if (e == TS_BF16) {
+    LLVMValueRef odd = LLVMBuildAnd(b, LLVMBuildLShr(b, u, c32(g, 16), ""), c32(g, 1), "");
+    LLVMValueRef rne = LLVMBuildAdd(b, LLVMBuildAdd(b, u, c32(g, 0x7fff), ""), odd, "");
+    rne = LLVMBuildLShr(b, rne, c32(g, 16), "");
+    r = LLVMBuildSelect(b, nan, LLVMBuildOr(b, LLVMBuildLShr(b, u, c32(g, 16), ""), c32(g, 0x40), ""), rne, "");
+    return LLVMBuildTrunc(b, r, g->i16, "");
+  }
+  LLVMValueRef sign = LLVMBuildAnd(b, LLVMBuildLShr(b, u, c32(g, 16), ""), c32(g, 0x8000), "");
+  LLVMValueRef payload = LLVMBuildAnd(b, LLVMBuildLShr(b, a, c32(g, 13), ""), c32(g, 0x3ff), "");
+  LLVMValueRef qnan = LLVMBuildOr(b, c32(g, 0x7e00), payload, "");
+  LLVMValueRef half_up = bits_of(g, LLVMBuildFAdd(b, float_of(g, a), cf(g, 0.5), ""));
+  LLVMValueRef sub = LLVMBuildSub(b, half_up, c32(g, 0x3f000000), "");
+  LLVMValueRef rb = LLVMBuildSub(b, a, c32(g, 0x38000000), ""); /* rebias 127 -> 15 */
+  LLVMValueRef odd = LLVMBuildAnd(b, LLVMBuildLShr(b, rb, c32(g, 13), ""), c32(g, 1), "");
+  LLVMValueRef nrm = LLVMBuildLShr(b, LLVMBuildAdd(b, LLVMBuildAdd(b, rb, c32(g, 0xfff), ""), odd, ""), c32(g, 13), "");
+  r = LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntULT, a, c32(g, 0x38800000), ""), sub, nrm, ""); /* below 2^-14 */
+  r = LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntUGE, a, c32(g, 0x477ff000), ""), c32(g, 0x7c00), r, "");
+  r = LLVMBuildSelect(b, nan, qnan, r, "");
+  return LLVMBuildTrunc(b, LLVMBuildOr(b, sign, r, ""), g->i16, "");
+}
+
+/* s32 x as bf16 or f16 bits, rounded once from the exact integer, as
+ * elemconv.c's generic convert does (through double): x rounded to odd
+ * into f32 (the truncation of its RNE value, with the last bit set when
+ * inexact), whose 24 bits are enough for the second, nearest-even rounding
+ * to 8 or 11 bits to be exact (rounding to odd: S. Boldo, G. Melquiond,
+ * "Emulation of FMA and correctly rounded sums: proved algorithms using
+ * rounding to odd", IEEE TC 57(4), 2008). */
+static LLVMValueRef int_to_half(cg_t *g, ts_elem_t e, LLVMValueRef x) {
+  LLVMBuilderRef b = g->b;
+  LLVMValueRef f = LLVMBuildSIToFP(b, x, g->f32, ""), u = bits_of(g, f);
+  /* |f| <= 2^31: fptosi into i64 is exact */
+  LLVMValueRef d = LLVMBuildSub(b, LLVMBuildFPToSI(b, f, g->i64, ""), LLVMBuildSExt(b, x, g->i64, ""), "");
+  LLVMValueRef zero = LLVMConstInt(g->i64, 0, 0);
+  LLVMValueRef neg = LLVMBuildICmp(b, LLVMIntSLT, x, ci(g, 0), "");
+  LLVMValueRef away = LLVMBuildSelect(b, neg, LLVMBuildICmp(b, LLVMIntSLT, d, zero, ""),
+                                      LLVMBuildICmp(b, LLVMIntSGT, d, zero, ""), ""); /* |f| > |x| */
+  LLVMValueRef t = LLVMBuildSub(b, u, LLVMBuildZExt(b, away, g->i32, ""), ""); /* the magnitude one ulp down */
+  LLVMValueRef exact = LLVMBuildICmp(b, LLVMIntEQ, d, zero, "");
+  LLVMValueRef odd = LLVMBuildSelect(b, exact, u, LLVMBuildOr(b, t, c32(g, 1), ""), "");
+  return narrow(g, e, float_of(g, odd));
+}
+
+/* f32 x as s32 (k_convert): toward zero, NaN -> 0, saturating (fptosi of
+ * the rest is poison, which the select does not pick). */
+static LLVMValueRef float_to_s32(cg_t *g, LLVMValueRef a) {
+  LLVMBuilderRef b = g->b;
+  LLVMValueRef r = LLVMBuildSelect(b, LLVMBuildFCmp(b, LLVMRealOLE, a, cf(g, -2147483648.0), ""), ci(g, INT32_MIN),
+                                   LLVMBuildFPToSI(b, a, g->i32, ""), "");
+  r = LLVMBuildSelect(b, LLVMBuildFCmp(b, LLVMRealOGE, a, cf(g, 2147483648.0), ""), ci(g, INT32_MAX), r, "");
+  return LLVMBuildSelect(b, LLVMBuildFCmp(b, LLVMRealUNO, a, a, ""), ci(g, 0), r, "");
+}
+
+/* convert from `from` to `to` (f32, s32, pred, bf16, f16) as kernels/'s
+ * k_convert and elemconv.c's ts_elem_convert compute it. */
+static LLVMValueRef emit_convert(cg_t *g, ts_elem_t from, ts_elem_t to, LLVMValueRef a) {
+  LLVMBuilderRef b = g->b;
+  if (from == to) /* bf16 -> bf16 goes through k_convert's f32 path, which quiets NaNs */
+    return to == TS_BF16 ? narrow(g, to, widen(g, from, a, false)) : a;
+  if (is_half(to)) {
+    if (from == TS_S32) return int_to_half(g, to, a);
+    LLVMValueRef x = from == TS_F32   ? a
+                     : from == TS_PRED ? LLVMBuildUIToFP(b, a, g->f32, "")
+                                       : widen(g, from, a, true); /* bf16 <-> f16 through double: one rounding */
+    return narrow(g, to, x);
+  }
+  if (is_half(from)) a = widen(g, from, a, false), from = TS_F32; /* exact, and what f32's convert does next */
+  if (from == to) return a;
+  if (to == TS_F32) return from == TS_PRED ? LLVMBuildUIToFP(b, a, g->f32, "") : LLVMBuildSIToFP(b, a, g->f32, "");
+  if (to == TS_PRED) /* != 0 (NaN is true) */
+    return from == TS_F32 ? LLVMBuildFCmp(b, LLVMRealUNE, a, cf(g, 0.0), "")
+                          : LLVMBuildICmp(b, LLVMIntNE, a, ci(g, 0), "");
+  if (from == TS_PRED) return LLVMBuildZExt(b, a, g->i32, "");
+  return float_to_s32(g, a);
+}
+
+/* A deliberately wrong value (TESSERA_CODEGEN_PERTURB; tests: --check
+ * catches it): a float's times 1.01, rounded back for bf16 and f16; NULL
+ * for other types, which are left alone. */
+static LLVMValueRef perturb_value(cg_t *g, ts_elem_t e, LLVMValueRef v) {
+  if (e == TS_F32) return LLVMBuildFMul(g->b, v, cf(g, 1.01), "");
+  if (is_half(e)) return narrow(g, e, LLVMBuildFMul(g->b, widen(g, e, v, false), cf(g, 1.01), ""));
+  return NULL;
 }
 
 /* s32 arithmetic as kernels/ computes it (XLA's integer semantics): add,
@@ -329,6 +511,17 @@ static LLVMValueRef emit_s32(cg_t *g, ts_opcode_t op, LLVMValueRef a, LLVMValueR
   }
 }
 
+/* A bf16 or f16 scalar constant's bits, as the interpreter stores the
+ * literal (ts_kernel_literal: its double rounded once, or its integer). */
+static uint16_t half_literal(const ts_hlo_instr_t *i) {
+  uint16_t h = 0;
+  ts_array_t a = {i->shape->elem, 0, NULL, &h};
+  (void)ts_kernel_literal(i->literal, &a); /* cg_supported: one element, not elided */
+  return h;
+}
+
+static LLVMValueRef emit_float(cg_t *g, ts_opcode_t op, LLVMValueRef a, LLVMValueRef c, LLVMValueRef d);
+
 /* The value of instruction i at loop index `idx` (the values of its
  * operands already in v[]). */
 static LLVMValueRef emit_op(cg_t *g, const ts_hlo_instr_t *i, LLVMValueRef *ov, LLVMValueRef *inp,
@@ -346,23 +539,10 @@ static LLVMValueRef emit_op(cg_t *g, const ts_hlo_instr_t *i, LLVMValueRef *ov, 
   case TS_OP_CONSTANT:
     return f ? cf(g, (double)(float)i->literal->f[0])
          : e == TS_S32 ? ci(g, (int32_t)(uint32_t)i->literal->i[0])
+         : is_half(e) ? c16(g, half_literal(i))
                        : LLVMConstInt(g->i1, i->literal->i[0] != 0, 0);
   case TS_OP_BROADCAST: case TS_OP_RESHAPE: case TS_OP_BITCAST: return a;
-  case TS_OP_CONVERT: { /* as kernels/'s k_convert and ts_elem_convert */
-    ts_elem_t from = i->ops[0]->shape->elem;
-    if (from == e) return a;
-    if (e == TS_F32) return from == TS_PRED ? LLVMBuildUIToFP(b, a, g->f32, "") : LLVMBuildSIToFP(b, a, g->f32, "");
-    if (e == TS_PRED) /* != 0 (NaN is true) */
-      return from == TS_F32 ? LLVMBuildFCmp(b, LLVMRealUNE, a, cf(g, 0.0), "")
-                            : LLVMBuildICmp(b, LLVMIntNE, a, ci(g, 0), "");
-    if (from == TS_PRED) return LLVMBuildZExt(b, a, g->i32, "");
-    /* f32 -> s32: toward zero, NaN -> 0, saturating (fptosi of the rest is
-     * poison, which the select does not pick) */
-    LLVMValueRef r = LLVMBuildSelect(b, LLVMBuildFCmp(b, LLVMRealOLE, a, cf(g, -2147483648.0), ""), ci(g, INT32_MIN),
-                                     LLVMBuildFPToSI(b, a, g->i32, ""), "");
-    r = LLVMBuildSelect(b, LLVMBuildFCmp(b, LLVMRealOGE, a, cf(g, 2147483648.0), ""), ci(g, INT32_MAX), r, "");
-    return LLVMBuildSelect(b, LLVMBuildFCmp(b, LLVMRealUNO, a, a, ""), ci(g, 0), r, "");
-  }
+  case TS_OP_CONVERT: return emit_convert(g, i->ops[0]->shape->elem, e, a);
   case TS_OP_COMPARE: {
     /* s32 signed, f32 ordered except NE (true on NaN), as kernels/ compares */
     static const struct {
@@ -374,8 +554,10 @@ static LLVMValueRef emit_op(cg_t *g, const ts_hlo_instr_t *i, LLVMValueRef *ov, 
     const char *d = ts_hlo_instr_attr(i, "direction")->v.s;
     int k = 0;
     while (k < 5 && strcmp(d, dirs[k].name) != 0) k++; /* GE when none matched, as before */
-    return i->ops[0]->shape->elem == TS_S32 ? LLVMBuildICmp(b, dirs[k].s32, a, c, "")
-                                            : LLVMBuildFCmp(b, dirs[k].f32, a, c, "");
+    ts_elem_t oe = i->ops[0]->shape->elem;
+    if (oe == TS_S32) return LLVMBuildICmp(b, dirs[k].s32, a, c, "");
+    if (is_half(oe)) a = widen(g, oe, a, false), c = widen(g, oe, c, false);
+    return LLVMBuildFCmp(b, dirs[k].f32, a, c, "");
   }
   case TS_OP_SELECT: return LLVMBuildSelect(b, a, c, ov[2], "");
   case TS_OP_AND: return LLVMBuildAnd(b, a, c, ""); /* pred or s32: the bits */
@@ -386,7 +568,17 @@ static LLVMValueRef emit_op(cg_t *g, const ts_hlo_instr_t *i, LLVMValueRef *ov, 
     if (e == TS_S32) return emit_s32(g, i->op, a, c);
     break;
   }
-  switch (i->op) {
+  if (!is_half(e)) return emit_float(g, i->op, a, c, i->nops > 2 ? ov[2] : NULL);
+  /* bf16, f16: in f32 from load_f32's widening, rounded to the type at once */
+  LLVMValueRef w[3] = {NULL, NULL, NULL};
+  for (int o = 0; o < i->nops && o < 3; o++) w[o] = widen(g, e, ov[o], false);
+  return narrow(g, e, emit_float(g, i->op, w[0], w[1], w[2]));
+}
+
+/* Float op `op` on f32 operands a, c (and d: clamp's third). */
+static LLVMValueRef emit_float(cg_t *g, ts_opcode_t op, LLVMValueRef a, LLVMValueRef c, LLVMValueRef d) {
+  LLVMBuilderRef b = g->b;
+  switch (op) {
   case TS_OP_ADD: return LLVMBuildFAdd(b, a, c, "");
   case TS_OP_SUBTRACT: return LLVMBuildFSub(b, a, c, "");
   case TS_OP_MULTIPLY: return LLVMBuildFMul(b, a, c, "");
@@ -394,16 +586,16 @@ static LLVMValueRef emit_op(cg_t *g, const ts_hlo_instr_t *i, LLVMValueRef *ov, 
   case TS_OP_MAXIMUM: return fmax_xla(g, a, c, false);
   case TS_OP_MINIMUM: return fmax_xla(g, a, c, true);
   case TS_OP_CLAMP: /* clamp(lo, x, hi) = min(max(x, lo), hi) */
-    return fmax_xla(g, fmax_xla(g, c, a, false), ov[2], true);
+    return fmax_xla(g, fmax_xla(g, c, a, false), d, true);
   case TS_OP_NEGATE: return LLVMBuildFNeg(b, a, "");
   case TS_OP_ABS: return call_f(g, cg_intrinsic_f32(g->mod, "llvm.fabs.f32", 1), a);
   case TS_OP_FLOOR: return call_f(g, cg_intrinsic_f32(g->mod, "llvm.floor.f32", 1), a);
   case TS_OP_CEIL: return call_f(g, cg_intrinsic_f32(g->mod, "llvm.ceil.f32", 1), a);
   case TS_OP_POWER: {
-    LLVMValueRef fn = cg_math_f32(g->mod, i->op), args[2] = {a, c};
+    LLVMValueRef fn = cg_math_f32(g->mod, op), args[2] = {a, c};
     return LLVMBuildCall2(b, LLVMGlobalGetValueType(fn), fn, args, 2, "");
   }
-  default: return call_f(g, cg_math_f32(g->mod, i->op), a);
+  default: return call_f(g, cg_math_f32(g->mod, op), a);
   }
 }
 
@@ -423,9 +615,9 @@ static LLVMValueRef flat_value(cg_t *g, const ts_hlo_comp_t *c, const ts_hlo_ins
       if (ins->op == TS_OP_REDUCE) continue; /* cg_supported: only at the root */
       LLVMValueRef ov[3] = {0};
       for (int o = 0; o < ins->nops && o < 3; o++) ov[o] = v[ins->ops[o]->id];
-      LLVMValueRef x = emit_op(g, ins, ov, inp, i);
-      if (g->perturb && ins->shape->elem == TS_F32 && strcmp(g->perturb, ts_opcode_name(ins->op)) == 0)
-        x = LLVMBuildFMul(g->b, x, cf(g, 1.01), ""); /* a deliberately wrong kernel (tests: --check catches it) */
+      LLVMValueRef x = emit_op(g, ins, ov, inp, i), y;
+      if (g->perturb && strcmp(g->perturb, ts_opcode_name(ins->op)) == 0 && (y = perturb_value(g, ins->shape->elem, x)))
+        x = y;
       v[ins->id] = x;
     }
     r = v[want->id];
@@ -581,7 +773,10 @@ static LLVMValueRef gen(gen_t *G, const ts_hlo_instr_t *i, LLVMValueRef *idx) {
   }
   case TS_OP_IOTA: {
     LLVMValueRef k = idx[ts_hlo_instr_attr(i, "iota_dimension")->v.i];
-    v = i->shape->elem == TS_F32 ? LLVMBuildSIToFP(b, k, g->f32, "") : LLVMBuildTrunc(b, k, g->i32, "");
+    ts_elem_t e = i->shape->elem;
+    v = e == TS_F32 ? LLVMBuildSIToFP(b, k, g->f32, "")
+        : is_half(e) ? int_to_half(g, e, LLVMBuildTrunc(b, k, g->i32, "")) /* k_iota: ts_store_i, one rounding */
+                     : LLVMBuildTrunc(b, k, g->i32, "");
     break;
   }
   default: {
@@ -591,8 +786,9 @@ static LLVMValueRef gen(gen_t *G, const ts_hlo_instr_t *i, LLVMValueRef *idx) {
     break;
   }
   }
-  if (g->perturb && i->shape->elem == TS_F32 && strcmp(g->perturb, ts_opcode_name(i->op)) == 0)
-    v = LLVMBuildFMul(b, v, cf(g, 1.01), "");
+  LLVMValueRef pv;
+  if (g->perturb && strcmp(g->perturb, ts_opcode_name(i->op)) == 0 && (pv = perturb_value(g, i->shape->elem, v)))
+    v = pv;
   if (G->nmemo == G->cap) {
     int cap = G->cap ? G->cap * 2 : 64;
     memo_t *nm = realloc(G->memo, sizeof *nm * (size_t)cap);
@@ -721,26 +917,35 @@ static void reduce_plan(const ts_hlo_instr_t *r, rplan_t *p) {
   }
 }
 
+static LLVMValueRef reducer_f32(cg_t *g, ts_opcode_t op, LLVMValueRef a, LLVMValueRef x);
+
 /* The reducer on two values, as k_reduce.c's op_<type> functions: f32
  * maximum/minimum as its max_f/min_f (a NaN accumulator stays, else a NaN
  * x is taken, and of +-0 the maximum is +0, the minimum -0), s32 wrapping,
- * pred (i1) bits. */
+ * pred (i1) bits; bf16 and f16 as its combine_one: both widened through
+ * ts_load_f (canonical NaNs), the f32 op, rounded back (ts_store_f). */
 static LLVMValueRef reducer(cg_t *g, const rplan_t *p, LLVMValueRef a, LLVMValueRef x) {
   LLVMBuilderRef b = g->b;
-  if (p->e != TS_F32) switch (p->op) {
-    case TS_OP_ADD: return LLVMBuildAdd(b, a, x, "");
-    case TS_OP_MULTIPLY: return LLVMBuildMul(b, a, x, "");
-    case TS_OP_MAXIMUM: return LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntSGT, a, x, ""), a, x, "");
-    case TS_OP_MINIMUM: return LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntSLT, a, x, ""), a, x, "");
-    case TS_OP_AND: return LLVMBuildAnd(b, a, x, "");
-    case TS_OP_OR: return LLVMBuildOr(b, a, x, "");
-    default: return LLVMBuildXor(b, a, x, "");
-    }
-  if (p->op == TS_OP_ADD) return LLVMBuildFAdd(b, a, x, "");
-  if (p->op == TS_OP_MULTIPLY) return LLVMBuildFMul(b, a, x, "");
+  if (is_half(p->e)) return narrow(g, p->e, reducer_f32(g, p->op, widen(g, p->e, a, true), widen(g, p->e, x, true)));
+  if (p->e == TS_F32) return reducer_f32(g, p->op, a, x);
+  switch (p->op) {
+  case TS_OP_ADD: return LLVMBuildAdd(b, a, x, "");
+  case TS_OP_MULTIPLY: return LLVMBuildMul(b, a, x, "");
+  case TS_OP_MAXIMUM: return LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntSGT, a, x, ""), a, x, "");
+  case TS_OP_MINIMUM: return LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntSLT, a, x, ""), a, x, "");
+  case TS_OP_AND: return LLVMBuildAnd(b, a, x, "");
+  case TS_OP_OR: return LLVMBuildOr(b, a, x, "");
+  default: return LLVMBuildXor(b, a, x, "");
+  }
+}
+
+static LLVMValueRef reducer_f32(cg_t *g, ts_opcode_t op, LLVMValueRef a, LLVMValueRef x) {
+  LLVMBuilderRef b = g->b;
+  if (op == TS_OP_ADD) return LLVMBuildFAdd(b, a, x, "");
+  if (op == TS_OP_MULTIPLY) return LLVMBuildFMul(b, a, x, "");
   /* max_f(a, x) = (a > x || a != a) ? a : (x > a || x != x) ? x : signbit(a) ? x : a; min_f with < and a, x
    * swapped in the tie */
-  bool mx = p->op == TS_OP_MAXIMUM;
+  bool mx = op == TS_OP_MAXIMUM;
   LLVMRealPredicate gt = mx ? LLVMRealOGT : LLVMRealOLT;
   LLVMValueRef ta = LLVMBuildOr(b, LLVMBuildFCmp(b, gt, a, x, ""), LLVMBuildFCmp(b, LLVMRealUNO, a, a, ""), "");
   LLVMValueRef tx = LLVMBuildOr(b, LLVMBuildFCmp(b, gt, x, a, ""), LLVMBuildFCmp(b, LLVMRealUNO, x, x, ""), "");
@@ -810,15 +1015,16 @@ static LLVMValueRef init_value(cg_t *g, const rplan_t *p, LLVMValueRef *inp) {
 }
 
 /* *acc = op(*acc, the operand's elements row .. row + n) in block_<type>'s
- * order (see above); acc is a slot of the value type. false when out of
- * memory. */
+ * order (see above; bf16 and f16 have no block_<type>: block_any combines
+ * their elements one at a time, in order); acc is a slot of the value type.
+ * false when out of memory. */
 static bool reduce_block(cg_t *g, const ts_hlo_comp_t *c, const rplan_t *p, bool flat, LLVMValueRef *inp,
                          LLVMValueRef acc, LLVMValueRef row, int64_t n) {
   LLVMBuilderRef b = g->b;
   LLVMTypeRef vt = value_type(g, p->e);
   int64_t j0 = 0;
   rloop_t L;
-  if (n >= 16) {
+  if (n >= 16 && !is_half(p->e)) {
     LLVMValueRef part[8];
     for (int k = 0; k < 8; k++) {
       LLVMValueRef x = operand_at(g, c, p, flat, inp, LLVMBuildAdd(b, row, i64c(g, k), ""));
@@ -866,7 +1072,7 @@ static LLVMValueRef group_offset(cg_t *g, const rplan_t *p, LLVMValueRef t, int 
 }
 
 static bool perturbed(const cg_t *g, const rplan_t *p) {
-  return g->perturb && p->e == TS_F32 && strcmp(g->perturb, ts_opcode_name(TS_OP_REDUCE)) == 0;
+  return g->perturb && (p->e == TS_F32 || is_half(p->e)) && strcmp(g->perturb, ts_opcode_name(TS_OP_REDUCE)) == 0;
 }
 
 /* One output of the reduce root of c at its linear index `lin`: the init,
@@ -903,7 +1109,7 @@ static LLVMValueRef reduce_element(cg_t *g, const ts_hlo_comp_t *c, bool flat, L
     rloop_close(g, &L);
   }
   LLVMValueRef v = LLVMBuildLoad2(b, vt, acc, "");
-  return perturbed(g, &p) ? LLVMBuildFMul(b, v, cf(g, 1.01), "") : v;
+  return perturbed(g, &p) ? perturb_value(g, p.e, v) : v;
 }
 
 /* Emits `void sym(i8** in, i8* out, i64 n)` (n unused: the shapes are
@@ -944,7 +1150,7 @@ static LLVMValueRef emit_reduce(cg_t *g, const ts_hlo_comp_t *c, bool flat, cons
   if (perturbed(g, &p)) { /* a deliberately wrong kernel (tests: --check catches it) */
     o = rloop_open(g, &L, 0, p.nout, 1);
     LLVMValueRef at = LLVMBuildGEP2(b, mt, outp, &o, 1, "");
-    LLVMBuildStore(b, LLVMBuildFMul(b, LLVMBuildLoad2(b, mt, at, ""), cf(g, 1.01), ""), at);
+    LLVMBuildStore(b, perturb_value(g, p.e, LLVMBuildLoad2(b, mt, at, "")), at);
     rloop_close(g, &L);
   }
   LLVMBuildRetVoid(b);
@@ -961,6 +1167,7 @@ void cg_types(cg_t *g, LLVMContextRef cx) {
   g->f32 = LLVMFloatTypeInContext(cx);
   g->i1 = LLVMInt1TypeInContext(cx);
   g->i8 = LLVMInt8TypeInContext(cx);
+  g->i16 = LLVMInt16TypeInContext(cx);
   g->i32 = LLVMInt32TypeInContext(cx);
   g->i64 = LLVMInt64TypeInContext(cx);
   g->i8p = LLVMPointerType(g->i8, 0);
@@ -1035,6 +1242,8 @@ static bool comp_key(const ts_hlo_comp_t *c, int64_t count, bool flat, int *pos,
         uint32_t bits;
         memcpy(&bits, &f, sizeof bits);
         put_word(b, bits);
+      } else if (is_half(x->shape->elem)) {
+        put_word(b, half_literal(x));
       } else {
         put_word(b, x->shape->elem == TS_S32 ? (int64_t)(int32_t)(uint32_t)x->literal->i[0] : x->literal->i[0] != 0);
       }

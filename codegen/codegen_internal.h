@@ -15,7 +15,7 @@ typedef struct {
   LLVMContextRef cx;
   LLVMModuleRef mod;
   LLVMBuilderRef b;
-  LLVMTypeRef f32, i1, i8, i32, i64, i8p, i8pp;
+  LLVMTypeRef f32, i1, i8, i16, i32, i64, i8p, i8pp;
   const char *perturb; /* TESSERA_CODEGEN_PERTURB: an opcode whose results are made wrong */
   LLVMValueRef *v;     /* per instruction id: its value in the loop being emitted, or NULL (each loop allocates) */
 } cg_t;
@@ -24,19 +24,20 @@ typedef struct {
 void cg_types(cg_t *g, LLVMContextRef cx);
 
 /* Whether computation c (called with nin operands) is one codegen/
- * compiles: elementwise ops and index maps, the root optionally a reduce
- * of them (one operand, a scalar constant or parameter init, a region that
- * is one add, multiply, maximum or minimum over f32 or s32, or and/or/xor
- * over s32 or pred); *flat: one loop over the linear index (of the root, or
- * of the reduce's operand) does (else each operand is read at its index
- * map). */
+ * compiles: elementwise ops and index maps over f32, s32, pred, bf16 and
+ * f16 values, the root optionally a reduce of them (one operand, a scalar
+ * constant or parameter init, a region that is one add, multiply, maximum
+ * or minimum over f32, bf16, f16 or s32, or and/or/xor over s32 or pred);
+ * *flat: one loop over the linear index (of the root, or of the reduce's
+ * operand) does (else each operand is read at its index map). */
 bool cg_supported(const ts_hlo_comp_t *c, int nin, bool *flat);
 /* Whether fusion instruction `fusion` gets a kernel: an array result and a
  * supported called computation (flat: see cg_supported). The CPU JIT and
  * the NVPTX kernels compile the same set. */
 bool cg_fusion_compiles(const ts_hlo_instr_t *fusion, bool *flat);
 
-/* The value of c's root (float, i32 for s32, or i1 for pred) at row-major
+/* The value of c's root (float, i32 for s32, i1 for pred, i16 holding the
+ * bits of bf16 and f16) at row-major
  * linear index `lin` (i64), emitted at g->b's position as straight-line
  * code; inp[p] is parameter p's data (cg_data). A reduce root is that one
  * output's whole reduction, in kernels/'s order of operations (bit for bit
@@ -45,7 +46,8 @@ bool cg_fusion_compiles(const ts_hlo_instr_t *fusion, bool *flat);
 LLVMValueRef cg_element(cg_t *g, const ts_hlo_comp_t *c, bool flat, LLVMValueRef *inp, LLVMValueRef lin);
 
 /* Parameter data pointer raw (i8*) as the element type's: float* for f32,
- * i32* for s32, raw itself (i8*, one byte per pred) for pred. */
+ * i32* for s32, i16* for bf16 and f16, raw itself (i8*, one byte per pred)
+ * for pred. */
 LLVMValueRef cg_data(cg_t *g, ts_elem_t elem, LLVMValueRef raw);
 
 /* Ends the function whose entry block g->b is at (its inputs inp already

@@ -1,13 +1,18 @@
 /* Tessera codegen: LLVM kernels for fusions. Each fusion whose computation
- * is elementwise or moves elements by index maps (f32, s32 and pred values;
- * broadcasts, reshapes, transposes, slices, ...), optionally with a reduce
- * at its root (an input fusion, accumulated in kernels/' order), becomes
- * loops in LLVM IR built with the C
+ * is elementwise or moves elements by index maps (f32, s32, pred, bf16 and
+ * f16 values; broadcasts, reshapes, transposes, slices, ...), optionally
+ * with a reduce at its root (an input fusion, accumulated in kernels/'
+ * order), becomes loops in LLVM IR built with the C
  * API, optimized with the new pass manager (default<O2>: the loop vectorizer
  * widens it for the host CPU), and JIT-compiled with ORC LLJIT. Math
  * functions (exp, log, log1p, expm1, tanh, logistic, erf, power, sine,
  * cosine) are our own range reduction plus polynomial, emitted as IR so
- * that they vectorize (codegen/math.c). The
+ * that they vectorize (codegen/math.c). bf16 and f16 compute as kernels/
+ * does: widened to f32, each instruction's result rounded to nearest even
+ * into its type, so the kernels are bit-identical to the interpreter
+ * (NaN payloads of arithmetic results aside, as for f32); the math
+ * functions on them only where their rounded results equal libm's for
+ * every input (not logistic, f16 expm1, power). The
  * rest stays on kernels/. One JIT per process; code lives until exit.
  * The optimized module's object file is kept in an on-disk cache
  * (codegen/cache.c: $TESSERA_CACHE_DIR, else $XDG_CACHE_HOME/tessera, else
@@ -71,7 +76,9 @@ ts_codegen_loop_fn ts_codegen_entry(const ts_codegen_t *cg);
  * one PTX module per call through LLVM's NVPTX backend: target sm_86, PTX
  * ISA 7.5, the newest LLVM 14 knows; the driver (and ptxas -arch=sm_90)
  * compiles that PTX for newer GPUs. Math functions are codegen/'s own IR:
- * no libdevice, no external calls. Each kernel is
+ * no libdevice, no external calls; bf16 and f16 are 16-bit integers in
+ * memory and registers, converted by integer arithmetic (and f32 adds, which
+ * the NVPTX backend leaves IEEE: no flush to zero), as on the CPU. Each kernel is
  *   .entry NAME(.param .u64 in0, ..., .param .u64 in<nparams-1>, .param .u64 out, .param .u64 n)
  * (device pointers, n the element count) and covers its n elements with a
  * grid-stride loop, so any grid size is correct. */

@@ -17,7 +17,8 @@ endforeach()
 set_tests_properties(test_codegen_math PROPERTIES LABELS "unit;heavy")
 ts_unit_test(test_codegen_kernels CASES all distinct s32_ops s32_compare_convert s32_layout label
              reduce_row_exp reduce_column reduce_full reduce_rank3 reduce_max_nan reduce_s32 reduce_init_param
-             reduce_keys reduce_rejects)
+             reduce_keys reduce_rejects half_ops half_chain half_convert half_index half_mixed half_reduce half_math
+             half_keys half_rejects)
 target_link_libraries(test_codegen_kernels PRIVATE ts_codegen ts_fusion ts_interp m)
 # codegen_internal.h (cg_fusion_compiles) and the LLVM headers it includes
 target_include_directories(test_codegen_kernels SYSTEM PRIVATE $<TARGET_PROPERTY:ts_codegen,INCLUDE_DIRECTORIES>)
@@ -45,6 +46,16 @@ foreach(op erf power sine cosine)
   add_test(NAME codegen.run.transcendental.bad_${op} COMMAND ${cg_run} mismatch ${trans})
   set_tests_properties(codegen.run.transcendental.bad_${op} PROPERTIES ENVIRONMENT TESSERA_CODEGEN_PERTURB=${op})
   list(APPEND cg_run_tests codegen.run.transcendental.bad_${op})
+endforeach()
+# bf16 and f16 fusions (a loop fusion ending in f16, a bf16 row sum) compiled, against the
+# interpreter; each op made wrong on purpose must then fail --check (so each ran compiled)
+set(bf16 ${CMAKE_CURRENT_LIST_DIR}/bf16.hlo)
+add_test(NAME codegen.run.bf16 COMMAND ${cg_run} match ${bf16})
+list(APPEND cg_run_tests codegen.run.bf16)
+foreach(op multiply exponential reduce)
+  add_test(NAME codegen.run.bf16.bad_${op} COMMAND ${cg_run} mismatch ${bf16})
+  set_tests_properties(codegen.run.bf16.bad_${op} PROPERTIES ENVIRONMENT TESSERA_CODEGEN_PERTURB=${op})
+  list(APPEND cg_run_tests codegen.run.bf16.bad_${op})
 endforeach()
 # the examples, compiled, against the interpreter
 foreach(ex mlp_sharded mlp_train transformer_train)

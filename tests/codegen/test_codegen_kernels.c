@@ -5,7 +5,10 @@
  * inputs: exactly for arithmetic, within a few ULPs where the compiled math
  * functions differ from libm, NaN for NaN, infinities and signed zeros
  * equal. s32 fusions (integer arithmetic, compares, converts) bit-exact on
- * every pair of edge values, divisors 0 and -1 and INT_MIN included. */
+ * every pair of edge values, divisors 0 and -1 and INT_MIN included. bf16
+ * and f16 fusions (half_*) bit-exact: each op, chains, converts of every
+ * 16-bit value and of f32 and s32 rounding patterns, index maps, mixed
+ * types, reduces, and the math functions on every input. */
 #include "codegen_internal.h" /* cg_fusion_compiles */
 #include "codegen_test.h"
 #include "fusion_cases.h"
@@ -32,6 +35,52 @@ static uint64_t rng(uint64_t *s) {
   *s = *s * 6364136223846793005ull + 1442695040888963407ull;
   return *s >> 33;
 }
+
+/* bf16 and f16 edge values (bits), NH of each, given to parameters 0 and 1
+ * in every pair as s32_edges are: zeros, ones, infinities, quiet NaNs of
+ * either sign and NaNs with payloads (signaling ones among them; moved and
+ * selected elements keep their bits), the least and greatest subnormals,
+ * the least normal and greatest finite values, and addends that make ties:
+ * bf16 1 + 2^-8 and 1.0078125 + 2^-8, f16 1 + 2^-11, 65504 + 16 (rounds
+ * to inf) and 3 * 2^-24 * 0.5 (a subnormal halfway). */
+static const uint16_t bf16_edges[] = {0x0000, 0x8000, 0x3f80, 0xbf80, 0x7f80, 0xff80, 0x7fc0, 0xffc0,
+                                      0x7f81, 0xffa5, 0x0001, 0x8001, 0x007f, 0x0080, 0x7f7f, 0xff7f,
+                                      0x3f81, 0x3b80, 0x3c00, 0x3f00, 0x4000, 0x4040, 0xc0a0, 0x0003};
+static const uint16_t f16_edges[] = {0x0000, 0x8000, 0x3c00, 0xbc00, 0x7c00, 0xfc00, 0x7e00, 0xfe00,
+                                     0x7d01, 0xfd55, 0x0001, 0x8001, 0x03ff, 0x0400, 0x7bff, 0xfbff,
+                                     0x3c01, 0x1000, 0x1400, 0x3800, 0x4000, 0x4c00, 0xc500, 0x0003};
+#define NH ((int64_t)(sizeof bf16_edges / sizeof bf16_edges[0]))
+
+static bool is_half(ts_elem_t e) { return e == TS_BF16 || e == TS_F16; }
+
+/* bf16 or f16 bits h as f32 (for NaN tests and messages). */
+static float half_value(ts_elem_t e, uint16_t h) {
+  float f;
+  ts_elem_convert(e, &h, TS_F32, &f, 1);
+  return f;
+}
+
+/* Inputs that sweep conversions instead of random and edge values:
+ * all16: a bf16 or f16 parameter's element i is the bit pattern i % 65536
+ * (every value, NaNs and subnormals included); patterns: an f32
+ * parameter's element i has sign and exponent i % 512 (all, subnormals,
+ * infinities and NaNs among them) and mantissa f32_mantissas[i / 512] (the
+ * ties and near-ties of rounding to bf16 and f16, their odd and even
+ * cases) or, past that list, random bits; an s32 one's elements are
+ * s32_patterns, then random. */
+static bool all16, patterns;
+static const uint32_t f32_mantissas[] = {
+    0x000000, 0x000001, 0x7fffff, 0x400000, 0x400001, 0x200000, 0x600000, 0x100000, 0x300000, 0x080000,
+    0x008000, 0x007fff, 0x008001, 0x018000, 0x017fff, 0x018001, 0x7f8000, 0x7f7fff, 0x7fc000, 0x3f8000,
+    0x001000, 0x000fff, 0x001001, 0x003000, 0x002fff, 0x003001, 0x7fe000, 0x7ff000, 0x7fefff, 0x7ff001,
+    0x000800, 0x001800, 0x002000, 0x004000, 0x00c000, 0x010000, 0x020000, 0x040000, 0x7f0000, 0x7e0000};
+static const int32_t s32_patterns[] = {
+    0, 1, -1, 2, 3, 255, 256, 257, 511, 65504, 65519, 65520, 65535, 65536, -65520, -65519, 2047, 2048, 2049,
+    4097, 4098, 4099, 4101, 16777216, 16777217, 16777218, 16842752, 16842753, 16842751, 16908288, 16908289,
+    -16842753, -16908289, 33685505, 33685504, 33816576, INT32_MIN, INT32_MAX, INT32_MIN + 1, INT32_MAX - 1,
+    2139095040, 2139095041, 2147450880, 2147450881, 2147418112, 2147418111, -2147450881, 1073807360, 1073807361};
+#define NF32M ((int64_t)(sizeof f32_mantissas / sizeof f32_mantissas[0]))
+#define NS32P ((int64_t)(sizeof s32_patterns / sizeof s32_patterns[0]))
 
 static bool close(float got, float want) {
   if (isnan(want) || isnan(got)) return isnan(want) && isnan(got);
@@ -79,7 +128,24 @@ static void compare_pool(ts_hlo_module_t *m, const ts_hlo_instr_t *fu, ts_kernel
     in[p] = args[p]->a;
     int64_t n = ts_array_count(&in[p]);
     for (int64_t i = 0; i < n; i++) {
-      if (in[p].elem == TS_F32)
+      ts_elem_t e = in[p].elem;
+      if (e == TS_F32 && patterns) {
+        uint32_t m = i / 512 < NF32M ? f32_mantissas[i / 512] : (uint32_t)(rng(&s) << 1 ^ rng(&s)) & 0x7fffff;
+        uint32_t u = (uint32_t)(i % 512) << 23 | m;
+        memcpy((float *)in[p].data + i, &u, 4);
+      } else if (e == TS_S32 && patterns) {
+        ((int32_t *)in[p].data)[i] = i < NS32P ? s32_patterns[i] : (int32_t)(uint32_t)(rng(&s) << 1 ^ rng(&s));
+      } else if (is_half(e) && all16) {
+        ((uint16_t *)in[p].data)[i] = (uint16_t)i;
+      } else if (is_half(e) && edge) { /* every pair of parameters 0 and 1, the rest random picks */
+        const uint16_t *hp = e == TS_BF16 ? bf16_edges : f16_edges;
+        ((uint16_t *)in[p].data)[i] = hp[p == 0 ? i % NH : p == 1 ? i / NH % NH : (int64_t)(rng(&s) % NH)];
+      } else if (is_half(e)) { /* any bits a quarter of the time, else [-4, 4) rounded */
+        float f = (float)((double)rng(&s) / (1u << 31) * 8.0 - 4.0);
+        uint16_t h = (uint16_t)rng(&s);
+        if (rng(&s) % 4) ts_elem_convert(TS_F32, &f, e, &h, 1);
+        ((uint16_t *)in[p].data)[i] = h;
+      } else if (e == TS_F32)
         ((float *)in[p].data)[i] = edge ? pool[rng(&s) % npool] : (float)((double)rng(&s) / (1u << 31) * 8.0 - 4.0);
       else if (in[p].elem == TS_S32 && edge)
         ((int32_t *)in[p].data)[i] = s32_edges[p == 0 ? i % NS32 : p == 1 ? i / NS32 % NS32 : (int64_t)(rng(&s) % NS32)];
@@ -105,6 +171,13 @@ static void compare_pool(ts_hlo_module_t *m, const ts_hlo_instr_t *fu, ts_kernel
          * minimum, which picks one of its operands, as its bits */
         ok = exact ? memcmp(&g, &w, sizeof g) == 0 || (!nan_bits && isnan(g) && isnan(w)) : close(g, w);
         if (!ok && bad < 3) fprintf(stderr, "  %s [%lld]: got %.9g want %.9g\n", fu->name, (long long)i, g, w);
+      } else if (is_half(got->a.elem)) { /* bit for bit, even for math functions (half_math) */
+        ts_elem_t e = got->a.elem;
+        uint16_t g = ((uint16_t *)got->a.data)[i], w = ((uint16_t *)want->a.data)[i];
+        ok = g == w || (!nan_bits && isnan(half_value(e, g)) && isnan(half_value(e, w)));
+        if (!ok && bad < 3)
+          fprintf(stderr, "  %s [%lld]: got %#06x (%.9g) want %#06x (%.9g)\n", fu->name, (long long)i, g,
+                  half_value(e, g), w, half_value(e, w));
       } else {
         int64_t g = ts_load_i(got->a.elem, got->a.data, i), w = ts_load_i(want->a.elem, want->a.data, i);
         ok = g == w;
@@ -759,6 +832,344 @@ static void reduce_rejects(void) {
   }
 }
 
+/* ---- bf16 and f16 -------------------------------------------------------------
+ * kernels/ computes an op on bf16 or f16 values in f32 and rounds its result
+ * to the type (nearest even) before the next op reads it; the compiled
+ * kernels must do the same at every instruction, not only at the store. All
+ * bit for bit against the interpreter: NaN for NaN where an arithmetic op
+ * makes one (LLVM leaves a NaN's payload open, as for f32), the bits
+ * themselves (nan_bits) where elements are only moved, selected or
+ * converted. */
+
+/* T[n] over parameters p0, p1 of T (n = NH * NH: every pair of edges). */
+static void check_half2(const char *ty, const char *body) {
+  char params[128], eparams[128], shape[32];
+  snprintf(params, sizeof params, "  p0 = %s[576] parameter(0)\n  p1 = %s[576] parameter(1)\n", ty, ty);
+  snprintf(eparams, sizeof eparams, "  a = %s[576] parameter(0)\n  b = %s[576] parameter(1)\n", ty, ty);
+  snprintf(shape, sizeof shape, "%s[576]", ty);
+  char text[1024];
+  snprintf(text, sizeof text, body, ty, ty, ty, ty, ty, ty, ty, ty, ty, ty);
+  check_fusion(params, text, shape, eparams, "a, b");
+}
+
+static const char *const half_types[] = {"bf16", "f16"};
+
+/* Each op alone, then chains whose intermediate roundings matter: bf16
+ * (1 + 2^-8) + 2^-8 is 1 with a rounding after each add and 1 + 2^-7
+ * without; f16 65504 + 16 overflows to inf, subnormal products round
+ * halfway cases to even, and a multiply by a broadcast 0.5 constant
+ * underflows. */
+static void half_ops(void) {
+  static const char *const bin[] = {"add", "subtract", "multiply", "divide", "maximum", "minimum"};
+  static const char *const un[] = {"negate", "abs", "floor", "ceil", "sqrt", "rsqrt"};
+  char body[256];
+  for (int t = 0; t < 2; t++) {
+    const char *ty = half_types[t];
+    for (size_t k = 0; k < sizeof bin / sizeof bin[0]; k++) {
+      fprintf(stderr, "%s %s\n", ty, bin[k]);
+      snprintf(body, sizeof body, "  ROOT r = %%s[576] %s(p0, p1)\n", bin[k]);
+      check_half2(ty, body);
+    }
+    for (size_t k = 0; k < sizeof un / sizeof un[0]; k++) {
+      fprintf(stderr, "%s %s\n", ty, un[k]);
+      snprintf(body, sizeof body, "  ROOT r = %%s[576] %s(p0)\n", un[k]);
+      check_half2(ty, body);
+    }
+    fprintf(stderr, "%s clamp, compare and select\n", ty);
+    check_half2(ty, "  c = %s[] constant(-1.5)\n  cb = %s[576] broadcast(c), dimensions={}\n"
+                    "  k = %s[576] clamp(cb, p0, p1)\n  lt = pred[576] compare(p0, p1), direction=LT\n"
+                    "  ROOT r = %s[576] select(lt, k, p1)\n");
+  }
+}
+
+static void half_chain(void) {
+  for (int t = 0; t < 2; t++) {
+    const char *ty = half_types[t];
+    fprintf(stderr, "%s add, multiply, maximum chain\n", ty);
+    check_half2(ty, "  a = %s[576] add(p0, p1)\n  a2 = %s[576] add(a, p1)\n  m = %s[576] multiply(a2, p0)\n"
+                    "  x = %s[576] maximum(m, p1)\n  s = %s[576] subtract(x, p0)\n  d = %s[576] divide(s, p1)\n"
+                    "  n = %s[576] negate(d)\n  ROOT r = %s[576] minimum(n, a)\n");
+    fprintf(stderr, "%s products, sums and a halving (overflow, subnormals)\n", ty);
+    check_half2(ty, "  m = %s[576] multiply(p0, p1)\n  a = %s[576] add(m, p0)\n  h = %s[] constant(0.5)\n"
+                    "  hb = %s[576] broadcast(h), dimensions={}\n  x = %s[576] multiply(a, hb)\n"
+                    "  y = %s[576] multiply(x, hb)\n  ROOT r = %s[576] add(y, m)\n");
+  }
+}
+
+/* Every bf16 and f16 value converted to each type; f32 sign-exponent
+ * pairs with the mantissas of ties and near-ties converted to bf16 and f16;
+ * s32 values around the roundings (and beyond f16's range) to both, which
+ * must round once from the integer, not through f32; pred to both; a chain
+ * through every type, and bf16 -> bf16 (k_convert's f32 path quiets NaNs). */
+static void half_convert(void) {
+  static const char *const to[] = {"f32", "bf16", "f16", "s32", "pred"};
+  char params[64], body[128], shape[32], eparams[64];
+  nan_bits = true;
+  all16 = true;
+  for (int t = 0; t < 2; t++)
+    for (int k = 0; k < 5; k++) {
+      fprintf(stderr, "convert every %s to %s\n", half_types[t], to[k]);
+      snprintf(params, sizeof params, "  p0 = %s[65536] parameter(0)\n", half_types[t]);
+      snprintf(eparams, sizeof eparams, "  a = %s[65536] parameter(0)\n", half_types[t]);
+      snprintf(body, sizeof body, "  ROOT r = %s[65536] convert(p0)\n", to[k]);
+      snprintf(shape, sizeof shape, "%s[65536]", to[k]);
+      check_fusion(params, body, shape, eparams, "a");
+    }
+  all16 = false;
+  patterns = true;
+  for (int t = 0; t < 2; t++) {
+    fprintf(stderr, "convert f32 patterns to %s\n", half_types[t]);
+    snprintf(body, sizeof body, "  ROOT r = %s[262144] convert(p0)\n", half_types[t]);
+    snprintf(shape, sizeof shape, "%s[262144]", half_types[t]);
+    check_fusion("  p0 = f32[262144] parameter(0)\n", body, shape, "  a = f32[262144] parameter(0)\n", "a");
+    fprintf(stderr, "convert s32 patterns to %s\n", half_types[t]);
+    snprintf(body, sizeof body, "  ROOT r = %s[4096] convert(p0)\n", half_types[t]);
+    snprintf(shape, sizeof shape, "%s[4096]", half_types[t]);
+    check_fusion("  p0 = s32[4096] parameter(0)\n", body, shape, "  a = s32[4096] parameter(0)\n", "a");
+    fprintf(stderr, "convert pred to %s\n", half_types[t]);
+    snprintf(body, sizeof body, "  ROOT r = %s[64] convert(p0)\n", half_types[t]);
+    snprintf(shape, sizeof shape, "%s[64]", half_types[t]);
+    check_fusion("  p0 = pred[64] parameter(0)\n", body, shape, "  a = pred[64] parameter(0)\n", "a");
+  }
+  fprintf(stderr, "convert f32 -> bf16 -> f16 -> s32 -> bf16 -> bf16 -> f16 -> f32\n");
+  check_fusion("  p0 = f32[262144] parameter(0)\n",
+               "  a = bf16[262144] convert(p0)\n  b = f16[262144] convert(a)\n  c = s32[262144] convert(b)\n"
+               "  d = bf16[262144] convert(c)\n  e = bf16[262144] convert(d)\n  h = f16[262144] convert(e)\n"
+               "  ROOT r = f32[262144] convert(h)\n",
+               "f32[262144]", "  a = f32[262144] parameter(0)\n", "a");
+  patterns = false;
+  all16 = true;
+  fprintf(stderr, "convert bf16 -> bf16\n");
+  check_fusion("  p0 = bf16[65536] parameter(0)\n", "  ROOT r = bf16[65536] convert(p0)\n", "bf16[65536]",
+               "  a = bf16[65536] parameter(0)\n", "a");
+  all16 = false;
+  nan_bits = false;
+}
+
+/* bf16 and f16 through index maps (nested loops): a transpose, a broadcast
+ * along the major dimension, slices, a concatenate, a reshape and an iota
+ * past the integers bf16 holds exactly (256) feeding arithmetic; elements
+ * only moved and selected keep their bits, NaN payloads included; f16 iota
+ * past 2048, rounded once from the integer. */
+static void half_index(void) {
+  char params[128], body[1024], shape[32], eparams[128];
+  for (int t = 0; t < 2; t++) {
+    const char *ty = half_types[t];
+    fprintf(stderr, "%s transpose, broadcast, slice, concatenate, reshape, iota\n", ty);
+    snprintf(params, sizeof params, "  p0 = %s[24,25] parameter(0)\n  p1 = %s[25] parameter(1)\n", ty, ty);
+    snprintf(eparams, sizeof eparams, "  a = %s[24,25] parameter(0)\n  b = %s[25] parameter(1)\n", ty, ty);
+    snprintf(body, sizeof body,
+             "  t = %s[25,24] transpose(p0), dimensions={1,0}\n  b = %s[25,24] broadcast(p1), dimensions={0}\n"
+             "  a = %s[25,24] add(t, b)\n  s1 = %s[25,10] slice(a), slice={[0:25], [1:11]}\n"
+             "  s2 = %s[25,7] slice(t), slice={[0:25], [3:24:3]}\n  s3 = %s[25,7] slice(b), slice={[0:25], [0:7]}\n"
+             "  cc = %s[25,24] concatenate(s1, s2, s3), dimensions={1}\n  r = %s[600] reshape(cc)\n"
+             "  i = %s[600] iota(), iota_dimension=0\n  ROOT o = %s[600] multiply(r, i)\n",
+             ty, ty, ty, ty, ty, ty, ty, ty, ty, ty);
+    snprintf(shape, sizeof shape, "%s[600]", ty);
+    check_fusion(params, body, shape, eparams, "a, b");
+    fprintf(stderr, "%s moved and selected bits\n", ty);
+    snprintf(body, sizeof body,
+             "  t = %s[25,24] transpose(p0), dimensions={1,0}\n  b = %s[25,24] broadcast(p1), dimensions={0}\n"
+             "  lt = pred[25,24] compare(t, b), direction=LT\n  s = %s[25,24] select(lt, b, t)\n"
+             "  ROOT r = %s[600] reshape(s)\n",
+             ty, ty, ty, ty);
+    nan_bits = true;
+    check_fusion(params, body, shape, eparams, "a, b");
+    nan_bits = false;
+  }
+  fprintf(stderr, "f16 iota past 2048, bf16 iota past 256\n");
+  check_fusion("  p0 = f16[5000] parameter(0)\n",
+               "  i = f16[5000] iota(), iota_dimension=0\n  j = s32[5000] iota(), iota_dimension=0\n"
+               "  b = bf16[5000] convert(j)\n  f = f16[5000] convert(b)\n  ROOT r = f16[5000] subtract(i, f)\n",
+               "f16[5000]", "  a = f16[5000] parameter(0)\n", "a");
+}
+
+/* Mixed types: bf16 in, f32 out (the convert exact, the arithmetic f32);
+ * f32 in, bf16 out; a compare of f16 values selecting f32 ones; an f32
+ * compare selecting bf16 values. */
+static void half_mixed(void) {
+  fprintf(stderr, "bf16 in, f32 out\n");
+  check_fusion("  p0 = bf16[576] parameter(0)\n  p1 = f32[576] parameter(1)\n",
+               "  c = f32[576] convert(p0)\n  m = f32[576] multiply(c, p1)\n  ROOT r = f32[576] add(m, c)\n",
+               "f32[576]", "  a = bf16[576] parameter(0)\n  b = f32[576] parameter(1)\n", "a, b");
+  fprintf(stderr, "f32 in, bf16 out\n");
+  check_fusion("  p0 = f32[576] parameter(0)\n  p1 = bf16[576] parameter(1)\n",
+               "  c = bf16[576] convert(p0)\n  a = bf16[576] add(c, p1)\n  m = bf16[576] multiply(a, c)\n"
+               "  ROOT r = bf16[576] subtract(m, p1)\n",
+               "bf16[576]", "  a = f32[576] parameter(0)\n  b = bf16[576] parameter(1)\n", "a, b");
+  fprintf(stderr, "f16 compare selecting f32\n");
+  check_fusion("  p0 = f16[576] parameter(0)\n  p1 = f16[576] parameter(1)\n",
+               "  x = f32[576] convert(p0)\n  y = f32[576] convert(p1)\n"
+               "  ge = pred[576] compare(p0, p1), direction=GE, type=FLOAT\n  ROOT r = f32[576] select(ge, x, y)\n",
+               "f32[576]", "  a = f16[576] parameter(0)\n  b = f16[576] parameter(1)\n", "a, b");
+  fprintf(stderr, "f32 compare selecting bf16\n");
+  check_fusion("  p0 = f32[576] parameter(0)\n  p1 = bf16[576] parameter(1)\n",
+               "  c = bf16[576] convert(p0)\n  ne = pred[576] compare(p0, p0), direction=NE\n"
+               "  s = bf16[576] select(ne, p1, c)\n  ROOT r = bf16[576] add(s, p1)\n",
+               "bf16[576]", "  a = f32[576] parameter(0)\n  b = bf16[576] parameter(1)\n", "a, b");
+}
+
+/* bf16 and f16 reduces: kernels/ combines them one element at a time, in
+ * order (no eight partials, whatever the row length), each step in f32
+ * from canonical NaNs and rounded to the type: rows over 16, columns, the
+ * whole array, rank 3, a computed operand, an init parameter, maximum and
+ * minimum on NaNs, infinities and signed zeros (their bits). */
+static void half_reduce(void) {
+  for (int t = 0; t < 2; t++) {
+    const char *ty = half_types[t];
+    check_reduce1(ty, "37,515", "1", "37", "add", "0", NULL, 0);
+    check_reduce1(ty, "37,515", "0", "515", "add", "0", NULL, 0);
+    check_reduce1(ty, "37,515", "0,1", "", "add", "-0", NULL, 0);
+    check_reduce1(ty, "9,13", "1", "9", "add", "0.25", NULL, 0);
+    check_reduce1(ty, "14,30", "1", "14", "multiply", "1", NULL, 0);
+    check_reduce1(ty, "3,5,40", "0,2", "5", "add", "0", NULL, 0);
+    nan_bits = true;
+    check_reduce1(ty, "37,515", "1", "37", "maximum", "-inf", NULL, 0);
+    check_reduce1(ty, "37,515", "0", "515", "minimum", "inf", NULL, 0);
+    check_reduce1(ty, "6,7", "1", "6", "maximum", "-0", NULL, 0);
+    check_reduce1(ty, "6,7", "1", "6", "minimum", "0", NULL, 0);
+    nan_bits = false;
+    char reg[256], params[128], body[512], shape[32], eparams[128];
+    fprintf(stderr, "reduce of a %s product of converted f32 [8,40] dimensions={1}\n", ty);
+    region(reg, sizeof reg, "sum", ty, "add");
+    snprintf(body, sizeof body,
+             "  c = %s[8,40] convert(p0)\n  m = %s[8,40] multiply(c, c)\n  z = %s[] constant(0)\n"
+             "  ROOT r = %s[8] reduce(m, z), dimensions={1}, to_apply=sum\n",
+             ty, ty, ty, ty);
+    snprintf(shape, sizeof shape, "%s[8]", ty);
+    check_reduce(reg, "  p0 = f32[8,40] parameter(0)\n", body, shape, "  a = f32[8,40] parameter(0)\n", "a", NULL, 0);
+    fprintf(stderr, "reduce %s[37,515] dimensions={1} from parameter 1\n", ty);
+    snprintf(params, sizeof params, "  p0 = %s[37,515] parameter(0)\n  p1 = %s[] parameter(1)\n", ty, ty);
+    snprintf(eparams, sizeof eparams, "  a = %s[37,515] parameter(0)\n  b = %s[] parameter(1)\n", ty, ty);
+    snprintf(shape, sizeof shape, "%s[37]", ty);
+    snprintf(body, sizeof body, "  ROOT r = %s[37] reduce(p0, p1), dimensions={1}, to_apply=sum\n", ty);
+    check_reduce(reg, params, body, shape, eparams, "a, b", NULL, 0);
+  }
+}
+
+/* The math functions on every bf16 and f16 value. kernels/ computes libm's
+ * f32 function and rounds it to the type; ours (codegen/math.c) are within a
+ * few f32 ULPs of libm, which can flip a rounding, so codegen/ compiles a
+ * function for bf16 and f16 only where the rounded results equal the
+ * interpreter's on all 65536 inputs of both types (half_math_ok): those
+ * must match here bit for bit, and the others must stay uncompiled. */
+static void half_math(void) {
+  static const struct {
+    const char *op;
+    bool compiled[2]; /* half_math_ok's answer for bf16, f16 */
+  } fns[] = {{"exponential", {true, true}},
+             {"log", {true, true}},
+             {"tanh", {true, true}},
+             {"log-plus-one", {true, true}},
+             {"exponential-minus-one", {true, false}}, /* f16: one of 65536 flips */
+             {"erf", {true, true}},
+             {"sine", {true, true}},
+             {"cosine", {true, true}},
+             {"sqrt", {true, true}},
+             {"rsqrt", {true, true}},
+             {"logistic", {false, false}}}; /* bf16: kernels/ underflows to 0 below -89; f16: 6 flips */
+  all16 = true;
+  for (int t = 0; t < 2; t++)
+    for (size_t k = 0; k < sizeof fns / sizeof fns[0]; k++) {
+      char text[512];
+      snprintf(text, sizeof text,
+               "HloModule hm\nf {\n  p0 = %s[65536] parameter(0)\n  ROOT r = %s[65536] %s(p0)\n}\n"
+               "ENTRY e {\n  a = %s[65536] parameter(0)\n  ROOT u = %s[65536] fusion(a), kind=kLoop, calls=f\n}\n",
+               half_types[t], half_types[t], fns[k].op, half_types[t], half_types[t]);
+      bool want = fns[k].compiled[t];
+      fprintf(stderr, "%s %s on every value: %s\n", half_types[t], fns[k].op,
+              want ? "compiled, bit for bit" : "left to kernels/");
+      ts_hlo_module_t *m = parse_text("hm.hlo", text);
+      if (!m) continue;
+      bool flat;
+      EXPECT_EQ(cg_fusion_compiles(m->entry->root, &flat), want);
+      ts_hlo_module_destroy(m);
+      if (!want) continue;
+      ts_kernel_fn fn;
+      ts_codegen_t *cg = compile_root_fusion("hm.hlo", text, &m, &fn);
+      if (fn) compare(m, m->entry->root, fn, 1, false, true);
+      ts_codegen_destroy(cg);
+      ts_hlo_module_destroy(m);
+    }
+  all16 = false;
+}
+
+/* The kernel key holds the element types and a bf16 or f16 constant's
+ * rounded bits: multiplies by 1 and by 1.001 share a bf16 kernel (both
+ * round to 1) but not an f16 one (1.001 rounds to 1 + 2^-10), and the same
+ * computation over bf16, f16 and f32 gets three kernels. */
+static void half_keys(void) {
+  static const char text[] =
+      "HloModule hkeys\n"
+      "f1 {\n  x1 = bf16[8] parameter(0)\n  c1 = bf16[] constant(1)\n  b1 = bf16[8] broadcast(c1), dimensions={}\n"
+      "  ROOT y1 = bf16[8] multiply(x1, b1)\n}\n"
+      "f2 {\n  x2 = bf16[8] parameter(0)\n  c2 = bf16[] constant(1.001)\n  b2 = bf16[8] broadcast(c2), dimensions={}\n"
+      "  ROOT y2 = bf16[8] multiply(x2, b2)\n}\n"
+      "f3 {\n  x3 = f16[8] parameter(0)\n  c3 = f16[] constant(1)\n  b3 = f16[8] broadcast(c3), dimensions={}\n"
+      "  ROOT y3 = f16[8] multiply(x3, b3)\n}\n"
+      "f4 {\n  x4 = f16[8] parameter(0)\n  c4 = f16[] constant(1.001)\n  b4 = f16[8] broadcast(c4), dimensions={}\n"
+      "  ROOT y4 = f16[8] multiply(x4, b4)\n}\n"
+      "f5 {\n  x5 = f32[8] parameter(0)\n  c5 = f32[] constant(1)\n  b5 = f32[8] broadcast(c5), dimensions={}\n"
+      "  ROOT y5 = f32[8] multiply(x5, b5)\n}\n"
+      "ENTRY e {\n  a = bf16[8] parameter(0)\n  h = f16[8] parameter(1)\n  q = f32[8] parameter(2)\n"
+      "  u1 = bf16[8] fusion(a), kind=kLoop, calls=f1\n  u2 = bf16[8] fusion(a), kind=kLoop, calls=f2\n"
+      "  u3 = f16[8] fusion(h), kind=kLoop, calls=f3\n  u4 = f16[8] fusion(h), kind=kLoop, calls=f4\n"
+      "  u5 = f32[8] fusion(q), kind=kLoop, calls=f5\n"
+      "  ROOT t = (bf16[8], bf16[8], f16[8], f16[8], f32[8]) tuple(u1, u2, u3, u4, u5)\n}\n";
+  ts_hlo_module_t *m = parse_text("hkeys.hlo", text);
+  if (!m) return;
+  ts_codegen_stats_t cs;
+  ts_codegen_t *cg = compile_module(m, &cs);
+  EXPECT_EQ(cs.fusions, 5);
+  EXPECT_EQ(cs.compiled, 5);
+  EXPECT_EQ(cs.kernels, 4);
+  ts_kernel_fn k[5];
+  for (int f = 0; f < 5; f++) {
+    char name[8];
+    snprintf(name, sizeof name, "u%d", f + 1);
+    const ts_hlo_instr_t *fu = ts_hlo_comp_find_instr(m->entry, name);
+    EXPECT(fu != NULL);
+    k[f] = fu ? ts_codegen_kernel(cg, fu) : NULL;
+    EXPECT(k[f] != NULL);
+    for (int trial = 0; fu && k[f] && trial < 2; trial++) compare(m, fu, k[f], 80 + (uint64_t)trial, trial == 1, true);
+  }
+  EXPECT(k[0] == k[1]);
+  EXPECT(k[2] != k[0] && k[3] != k[2] && k[4] != k[0] && k[4] != k[2] && k[4] != k[3]);
+  ts_codegen_destroy(cg);
+  ts_hlo_module_destroy(m);
+}
+
+/* bf16 and f16 fusions left to kernels/: power (no exhaustive check over
+ * pairs), a reduce of bf16 data by an f32 region into f32, a
+ * TOTALORDER compare. */
+static void half_rejects(void) {
+  static const char *const texts[] = {
+      "HloModule r\nf {\n  p0 = bf16[8] parameter(0)\n  ROOT r = bf16[8] power(p0, p0)\n}\n"
+      "ENTRY e {\n  a = bf16[8] parameter(0)\n  ROOT u = bf16[8] fusion(a), kind=kLoop, calls=f\n}\n",
+      "HloModule r\nf {\n  p0 = f16[8] parameter(0)\n  ROOT r = f16[8] power(p0, p0)\n}\n"
+      "ENTRY e {\n  a = f16[8] parameter(0)\n  ROOT u = f16[8] fusion(a), kind=kLoop, calls=f\n}\n",
+      "HloModule r\nsum {\n  p = f32[] parameter(0)\n  q = f32[] parameter(1)\n  ROOT a = f32[] add(p, q)\n}\n"
+      "f {\n  p0 = bf16[8,8] parameter(0)\n  c = f32[] constant(0)\n"
+      "  ROOT r = f32[8] reduce(p0, c), dimensions={1}, to_apply=sum\n}\n"
+      "ENTRY e {\n  a = bf16[8,8] parameter(0)\n  ROOT u = f32[8] fusion(a), kind=kInput, calls=f\n}\n",
+      "HloModule r\nf {\n  p0 = bf16[8] parameter(0)\n"
+      "  ROOT r = pred[8] compare(p0, p0), direction=LT, type=TOTALORDER\n}\n"
+      "ENTRY e {\n  a = bf16[8] parameter(0)\n  ROOT u = pred[8] fusion(a), kind=kLoop, calls=f\n}\n",
+  };
+  for (size_t k = 0; k < sizeof texts / sizeof texts[0]; k++) {
+    ts_hlo_module_t *m = parse_text("hrej.hlo", texts[k]);
+    if (!m) continue;
+    bool flat;
+    EXPECT(!cg_fusion_compiles(m->entry->root, &flat));
+    ts_codegen_stats_t cs;
+    ts_codegen_t *cg = compile_module(m, &cs);
+    EXPECT_EQ(cs.fusions, 1);
+    EXPECT_EQ(cs.compiled, 0);
+    ts_codegen_destroy(cg);
+    ts_hlo_module_destroy(m);
+  }
+}
+
 int main(int argc, char **argv) {
   static const ts_test_case_t cases[] = {{"all", all},
                                          {"distinct", distinct},
@@ -774,7 +1185,16 @@ int main(int argc, char **argv) {
                                          {"reduce_s32", reduce_s32},
                                          {"reduce_init_param", reduce_init_param},
                                          {"reduce_keys", reduce_keys},
-                                         {"reduce_rejects", reduce_rejects}};
+                                         {"reduce_rejects", reduce_rejects},
+                                         {"half_ops", half_ops},
+                                         {"half_chain", half_chain},
+                                         {"half_convert", half_convert},
+                                         {"half_index", half_index},
+                                         {"half_mixed", half_mixed},
+                                         {"half_reduce", half_reduce},
+                                         {"half_math", half_math},
+                                         {"half_keys", half_keys},
+                                         {"half_rejects", half_rejects}};
   int rc = ts_test_cases("test_codegen_kernels", argc, argv, cases, (int)(sizeof cases / sizeof cases[0]));
   ts_interp_release_buffers();
   if (strided_jit) LLVMOrcDisposeLLJIT(strided_jit);

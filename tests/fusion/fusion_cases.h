@@ -64,6 +64,18 @@ static const fusion_case_t fusion_cases[] = {
      "HloModule m\nENTRY e {\n a = f32[33] parameter(0)\n b = f32[33] parameter(1)\n s = f32[33] add(a, b)\n"
      " ROOT g = pred[33] compare(s, a), direction=GE\n}\n",
      1, 0, 1},
+    {"bf16_mixed", /* bf16 arithmetic, f32 in between, f16 out: compiled since codegen/ takes bf16 and f16 */
+     "HloModule m\nENTRY e {\n a = bf16[300] parameter(0)\n b = bf16[300] parameter(1)\n c = f32[300] parameter(2)\n"
+     " m = bf16[300] multiply(a, b)\n s = bf16[300] add(m, a)\n x = bf16[300] maximum(s, b)\n"
+     " e = bf16[300] exponential(x)\n"
+     " f = f32[300] convert(e)\n y = f32[300] multiply(f, c)\n h = f16[300] convert(y)\n n = f16[300] negate(h)\n"
+     " k = f16[] constant(0.1)\n kb = f16[300] broadcast(k), dimensions={}\n ROOT r = f16[300] add(n, kb)\n}\n",
+     1, 0, 1},
+    {"bf16_reduce",
+     "HloModule m\nsum {\n p = bf16[] parameter(0)\n q = bf16[] parameter(1)\n ROOT a = bf16[] add(p, q)\n}\n"
+     "ENTRY e {\n a = bf16[8,40] parameter(0)\n b = bf16[8,40] parameter(1)\n m = bf16[8,40] multiply(a, b)\n"
+     " z = bf16[] constant(0)\n ROOT r = bf16[8] reduce(m, z), dimensions={1}, to_apply=sum\n}\n",
+     0, 1, 1},
 };
 
 #define NFUSION_CASES ((int)(sizeof fusion_cases / sizeof fusion_cases[0]))

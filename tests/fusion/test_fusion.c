@@ -142,22 +142,28 @@ done:
 
 #define CASE(n) \
   static void n(void) { check_case(&fusion_cases[n##_i]); }
-enum { elementwise_i, math_i, select_compare_convert_i, index_maps_i, slice_concat_iota_i, reduce_input_i,
-       no_duplicate_expensive_i, pred_output_i };
+/* fusion_cases' order: each case checks its own entry */
+enum { elementwise_i, math_i, transcendental_i, select_compare_convert_i, index_maps_i, slice_concat_iota_i,
+       reduce_input_i, no_duplicate_expensive_i, pred_output_i, bf16_mixed_i, bf16_reduce_i };
 CASE(elementwise)
 CASE(math)
+CASE(transcendental)
 CASE(select_compare_convert)
 CASE(index_maps)
 CASE(slice_concat_iota)
 CASE(reduce_input)
 CASE(no_duplicate_expensive)
 CASE(pred_output)
+CASE(bf16_mixed)
+CASE(bf16_reduce)
 
 int main(int argc, char **argv) {
   static const ts_test_case_t cases[] = {
-      {"elementwise", elementwise}, {"math", math}, {"select_compare_convert", select_compare_convert},
-      {"index_maps", index_maps}, {"slice_concat_iota", slice_concat_iota}, {"reduce_input", reduce_input},
+      {"elementwise", elementwise}, {"math", math}, {"transcendental", transcendental},
+      {"select_compare_convert", select_compare_convert}, {"index_maps", index_maps},
+      {"slice_concat_iota", slice_concat_iota}, {"reduce_input", reduce_input},
       {"no_duplicate_expensive", no_duplicate_expensive}, {"pred_output", pred_output},
+      {"bf16_mixed", bf16_mixed}, {"bf16_reduce", bf16_reduce},
   };
   int rc = ts_test_cases("test_fusion", argc, argv, cases, (int)(sizeof cases / sizeof cases[0]));
   ts_interp_release_buffers();
