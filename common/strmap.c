@@ -38,8 +38,8 @@ static ts_strmap_slot_t *find_slot(const ts_strmap_t *m, const char *key, size_t
   }
 }
 
-static bool grow(ts_strmap_t *m) {
-  size_t cap = m->cap ? m->cap * 2 : 64;
+/* Rehashes into cap slots (a power of two above twice the count). */
+static bool rehash(ts_strmap_t *m, size_t cap) {
   ts_strmap_slot_t *slots = ts_calloc(cap, sizeof *slots);
   if (!slots) return false;
   for (size_t i = 0; i < m->cap; i++) {
@@ -53,6 +53,14 @@ static bool grow(ts_strmap_t *m) {
   m->slots = slots;
   m->cap = cap;
   return true;
+}
+
+static bool grow(ts_strmap_t *m) { return rehash(m, m->cap ? m->cap * 2 : 64); }
+
+bool ts_strmap_reserve(ts_strmap_t *m, size_t n) {
+  size_t cap = m->cap ? m->cap : 64;
+  while (cap < n * 2 && cap <= SIZE_MAX / 4) cap *= 2;
+  return cap == m->cap || rehash(m, cap);
 }
 
 bool ts_strmap_put(ts_strmap_t *m, const char *key, size_t len, void *val) {

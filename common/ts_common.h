@@ -141,6 +141,9 @@ bool ts_strmap_put(ts_strmap_t *m, const char *key, size_t len, void *val);
  * when out of memory. */
 bool ts_strmap_insert(ts_strmap_t *m, const char *key, size_t len, void *val, void **existing);
 void *ts_strmap_get(const ts_strmap_t *m, const char *key, size_t len);
+/* Makes room for n keys without growing again (one allocation instead of a
+ * chain of doublings, each rehashing every key). False when out of memory. */
+bool ts_strmap_reserve(ts_strmap_t *m, size_t n);
 void ts_strmap_free(ts_strmap_t *m);
 
 /* ---- pointer map ------------------------------------------------------- */

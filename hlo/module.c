@@ -366,6 +366,10 @@ ts_hlo_module_t *ts_hlo_module_create(const char *name) {
   return m;
 }
 
+ts_status_t ts_hlo_module_reserve(ts_hlo_module_t *m, size_t ninstrs) {
+  return ts_strmap_reserve(&m->names, m->names.count + ninstrs) ? TS_OK : TS_ERR_NOMEM;
+}
+
 void ts_hlo_module_destroy(ts_hlo_module_t *m) {
   if (!m) return;
   ts_strmap_free(&m->names);

@@ -3546,7 +3546,12 @@ ts_status_t ts_hlo_parse(const ts_source_t *src, const ts_hlo_parse_opts_t *opts
     ms->len = in.len;
     p.src = ms;
     ts_lex_init(&p.lx, ms, diag, p.max_depth);
-    st = parse_module(&p);
+    /* about one instruction a line: a memchr pass sizes the name map once */
+    size_t lines = 0;
+    for (const char *c = text, *end = text + in.len; (c = memchr(c, '\n', (size_t)(end - c))); c++) lines++;
+    st = ts_hlo_module_reserve(p.m, lines);
+    if (st != TS_OK) st = nomem(&p);
+    else st = parse_module(&p);
   }
   if (st != TS_OK && diag && !diag->text) /* every failure explains itself */
     ts_diag_plain(diag, "%s: %s", in.name, ts_status_string(st));

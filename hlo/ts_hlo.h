@@ -328,6 +328,10 @@ struct ts_hlo_module {
 
 ts_hlo_module_t *ts_hlo_module_create(const char *name); /* NULL on OOM */
 void ts_hlo_module_destroy(ts_hlo_module_t *m);          /* NULL is a no-op */
+/* Room for ninstrs more instructions' names without growing the name map
+ * again: a builder that knows its size skips the doublings (each rehashes
+ * every name; at a million instructions, 128 MB of maps thrown away). */
+ts_status_t ts_hlo_module_reserve(ts_hlo_module_t *m, size_t ninstrs);
 
 /* XLA's group mode (ts_coll_group_mode) of collective i from its
  * channel_id and use_global_device_ids=true. `op` is the collective's

@@ -441,7 +441,8 @@ ts_status_t ts_partition(ts_hlo_module_t *m, const ts_partition_opts_t *opts, ts
   p.clone = ts_calloc((size_t)m->ncomps + 1, sizeof *p.clone);
   p.next_channel = 1;
   if (ts_sharding_cache_create(&p.memo) != TS_OK) p.memo = NULL;
-  if (!p.dst || !p.a || !p.val || !p.sh || !p.clone || !p.memo) {
+  if (!p.dst || !p.a || !p.val || !p.sh || !p.clone || !p.memo ||
+      ts_hlo_module_reserve(p.dst, m->names.count) != TS_OK) { /* about one output per input */
     st = TS_ERR_NOMEM;
     goto done;
   }

@@ -63,6 +63,18 @@ static void test_strmap(void) {
   EXPECT(ts_strmap_get(&m, text + 1, 8) == NULL);
   ts_strmap_free(&m);
   EXPECT(m.count == 0 && ts_strmap_get(&m, "fresh", 5) == NULL);
+  /* reserve: room for n keys at once, the keys already there kept, and no
+   * growth (the slot array stays where it is) until the n-th key */
+  EXPECT(ts_strmap_put(&m, keys[0], strlen(keys[0]), keys[0]));
+  EXPECT(ts_strmap_reserve(&m, 3000) && m.cap >= 6000 && m.count == 1);
+  EXPECT(ts_strmap_get(&m, keys[0], strlen(keys[0])) == keys[0]);
+  const ts_strmap_slot_t *slots = m.slots;
+  size_t cap = m.cap;
+  for (int k = 1; k < 3000; k++) EXPECT(ts_strmap_put(&m, keys[k], strlen(keys[k]), keys[k]));
+  EXPECT(m.slots == slots && m.cap == cap && m.count == 3000);
+  for (int k = 0; k < 3000; k++) EXPECT(ts_strmap_get(&m, keys[k], strlen(keys[k])) == keys[k]);
+  EXPECT(ts_strmap_reserve(&m, 10) && m.cap == cap); /* never shrinks */
+  ts_strmap_free(&m);
 }
 
 static void test_ptrmap(void) {
