@@ -737,6 +737,20 @@ static void reduce_init_param(void) {
                "  a = s32[] parameter(0)\n  b = s32[3,5,7] parameter(1)\n", "a, b", NULL, 0);
 }
 
+/* The kernels of entry fusions u1..un into k[], each compared with the
+ * interpreter on two random inputs (the second with edge values). */
+static void entry_kernels(ts_hlo_module_t *m, ts_codegen_t *cg, int n, ts_kernel_fn *k, uint64_t seed) {
+  for (int f = 0; f < n; f++) {
+    char name[8];
+    snprintf(name, sizeof name, "u%d", f + 1);
+    const ts_hlo_instr_t *fu = ts_hlo_comp_find_instr(m->entry, name);
+    EXPECT(fu != NULL);
+    k[f] = fu ? ts_codegen_kernel(cg, fu) : NULL;
+    EXPECT(k[f] != NULL);
+    for (int trial = 0; fu && k[f] && trial < 2; trial++) compare(m, fu, k[f], seed + (uint64_t)trial, trial == 1, true);
+  }
+}
+
 /* The kernel key tells reduces apart by dims, reducer and init (value or
  * parameter) and shares one kernel between reduces equal up to names. */
 static void reduce_keys(void) {
@@ -770,15 +784,7 @@ static void reduce_keys(void) {
   EXPECT_EQ(cs.compiled, 6);
   EXPECT_EQ(cs.kernels, 5);
   ts_kernel_fn k[6];
-  for (int f = 0; f < 6; f++) {
-    char name[8];
-    snprintf(name, sizeof name, "u%d", f + 1);
-    const ts_hlo_instr_t *fu = ts_hlo_comp_find_instr(m->entry, name);
-    EXPECT(fu != NULL);
-    k[f] = fu ? ts_codegen_kernel(cg, fu) : NULL;
-    EXPECT(k[f] != NULL);
-    for (int trial = 0; fu && k[f] && trial < 2; trial++) compare(m, fu, k[f], 70 + (uint64_t)trial, trial == 1, true);
-  }
+  entry_kernels(m, cg, 6, k, 70);
   EXPECT(k[0] == k[1]);
   for (int f = 2; f < 6; f++)
     for (int h = 0; h < f; h++) EXPECT(h == 1 || k[f] != k[h]);
@@ -1124,15 +1130,7 @@ static void half_keys(void) {
   EXPECT_EQ(cs.compiled, 5);
   EXPECT_EQ(cs.kernels, 4);
   ts_kernel_fn k[5];
-  for (int f = 0; f < 5; f++) {
-    char name[8];
-    snprintf(name, sizeof name, "u%d", f + 1);
-    const ts_hlo_instr_t *fu = ts_hlo_comp_find_instr(m->entry, name);
-    EXPECT(fu != NULL);
-    k[f] = fu ? ts_codegen_kernel(cg, fu) : NULL;
-    EXPECT(k[f] != NULL);
-    for (int trial = 0; fu && k[f] && trial < 2; trial++) compare(m, fu, k[f], 80 + (uint64_t)trial, trial == 1, true);
-  }
+  entry_kernels(m, cg, 5, k, 80);
   EXPECT(k[0] == k[1]);
   EXPECT(k[2] != k[0] && k[3] != k[2] && k[4] != k[0] && k[4] != k[2] && k[4] != k[3]);
   ts_codegen_destroy(cg);
