@@ -17,4 +17,4 @@ trap '"$CLUSTER_SH" down $CLUSTER' EXIT
 "$CLUSTER_SH" up $CLUSTER 2 "$delay" "$rate" 0
 export COST_MODEL=${COST_MODEL:-analytical:gpus_per_node=2,nccl_op_launch_us=1,chunk_prep_us=1,rtt_us=$((2 * delay)),nic_speed_gbps=$(awk -v r="$rate" 'BEGIN { print r / 1000 }')}
 [ -z "${2:-}" ] || echo "# link: ${delay} us one way, ${rate} Mbit/s (tests/cluster relay), MEMORY_LIMIT=${MEMORY_LIMIT:-none}" >>"$2"
-MODE=cluster DELAY_US=0 DEVICES=4 SLICES=2 HOST_MODEL=${HOST_MODEL:-0} sh "$here/bench_overlap.sh" "$build" "${2:-}"
+LINK_DELAY_US=$delay LINK_RATE_MBIT=$rate MODE=cluster DELAY_US=0 DEVICES=4 SLICES=2 HOST_MODEL=${HOST_MODEL:-0} sh "$here/bench_overlap.sh" "$build" "${2:-}"

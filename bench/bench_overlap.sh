@@ -81,6 +81,17 @@ run() {
     END { if (!found) exit 1 }' || { echo "bench_overlap.sh: tessera run failed (delay $d, flags $*)" >&2; exit 1; }
 }
 
+# compute FLAGS...: the step with no delay, as run: on the cluster the link
+# itself has one, so for this run it has none and no rate limit (the relay's
+# hop stays), then gets LINK_DELAY_US / LINK_RATE_MBIT back. Without this,
+# "compute" on the cluster was program order over the slow link.
+compute() {
+  [ "$mode" = cluster ] || { run 0 "$@"; return; }
+  "$CLUSTER_SH" link "$CLUSTER" 0 0 0 0 >/dev/null
+  run 0 "$@"
+  "$CLUSTER_SH" link "$CLUSTER" 0 0 "${LINK_DELAY_US:?}" "${LINK_RATE_MBIT:?}" >/dev/null
+}
+
 median() { sort -g | awk '{ a[NR] = $1 } END { if (NR % 2) print a[(NR + 1) / 2]; else print (a[NR / 2] + a[NR / 2 + 1]) / 2 }'; }
 
 # The S-curve options that price the emulated link for the scheduler: for
@@ -120,7 +131,7 @@ say "#   scheduled with --overlap-limit $overlap"
 # The delays: COMM_FRACTIONS of the compute time (3 runs with no delay) over the crossing collectives.
 if [ -z "$delays" ]; then
   : > "$tmp/cal"
-  for r in 1 2 3; do run 0 --no-schedule >> "$tmp/cal"; done
+  for r in 1 2 3; do compute --no-schedule >> "$tmp/cal"; done
   cal=$(col 1 < "$tmp/cal" | median)
   say "# calibration: program order with no delay, median step $cal ms"
   for f in $fractions; do
@@ -151,7 +162,7 @@ for d in $delays; do
   cm=$(link_model "$d")
   : > "$tmp/rows"
   for r in $(seq "$repeat"); do
-    c0=$(run 0 --no-schedule)
+    c0=$(compute --no-schedule)
     po=$(run "$spec" --no-schedule)
     sc=$(run "$spec" --overlap-limit "$overlap" ${MEMORY_LIMIT:+--memory-limit "$MEMORY_LIMIT"} --cost-model "$cm")
     h="0 0 0 0"
@@ -177,7 +188,8 @@ for d in $delays; do
   say "#   link model: --cost-model '$cm'"
 done
 say ""
-say "# comp: program order with no delay (kernels, runtime overhead, in-machine collectives); po: --no-schedule;"
+say "# comp: program order with no delay (kernels, runtime overhead, in-machine collectives; cluster: the link"
+say "# at no delay and no rate limit); po: --no-schedule;"
 say "# sched: scheduled with the link's cost model; comm: program order's collective waits at the delay;"
 say "# sched/po, sched/max (= sched / max(comp, comm)), comm/c: medians of per-repeat ratios; host: scheduled"
 say "# with the default host model (collectives priced as within one machine); pred: --compile-only's predicted"
