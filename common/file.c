@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -73,6 +74,39 @@ ts_status_t ts_read_file(const char *path, char **out, size_t *out_len, ts_diag_
   *out = b.data;
   *out_len = b.len;
   return TS_OK;
+}
+
+/* Mapped only from this size: below it a read costs less than a mapping. */
+#define MAP_MIN_BYTES ((size_t)16 << 20)
+
+ts_status_t ts_text_load(const char *path, ts_text_t *t, ts_diag_t *diag) {
+  memset(t, 0, sizeof *t);
+  struct stat st;
+  long page = sysconf(_SC_PAGESIZE);
+  int fd = strcmp(path, "-") == 0 ? -1 : open(path, O_RDONLY | O_CLOEXEC);
+  /* The page cache's own pages instead of fresh ones filled by read(2):
+   * beyond the end of the file the last page reads as zeros, which is the
+   * text's terminating NUL, so a size that is a whole number of pages reads
+   * instead. (As with any mapping, a file truncated while mapped faults.) */
+  if (fd >= 0 && fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && (size_t)st.st_size >= MAP_MIN_BYTES && page > 0 &&
+      st.st_size % page != 0) {
+    void *m = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+    if (m != MAP_FAILED) {
+      close(fd);
+      t->data = m;
+      t->len = (size_t)st.st_size;
+      t->mapped = true;
+      return TS_OK;
+    }
+  }
+  if (fd >= 0) close(fd);
+  return ts_read_file(path, &t->data, &t->len, diag);
+}
+
+void ts_text_free(ts_text_t *t) {
+  if (t->mapped) munmap(t->data, t->len);
+  else ts_free(t->data);
+  memset(t, 0, sizeof *t);
 }
 
 /* "No space left on device (ENOSPC)": the text for people, the name for

@@ -240,6 +240,17 @@ void ts_diag_free(ts_diag_t *d);
  * caller frees with ts_free. Errors go to diag. */
 ts_status_t ts_read_file(const char *path, char **out, size_t *out_len, ts_diag_t *diag);
 
+/* A whole file's text, NUL-terminated and read-only: a big regular file is
+ * mapped from the page cache (no fresh pages, no copy), anything else read
+ * as ts_read_file does. */
+typedef struct {
+  char *data;
+  size_t len;
+  bool mapped;
+} ts_text_t;
+ts_status_t ts_text_load(const char *path, ts_text_t *t, ts_diag_t *diag);
+void ts_text_free(ts_text_t *t); /* a zeroed text is fine */
+
 /* Atomic output: writes go to PATH.tmp.XXXXXX in the same folder, renamed
  * over PATH only when complete, so PATH never holds a half-written file.
  * A symbolic link is followed (the link stays a link; the file it names is

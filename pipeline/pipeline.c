@@ -14,9 +14,8 @@ static double clock_s(clockid_t c) {
 }
 
 static ts_status_t parse(ts_pipeline_t *p, ts_diag_t *diag) {
-  size_t len = 0;
-  TS_CHECK(ts_read_file(p->o.path, &p->text, &len, diag));
-  ts_source_t src = {strcmp(p->o.path, "-") == 0 ? "<stdin>" : p->o.path, p->text, len};
+  TS_CHECK(ts_text_load(p->o.path, &p->text, diag));
+  ts_source_t src = {strcmp(p->o.path, "-") == 0 ? "<stdin>" : p->o.path, p->text.data, p->text.len};
   /* the module reads its source from p->text, which outlives it
    * (ts_pipeline_fini): a 200 MB dump is not copied a second time */
   ts_hlo_parse_opts_t po = {.borrow_text = true};
@@ -171,9 +170,8 @@ bool ts_pipeline_partitioned(const ts_pipeline_t *p) { return p->pm && p->pm != 
 void ts_pipeline_release_input(ts_pipeline_t *p) {
   if (!ts_pipeline_partitioned(p)) return;
   ts_hlo_module_destroy(p->m);
-  ts_free(p->text);
+  ts_text_free(&p->text);
   p->m = NULL;
-  p->text = NULL;
 }
 
 void ts_pipeline_fini(ts_pipeline_t *p) {
@@ -181,7 +179,7 @@ void ts_pipeline_fini(ts_pipeline_t *p) {
   ts_sched_result_destroy(p->sched);
   if (p->pm != p->m) ts_hlo_module_destroy(p->pm);
   ts_hlo_module_destroy(p->m);
-  ts_free(p->text);
+  ts_text_free(&p->text);
   memset(p, 0, sizeof *p);
 }
 

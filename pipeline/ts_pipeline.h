@@ -49,7 +49,7 @@ typedef struct {
 /* One compilation. Callers read the results; the pipeline owns them. */
 typedef struct {
   ts_pipeline_opts_t o;
-  char *text;              /* the module's text: backs its diagnostics */
+  ts_text_t text;          /* the module's text: backs its diagnostics */
   ts_hlo_module_t *m;      /* as written (propagation writes shardings into it) */
   ts_hlo_module_t *pm;     /* the per-device program: m itself when partitioning was skipped */
   ts_sched_result_t *sched; /* the scheduler's statistics; NULL unless scheduled */

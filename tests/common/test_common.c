@@ -5,7 +5,9 @@
 #include "ts_test.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 
 static void test_status(void) {
@@ -214,7 +216,56 @@ static void test_interval_tree(void) {
   ts_interval_tree_destroy(t);
 }
 
+/* Writes n bytes of a repeating pattern to a temporary file; its path into
+ * path (mkstemp template). False on failure. */
+static bool pattern_file(char *path, size_t n) {
+  int fd = mkstemp(path);
+  if (fd < 0) return false;
+  FILE *f = fdopen(fd, "wb");
+  bool ok = f != NULL;
+  for (size_t k = 0; ok && k < n; k++) ok = fputc('a' + (int)(k % 23), f) != EOF;
+  if (f) ok = fclose(f) == 0 && ok;
+  return ok;
+}
+
+/* ts_text_load: a big file mapped, a whole number of pages or a small file
+ * read, each the file's bytes with a NUL after them; a missing file named. */
+static void test_text(void) {
+  long page = sysconf(_SC_PAGESIZE);
+  const struct {
+    size_t n;
+    bool mapped;
+  } sizes[] = {{((size_t)16 << 20) + 3, true}, {(size_t)16 << 20, false}, {100, false}, {0, false}};
+  for (size_t c = 0; c < sizeof sizes / sizeof sizes[0]; c++) {
+    char path[] = "/tmp/ts_text_XXXXXX";
+    if (!pattern_file(path, sizes[c].n)) {
+      EXPECT(!"cannot write a temporary file");
+      continue;
+    }
+    ts_text_t t;
+    ts_diag_t d = {0};
+    EXPECT_EQ(ts_text_load(path, &t, &d), TS_OK);
+    EXPECT_EQ(t.len, sizes[c].n);
+    EXPECT(t.mapped == (sizes[c].mapped && page > 0 && sizes[c].n % (size_t)page != 0));
+    size_t bad = 0;
+    for (size_t k = 0; t.data && k < t.len; k++) bad += t.data[k] != 'a' + (int)(k % 23);
+    EXPECT_EQ(bad, 0);
+    EXPECT(t.data && t.data[t.len] == '\0');
+    ts_text_free(&t);
+    EXPECT(t.data == NULL && !t.mapped);
+    unlink(path);
+    ts_diag_free(&d);
+  }
+  ts_text_t t;
+  ts_diag_t d = {0};
+  EXPECT_EQ(ts_text_load("/nonexistent/ts_text", &t, &d), TS_ERR_INVALID_ARGUMENT);
+  EXPECT(d.text && strstr(d.text, "cannot open '/nonexistent/ts_text'"));
+  ts_diag_free(&d);
+  ts_text_free(&t);
+}
+
 static const ts_test_case_t cases[] = {
+    {"text", test_text},
     {"status", test_status},
     {"arena", test_arena},
     {"strmap", test_strmap},
