@@ -12,6 +12,7 @@ endforeach()
 add_executable(test_dot_blas kernels/test_dot_blas.c)
 target_link_libraries(test_dot_blas PRIVATE ts_kernels ts_hlo ts_common)
 foreach(s plain lhs_contracting_first rhs_transposed both_transposed batched batch_inside attention attention_context
+        attention_wide attention_context_t f64_attention_wide
         two_contracting contracting_reversed interleaved unit_dims vector_matrix outer f32_long_k bf16 bf16_out
         bf16_long_k bf16_f32 f16 f64_transposed c64_batch_inside)
   add_test(NAME kernels.dot_blas.${s} COMMAND test_dot_blas ${s})

@@ -34,6 +34,12 @@ static const dot_case_t cases[] = {
     {"attention", "f32[2,13,3,8]", "f32[2,11,3,8]", "f32[2,3,13,11]", {"0,2", "3", "0,2", "3"}},
     /* attention's context: [b,h,s,t] x [b,t,h,d] -> [b,h,s,d] (rhs contracting dim first of its block) */
     {"attention_context", "f32[2,3,13,11]", "f32[2,11,3,8]", "f32[2,3,13,8]", {"0,1", "3", "0,2", "1"}},
+    /* small gemms per batch whose strided and transposed operands are copied
+     * into contiguous panels first (rhs transposed with M >= 64; lhs
+     * transposed with N >= 64; f64 as well) */
+    {"attention_wide", "f32[2,64,3,8]", "f32[2,11,3,8]", "f32[2,3,64,11]", {"0,2", "3", "0,2", "3"}},
+    {"attention_context_t", "f32[2,3,11,13]", "f32[2,11,3,64]", "f32[2,3,13,64]", {"0,1", "2", "0,2", "1"}},
+    {"f64_attention_wide", "f64[2,64,3,8]", "f64[2,11,3,8]", "f64[2,3,64,11]", {"0,2", "3", "0,2", "3"}},
     {"two_contracting", "f32[5,7,9]", "f32[7,9,6]", "f32[5,6]", {"", "1,2", "", "0,1"}},
     {"contracting_reversed", "f32[5,9,7]", "f32[7,9,6]", "f32[5,6]", {"", "2,1", "", "0,1"}},
     {"interleaved", "f32[4,9,5]", "f32[9,6]", "f32[4,5,6]", {"", "1", "", "0"}},
