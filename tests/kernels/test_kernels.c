@@ -6,6 +6,8 @@
 
 #include "ts_test.h"
 
+#include <float.h>
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -126,7 +128,100 @@ static int test_dot(void) {
   return failures - before;
 }
 
+/* XLA's maximum (max = true) or minimum of two f32, as the definition
+ * reads: NaN propagates (the first NaN), -0 < +0. */
+static float xla_minmax(bool max, float a, float b) {
+  if (a != a) return a;
+  if (b != b) return b;
+  if (a == b) return (signbit(a) != 0) == max ? b : a;
+  return (max ? a > b : a < b) ? a : b;
+}
+
+static uint32_t bits_of(float v) {
+  uint32_t u;
+  memcpy(&u, &v, sizeof u);
+  return u;
+}
+
+/* f32 max and min reduces over rows of every length from 1 to 40 and 128
+ * (the vector loop, its tail and rows shorter than one step): values of
+ * both signs, +-0 (the maximum of -0 and +0 is +0, the minimum -0), +-inf,
+ * denormals and the extremes, each result's bits against the definition
+ * applied in row order (among non-NaN values any order gives the same
+ * bits); rows with one NaN, whose bits must come out whatever the order,
+ * and a NaN init. */
+static int test_minmax_reduce(void) {
+  int before = failures;
+  static const char text[] =
+      "HloModule m\n"
+      "mx { a = f32[] parameter(0)\n b = f32[] parameter(1)\n ROOT r = f32[] maximum(a, b) }\n"
+      "mn { a = f32[] parameter(0)\n b = f32[] parameter(1)\n ROOT r = f32[] minimum(a, b) }\n"
+      "ENTRY e {\n"
+      "  x = f32[6,128] parameter(0)\n"
+      "  z = f32[] parameter(1)\n"
+      "  hi = f32[6] reduce(x, z), dimensions={1}, to_apply=mx\n"
+      "  ROOT lo = f32[6] reduce(x, z), dimensions={1}, to_apply=mn\n"
+      "}\n";
+  ts_source_t src = {"<test>", text, strlen(text)};
+  ts_diag_t diag = {0};
+  ts_hlo_module_t *m = NULL;
+  EXPECT_EQ(ts_hlo_parse(&src, NULL, &m, &diag), TS_OK);
+  if (!m) {
+    fprintf(stderr, "%s", diag.text ? diag.text : "");
+    ts_diag_free(&diag);
+    return failures - before;
+  }
+  static const float special[] = {0.0f, -0.0f, INFINITY, -INFINITY, 1e-45f, -1e-45f, 1e-40f, -3e-39f,
+                                  FLT_MAX, -FLT_MAX, FLT_MIN, -FLT_MIN, 1.0f, -1.0f, 0.5f, -2.5f};
+  enum { R = 6, W = 128 };
+  float x[R * W], out[R];
+  int64_t dx[2] = {R, 0}, dout[1] = {R};
+  ts_kernel_ctx_t ctx = {.diag = &diag};
+  const ts_hlo_instr_t *red[2] = {ts_hlo_comp_find_instr(m->entry, "hi"), ts_hlo_comp_find_instr(m->entry, "lo")};
+  unsigned seed = 7;
+  for (int w = 1; w <= W; w = w < 40 ? w + 1 : W + 1) {
+    for (int form = 0; form < 4; form++) { /* 0, 1: no NaN; 2: one NaN in each row; 3: a NaN init */
+      for (int i = 0; i < R * w; i++) {
+        seed = seed * 1103515245u + 12345u;
+        unsigned r = seed >> 8;
+        x[i] = r % 3 == 0 ? special[r / 3 % 16] : (float)((int)(r % 2001) - 1000) / 64.0f;
+        if (form == 1) x[i] = (r & 1) ? 0.0f : -0.0f; /* rows of zeros of both signs */
+      }
+      if (form == 2)
+        for (int row = 0; row < R; row++) {
+          uint32_t nan = 0x7fc00000u | (uint32_t)(row + 1) | (row & 1 ? 0x80000000u : 0);
+          memcpy(&x[row * w + (row * 5) % w], &nan, sizeof nan);
+        }
+      uint32_t zn = 0xffc00123u;
+      float z;
+      memcpy(&z, &zn, sizeof z);
+      for (int k = 0; k < 2; k++) {
+        float init = form == 3 ? z : k == 0 ? -INFINITY : INFINITY;
+        dx[1] = w;
+        ts_array_t in[2] = {{TS_F32, 2, dx, x}, {TS_F32, 0, NULL, &init}};
+        ts_array_t o = {TS_F32, 1, dout, out};
+        if (!red[k]) continue;
+        EXPECT_EQ(ts_kernel_for(TS_OP_REDUCE)(&ctx, red[k], in, 2, &o, 1), TS_OK);
+        for (int row = 0; row < R; row++) {
+          float want = init;
+          for (int j = 0; j < w; j++) want = xla_minmax(k == 0, want, x[row * w + j]);
+          if (bits_of(out[row]) != bits_of(want)) {
+            fprintf(stderr, "%s, row length %d, form %d, row %d: got %08x, want %08x\n", k ? "min" : "max", w, form,
+                    row, bits_of(out[row]), bits_of(want));
+            failures++;
+          }
+        }
+      }
+    }
+  }
+  ts_kernel_ctx_free(&ctx);
+  ts_diag_free(&diag);
+  ts_hlo_module_destroy(m);
+  return failures - before;
+}
+
 static const ts_test_group_t scenarios[] = {
+    {"minmax_reduce", test_minmax_reduce},
     {"table", test_table},
     {"literal", test_literal},
     {"dot", test_dot},
