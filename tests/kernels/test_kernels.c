@@ -80,6 +80,19 @@ static int test_literal(void) {
   return failures - before;
 }
 
+/* The module of a test's text, or NULL after counting a failure and
+ * printing the parser's error (diag is freed then). */
+static ts_hlo_module_t *parse_text(const char *text, ts_diag_t *diag) {
+  ts_source_t src = {"<test>", text, strlen(text)};
+  ts_hlo_module_t *m = NULL;
+  EXPECT_EQ(ts_hlo_parse(&src, NULL, &m, diag), TS_OK);
+  if (!m) {
+    fprintf(stderr, "%s", diag->text ? diag->text : "");
+    ts_diag_free(diag);
+  }
+  return m;
+}
+
 /* f32[2,3] x f32[3,2] -> f32[2,2] through the runtime's dot (OpenBLAS sgemm),
  * and the same contraction with the lhs transposed (contracting dim 0):
  *   [[1,2,3],[4,5,6]] x [[7,8],[9,10],[11,12]] = [[58,64],[139,154]]. */
@@ -94,16 +107,9 @@ static int test_dot(void) {
       "  d = f32[2,2] dot(a, b), lhs_contracting_dims={1}, rhs_contracting_dims={0}\n"
       "  ROOT dt = f32[2,2] dot(at, b), lhs_contracting_dims={0}, rhs_contracting_dims={0}\n"
       "}\n";
-  ts_source_t src = {"<test>", text, strlen(text)};
   ts_diag_t diag = {0};
-  ts_hlo_module_t *m = NULL;
-  ts_status_t st = ts_hlo_parse(&src, NULL, &m, &diag);
-  EXPECT_EQ(st, TS_OK);
-  if (st != TS_OK) {
-    fprintf(stderr, "%s", diag.text ? diag.text : "");
-    ts_diag_free(&diag);
-    return failures - before;
-  }
+  ts_hlo_module_t *m = parse_text(text, &diag);
+  if (!m) return failures - before;
   float a[] = {1, 2, 3, 4, 5, 6}, b[] = {7, 8, 9, 10, 11, 12}, at[] = {1, 4, 2, 5, 3, 6}, out[4];
   int64_t d23[] = {2, 3}, d32[] = {3, 2}, d22[] = {2, 2};
   ts_kernel_ctx_t ctx = {.diag = &diag};
@@ -162,15 +168,9 @@ static int test_minmax_reduce(void) {
       "  hi = f32[6] reduce(x, z), dimensions={1}, to_apply=mx\n"
       "  ROOT lo = f32[6] reduce(x, z), dimensions={1}, to_apply=mn\n"
       "}\n";
-  ts_source_t src = {"<test>", text, strlen(text)};
   ts_diag_t diag = {0};
-  ts_hlo_module_t *m = NULL;
-  EXPECT_EQ(ts_hlo_parse(&src, NULL, &m, &diag), TS_OK);
-  if (!m) {
-    fprintf(stderr, "%s", diag.text ? diag.text : "");
-    ts_diag_free(&diag);
-    return failures - before;
-  }
+  ts_hlo_module_t *m = parse_text(text, &diag);
+  if (!m) return failures - before;
   static const float special[] = {0.0f, -0.0f, INFINITY, -INFINITY, 1e-45f, -1e-45f, 1e-40f, -3e-39f,
                                   FLT_MAX, -FLT_MAX, FLT_MIN, -FLT_MIN, 1.0f, -1.0f, 0.5f, -2.5f};
   enum { R = 6, W = 128 };
