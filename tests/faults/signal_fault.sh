@@ -64,8 +64,12 @@ for i in $(seq 1 "$repeats"); do
       kill -STOP "$pid"; sleep 1; kill -CONT "$pid"; sleep 1; k=$((k + 1))
     done
     # Still running, no digest: then cancel it (no digest either).
-    alive $mpirun_pid || { echo "FAIL slow run $i: the job ended while slow"; fails=$((fails + 1)); }
-    kill -TERM $mpirun_pid ;;
+    if alive $mpirun_pid; then
+      kill -TERM $mpirun_pid
+    else # say how it ended: its last lines and the start of its errors
+      echo "FAIL slow run $i: the job ended while slow (after $k STOP/CONT rounds)"; fails=$((fails + 1))
+      tail -n 3 "$d/out"; sed -n 1,20p "$d/err"
+    fi ;;
   esac
   # The digest (or, for slow/cancel, the job's end).
   t_digest=
